@@ -1,0 +1,20 @@
+"""gpusvm: support vector machines and sparse online classifiers on NVIDIA GPUs.
+
+Every estimator trains on a CUDA device through CuPy when one is present, or on the
+CPU through NumPy/SciPy, with the same results (see :func:`config_context`).  Importing
+gpusvm never imports CuPy.
+"""
+
+from ._backend import config_context, get_config, resolve_backend
+from .svm import KernelPegasosSVC, PegasosSVC
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "KernelPegasosSVC",
+    "PegasosSVC",
+    "__version__",
+    "config_context",
+    "get_config",
+    "resolve_backend",
+]

@@ -1,0 +1,147 @@
+"""The backend switch: NumPy on any machine, CuPy where a CUDA device is present.
+
+Precedence, highest first:
+
+1. an estimator's ``backend='numpy' | 'cupy'``;
+2. :func:`config_context` (``with gpusvm.config_context(backend='numpy'): ...``);
+3. the ``GPUSVM_BACKEND`` environment variable;
+4. ``'auto'``: CuPy when it imports and sees a CUDA device, else NumPy.
+
+An estimator's ``backend='auto'`` (its default) defers to 2-4.  This module never
+imports CuPy at import time, so ``import gpusvm`` stays light on a CPU machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+import sys
+
+import numpy as np
+
+BACKENDS = ("auto", "numpy", "cupy")
+ENV_VARIABLE = "GPUSVM_BACKEND"
+
+_context_backend: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "gpusvm_backend", default=None
+)
+
+
+def _check_backend_name(backend, source):
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"{source} must be one of {BACKENDS}, got {backend!r}."
+        )
+    return backend
+
+
+@functools.lru_cache(maxsize=1)
+def cupy_device_count():
+    """Number of CUDA devices CuPy sees; 0 when CuPy is missing or broken."""
+    try:
+        import cupy
+    except Exception:  # ImportError, or a CUDA library that fails to load
+        return 0
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no driver, no device
+        return 0
+
+
+def get_config():
+    """The backend that ``backend='auto'`` resolves through, before detection.
+
+    Returns
+    -------
+    dict
+        ``{'backend': name}`` with the name from :func:`config_context`, else from
+        the ``GPUSVM_BACKEND`` environment variable, else ``'auto'``.
+    """
+    backend = _context_backend.get()
+    if backend is None:
+        backend = os.environ.get(ENV_VARIABLE, "auto").strip().lower() or "auto"
+        _check_backend_name(backend, f"The environment variable {ENV_VARIABLE}")
+    return {"backend": backend}
+
+
+@contextlib.contextmanager
+def config_context(*, backend):
+    """Set the default backend inside a ``with`` block.
+
+    Parameters
+    ----------
+    backend : {'auto', 'numpy', 'cupy'}
+        Used by every estimator whose own ``backend`` is ``'auto'``.
+
+    Examples
+    --------
+    >>> import gpusvm
+    >>> with gpusvm.config_context(backend="numpy"):
+    ...     gpusvm.get_config()["backend"]
+    'numpy'
+    """
+    _check_backend_name(backend, "config_context(backend=...)")
+    token = _context_backend.set(backend)
+    try:
+        yield
+    finally:
+        _context_backend.reset(token)
+
+
+def resolve_backend(backend="auto"):
+    """Turn an estimator's ``backend`` parameter into ``'numpy'`` or ``'cupy'``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    RuntimeError
+        For ``'cupy'`` when CuPy is missing or sees no CUDA device.
+    """
+    _check_backend_name(backend, "backend")
+    if backend == "auto":
+        backend = get_config()["backend"]
+    if backend == "auto":
+        return "cupy" if cupy_device_count() > 0 else "numpy"
+    if backend == "cupy" and cupy_device_count() == 0:
+        raise RuntimeError(
+            "backend='cupy' needs CuPy and a CUDA device, but "
+            + ("CuPy sees no CUDA device" if _cupy_imports() else "CuPy is not installed")
+            + ". Install gpusvm[cuda12] or gpusvm[cuda13] on a machine with an NVIDIA GPU, "
+            "or use backend='numpy' (or GPUSVM_BACKEND=numpy)."
+        )
+    return backend
+
+
+def _cupy_imports():
+    try:
+        import cupy  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def get_namespace(backend_name):
+    """The array module of a resolved backend name: :mod:`numpy` or :mod:`cupy`."""
+    if backend_name == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
+def is_cupy_array(x):
+    """True for a CuPy array or ``cupyx.scipy.sparse`` matrix, without importing CuPy."""
+    if "cupy" not in sys.modules:
+        return False
+    module = type(x).__module__
+    return module.startswith("cupy") or module.startswith("cupyx")
+
+
+def to_numpy(x):
+    """Copy a CuPy array to the host; NumPy arrays pass through."""
+    if is_cupy_array(x):
+        return x.get()
+    return np.asarray(x)

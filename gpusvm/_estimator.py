@@ -1,0 +1,85 @@
+"""What every gpusvm classifier shares: backend choice, target encoding, rollback."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils._param_validation import StrOptions
+
+from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend
+from ._validation import check_classes, check_weights, one_vs_rest_targets
+
+
+@contextlib.contextmanager
+def restore_on_error(estimator):
+    """Put every attribute of ``estimator`` back as it was if the block raises.
+
+    Fitting code replaces arrays rather than mutating them, so a shallow snapshot is
+    enough for "a failed fit or partial_fit leaves the model as it was".
+    """
+    snapshot = dict(estimator.__dict__)
+    try:
+        yield
+    except BaseException:
+        estimator.__dict__.clear()
+        estimator.__dict__.update(snapshot)
+        raise
+
+
+class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
+    """Backend handling and one-vs-rest targets for the classifiers.
+
+    Fitted attributes are NumPy arrays on the host, so that a model pickles and
+    predicts anywhere; prediction runs on the training backend when it is still
+    available (results come back as NumPy unless the input was a CuPy array).
+    """
+
+    _backend_constraint = [StrOptions(set(BACKENDS))]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _fit_backend(self):
+        """The resolved backend for this fit (``backend_`` once a model exists)."""
+        return getattr(self, "backend_", None) or resolve_backend(self.backend)
+
+    def _targets_and_weights(self, y, sample_weight, classes):
+        """One-vs-rest targets in {-1, +1} and per-sample weights (times class weights)."""
+        targets = one_vs_rest_targets(y, classes)
+        weights = check_weights(sample_weight, y.shape[0])
+        if self.class_weight is not None:
+            weights = weights * compute_sample_weight(self.class_weight, y)
+        return targets, weights
+
+    def _classes_for_fit(self, y):
+        return check_classes(y, type(self).__name__)
+
+    def _predict_namespace(self, X):
+        """Where to compute predictions: the input's device, else the training backend."""
+        if is_cupy_array(X):
+            return get_namespace("cupy")
+        if self.backend_ == "cupy" and cupy_device_count() > 0:
+            return get_namespace("cupy")
+        return np
+
+    def predict(self, X):
+        """Class labels for the rows of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        scores = scores.get() if is_cupy_array(scores) else scores
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[scores.argmax(axis=1)]

@@ -1,0 +1,122 @@
+"""Find, assemble and compile the CUDA sources in ``kernels/``.
+
+Each ``kernels/NAME.cu`` is compiled once per device and kept (``cupy.memoize``).
+Template kernels (``template <typename real> __global__ void f(...)``) are instantiated
+for float and double through NVRTC name expressions; ``extern "C"`` kernels are looked
+up by their plain name.  Local headers (``#include "common.cuh"``) are inlined between
+``#line`` directives, so a compiler error names the right file and line.
+
+CuPy is imported only inside the functions that compile, never at import time.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+# A template kernel: `template <typename real>` then `__global__ void name(`.
+TEMPLATE_KERNEL = re.compile(
+    r"template\s*<\s*typename\s+real\s*>\s*__global__\s+void\s+(\w+)\s*\("
+)
+_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+_PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.MULTILINE)
+_C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+_COMPILE_OPTIONS = ("-std=c++17",)
+
+
+def kernel_dir():
+    """The folder that holds the ``.cu`` sources.
+
+    A wheel carries them as ``gpusvm/_kernels_src``; a source checkout or an editable
+    install has them in ``kernels/`` beside the package.
+    """
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "_kernels_src", package.parent / "kernels"):
+        if (candidate / "common.cuh").is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"gpusvm's CUDA sources were not found in {package / '_kernels_src'} "
+        f"or {package.parent / 'kernels'}; reinstall gpusvm."
+    )
+
+
+def c_type(dtype):
+    """The C type of a float32/float64 dtype."""
+    try:
+        return _C_TYPES[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"CUDA kernels run in float32 or float64, got dtype {dtype!r}.") from None
+
+
+def assemble_source(file_name, directory=None, _seen=None):
+    """The source of ``file_name`` with its local headers inlined.
+
+    Each inlined piece starts with a ``#line`` directive naming its own file, and the
+    including file resumes with one naming it again, so compiler messages point at the
+    original file and line.  A header is inlined once (``#pragma once`` semantics).
+    """
+    directory = Path(directory) if directory is not None else kernel_dir()
+    seen = set() if _seen is None else _seen
+    seen.add(file_name)
+    text = (directory / file_name).read_text()
+    if _seen is not None:  # an inlined header: its `#pragma once` would only warn
+        text = _PRAGMA_ONCE.sub("", text)
+    pieces, last = [f'#line 1 "{file_name}"\n'], 0
+    for match in _LOCAL_INCLUDE.finditer(text):
+        pieces.append(text[last : match.start()])
+        header = match.group(1)
+        if header not in seen:
+            pieces.append(assemble_source(header, directory, seen))
+        line_after = text.count("\n", 0, match.end()) + 2
+        pieces.append(f'\n#line {line_after} "{file_name}"\n')
+        last = match.end() + 1
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def template_kernels(source):
+    """Names of the ``template <typename real>`` kernels in a source text."""
+    return sorted(set(TEMPLATE_KERNEL.findall(source)))
+
+
+def _compile_module(file_name):
+    import cupy
+
+    source = assemble_source(file_name)
+    expressions = [
+        f"{name}<{ctype}>"
+        for name in template_kernels(source)
+        for ctype in ("float", "double")
+    ]
+    try:
+        module = cupy.RawModule(
+            code=source, options=_COMPILE_OPTIONS, name_expressions=expressions
+        )
+        module.compile()
+    except cupy.cuda.compiler.CompileException as error:
+        raise RuntimeError(
+            f"CUDA source {file_name} failed to compile (file and line below):\n{error}"
+        ) from error
+    return module
+
+
+_module_cache = None
+
+
+def get_module(file_name):
+    """The compiled module of ``kernels/<file_name>`` on the current device."""
+    global _module_cache
+    if _module_cache is None:
+        import cupy
+
+        _module_cache = cupy.memoize(for_each_device=True)(_compile_module)
+    return _module_cache(file_name)
+
+
+def get_kernel(file_name, kernel_name, dtype=None):
+    """A compiled kernel: ``kernel_name<float|double>`` for a template, else by name."""
+    module = get_module(file_name)
+    name = kernel_name if dtype is None else f"{kernel_name}<{c_type(dtype)}>"
+    return module.get_function(name)

@@ -1,0 +1,170 @@
+"""Input checks shared by every estimator, on both backends.
+
+NumPy and SciPy inputs go through scikit-learn's ``validate_data`` (its messages, its
+dtype and sparse handling).  CuPy inputs are checked on the device with the same
+wording, so that a GPU user is never asked to copy data to the host first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ._backend import get_namespace, is_cupy_array, to_numpy
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def _check_cupy_X(estimator, X, reset):
+    """The device-side twin of ``validate_data`` for a CuPy array or CSR matrix."""
+    import cupy
+    import cupyx.scipy.sparse as cusparse
+
+    if cusparse.issparse(X):
+        X = X.tocsr()
+        values = X.data
+    else:
+        if X.ndim != 2:
+            raise ValueError(
+                f"Expected 2D array, got {X.ndim}D array instead. Reshape your data "
+                "either using array.reshape(-1, 1) if your data has a single feature or "
+                "array.reshape(1, -1) if it contains a single sample."
+            )
+        values = X
+    if X.dtype not in FLOAT_DTYPES:
+        X = X.astype(np.float64)
+        values = X.data if cusparse.issparse(X) else X
+    n_samples, n_features = X.shape
+    name = type(estimator).__name__
+    if n_samples == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required by {name}.")
+    if n_features == 0:
+        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required by {name}.")
+    if not bool(cupy.isfinite(values).all()):
+        raise ValueError(f"Input X contains NaN or infinity; {name} does not accept missing values.")
+    if reset:
+        estimator.n_features_in_ = n_features
+    elif n_features != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {n_features} features, but {name} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
+    return X
+
+
+def check_X(estimator, X, *, reset):
+    """Validate X and return it as float32/float64 (dense, or CSR when sparse).
+
+    CuPy inputs stay on the device; everything else follows scikit-learn.
+    """
+    if is_cupy_array(X):
+        return _check_cupy_X(estimator, X, reset)
+    return validate_data(
+        estimator, X, reset=reset, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C"
+    )
+
+
+def check_X_y(estimator, X, y, *, reset):
+    """Validate X and y; y comes back as a NumPy array on the host."""
+    if is_cupy_array(X) or is_cupy_array(y):
+        X = _check_cupy_X(estimator, X, reset) if is_cupy_array(X) else check_X(estimator, X, reset=reset)
+        y = to_numpy(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"y must be 1D with one label per row of X: X has {X.shape[0]} rows, "
+                f"y has shape {y.shape}."
+            )
+        return X, y
+    return validate_data(
+        estimator, X, y, reset=reset, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C"
+    )
+
+
+def check_weights(sample_weight, n_samples):
+    """Per-sample weights as a float64 NumPy array (ones when None), non-negative."""
+    if is_cupy_array(sample_weight):
+        sample_weight = to_numpy(sample_weight)
+    placeholder = np.empty((n_samples, 0))
+    return _check_sample_weight(
+        sample_weight, placeholder, dtype=np.float64, ensure_non_negative=True
+    )
+
+
+def check_classes(y, estimator_name):
+    """Sorted classes of y; raises when fewer than two."""
+    classes = np.unique(y)
+    if classes.shape[0] < 2:
+        raise ValueError(
+            f"The number of classes has to be greater than one; got {classes.shape[0]} "
+            f"class (y contains only {classes.tolist()!r}); {estimator_name} needs two "
+            "or more classes."
+        )
+    return classes
+
+
+def one_vs_rest_targets(y, classes):
+    """Targets in {-1, +1}: one column for two classes (+1 = classes[1]), else one per class."""
+    positions = np.searchsorted(classes, y)
+    unknown = (positions >= classes.shape[0]) | (classes[np.minimum(positions, classes.shape[0] - 1)] != y)
+    if unknown.any():
+        raise ValueError(
+            f"y contains labels {np.unique(y[unknown]).tolist()!r} that are not in "
+            f"classes {classes.tolist()!r}."
+        )
+    if classes.shape[0] == 2:
+        return np.where(positions == 1, 1.0, -1.0)[:, None]
+    targets = -np.ones((y.shape[0], classes.shape[0]))
+    targets[np.arange(y.shape[0]), positions] = 1.0
+    return targets
+
+
+def to_backend(X, xp_name):
+    """Move a validated X (dense or CSR) to the backend's memory."""
+    if xp_name == "numpy":
+        if is_cupy_array(X):
+            return X.get()
+        return X
+    import cupy
+    import cupyx.scipy.sparse as cusparse
+
+    if is_cupy_array(X):
+        return X
+    if sp.issparse(X):
+        X = X.tocsr()
+        return cusparse.csr_matrix(
+            (cupy.asarray(X.data), cupy.asarray(X.indices, dtype=np.int32), cupy.asarray(X.indptr, dtype=np.int32)),
+            shape=X.shape,
+        )
+    return cupy.ascontiguousarray(cupy.asarray(X))
+
+
+def issparse(X):
+    """True for a SciPy or cupyx sparse matrix."""
+    if sp.issparse(X):
+        return True
+    if is_cupy_array(X):
+        import cupyx.scipy.sparse as cusparse
+
+        return cusparse.issparse(X)
+    return False
+
+
+def namespace_of(X):
+    """:mod:`cupy` for device data, :mod:`numpy` otherwise."""
+    return get_namespace("cupy" if is_cupy_array(X) else "numpy")
+
+
+__all__ = [
+    "check_X",
+    "check_X_y",
+    "check_classes",
+    "check_is_fitted",
+    "check_weights",
+    "issparse",
+    "namespace_of",
+    "one_vs_rest_targets",
+    "to_backend",
+]

@@ -1,0 +1,110 @@
+"""Kernelized mini-batch Pegasos, one-vs-rest, on NumPy or CuPy (the same code, ``xp``).
+
+The model never forms ``w``: it keeps per class the weighted counts ``alpha[c, j]``,
+the number of times example ``j`` was drawn while violating the margin (times its
+sample weight).  With ``k`` rows per step, after step ``t``::
+
+    w_{t+1} = 1 / (lam t k) * sum_j alpha[c, j] y_cj Phi(x_j)
+
+which is exactly the linear algorithm of ``pegasos.py`` without projection, written in
+the kernel's feature space (the margin test at step ``t`` therefore divides by
+``lam (t - 1) k``; the paper's ``lam t`` is off by one step).  ``fit_intercept`` adds a
+constant 1 to the kernel: a regularized bias, like the linear solver's.
+
+Instead of evaluating ``K(x_i, support)`` for every drawn row, the solver keeps the
+unscaled responses ``r[c, j] = sum_l alpha[c, l] y_cl K(x_l, x_j)`` for all training rows
+and adds one kernel row per drawn row when it violates: ``K(X_batch, X)`` is one dense
+matrix product, with no gather of the growing support set.  On the GPU every drawn
+row's kernel row is computed (weighted by zero when it does not violate), so a step
+needs no host synchronisation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import nvtx
+from tqdm.auto import tqdm
+
+from .._random import random_indices
+from ..kernel_functions import kernel_block, squared_row_norms
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelPegasosProblem:
+    """The data and settings of one kernel Pegasos fit, on the training backend."""
+
+    X: object  # (n_samples, n_features), dense or CSR
+    targets: object  # (n_samples, n_classes) in {-1, +1}, float64
+    sample_weight: object  # (n_samples,), float64
+    lam: float
+    batch_size: int
+    kernel: str
+    gamma: float
+    degree: int
+    coef0: float
+    fit_intercept: bool
+    seed: int
+
+    def kernel_rows(self, rows, sq_norms):
+        """``K(X[rows], X)`` (+1 with an intercept), float64."""
+        block = kernel_block(
+            self.X[rows], self.X, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+            coef0=self.coef0, X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms,
+        ).astype("float64")
+        if self.fit_intercept:
+            block += 1.0
+        return block
+
+
+def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0):
+    """Train from scratch for ``n_epochs`` epochs of ``ceil(n / k)`` steps each.
+
+    Returns
+    -------
+    counts : array of shape (n_classes, n_samples), float64
+        The weighted violation counts ``alpha``.
+    n_steps : int
+        The number of steps ``T``; the predictor is ``counts * y / (lam T k)``.
+    """
+    n_samples = problem.X.shape[0]
+    n_classes = problem.targets.shape[1]
+    k = problem.batch_size
+    counts = xp.zeros((n_classes, n_samples))
+    responses = xp.zeros((n_classes, n_samples))
+    sq_norms = squared_row_norms(problem.X)
+    steps_per_epoch = max(1, math.ceil(n_samples / k))
+    n_steps = n_epochs * steps_per_epoch
+    on_host = xp.__name__ == "numpy"
+    for t in tqdm(range(1, n_steps + 1), desc="Kernel Pegasos", unit="step",
+                  disable=not verbose, leave=False, mininterval=0.5):
+        with nvtx.annotate("kernel_pegasos.margins", color="blue"):
+            rows = random_indices(problem.seed, t, k, n_samples, xp)
+            y = problem.targets[rows]
+            scale = 1.0 / (problem.lam * (t - 1) * k) if t > 1 else 0.0
+            violating = y * (scale * responses[:, rows].T) < 1.0
+            coef = xp.where(violating, problem.sample_weight[rows][:, None], 0.0)
+        with nvtx.annotate("kernel_pegasos.update", color="green"):
+            if on_host:  # only the violators' kernel rows
+                active = violating.any(axis=1)
+                if not active.any():
+                    continue
+                rows, coef, y = rows[active], coef[active], y[active]
+            _scatter_add(xp, counts, rows, coef.T)
+            with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
+                block = problem.kernel_rows(rows, sq_norms)
+            responses += (coef * y).T @ block
+    return counts, n_steps
+
+
+def _scatter_add(xp, counts, rows, values):
+    """``counts[:, rows] += values`` with repeated rows added, on either backend."""
+    if xp.__name__ == "numpy":
+        for c in range(counts.shape[0]):
+            xp.add.at(counts[c], rows, values[c])
+    else:
+        import cupyx
+
+        for c in range(counts.shape[0]):
+            cupyx.scatter_add(counts[c], rows, values[c])

@@ -1,0 +1,372 @@
+"""Support vector classifiers: linear Pegasos and kernelized Pegasos."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._backend import get_namespace, is_cupy_array
+from ._estimator import GPUClassifierMixin, restore_on_error
+from ._random import seed_from_random_state
+from ._validation import check_is_fitted, check_X, check_X_y, to_backend
+from .kernel_functions import KERNELS, kernel_block, resolve_gamma, squared_row_norms
+from .solvers.kernel_pegasos import KernelPegasosProblem, run_kernel_pegasos
+from .solvers.pegasos import PegasosProblem, PegasosState, run_pegasos
+
+_PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
+
+
+def _output_like(scores, X):
+    """Return device results for device input, host results otherwise."""
+    if is_cupy_array(scores) and not is_cupy_array(X):
+        return scores.get()
+    return scores
+
+
+def _regularization(lam, C, n_samples):
+    """Pegasos' lambda: ``lam``, or ``1 / (C n)`` so that the objective is LinearSVC's over ``C n``."""
+    return float(lam) if lam is not None else 1.0 / (C * n_samples)
+
+
+class PegasosSVC(GPUClassifierMixin):
+    """Linear SVM trained by mini-batch Pegasos, on the GPU (CuPy) or the CPU (NumPy).
+
+    Minimizes, per class (one-vs-rest, all classes trained together on the same
+    batches)::
+
+        lam/2 ||w||^2 + 1/n sum_i s_i max(0, 1 - y_i (<w, x_i> + b))
+
+    which, with ``lam = 1 / (C n)``, is LinearSVC's ``1/2 ||w||^2 + C sum_i hinge_i``
+    divided by ``C n``.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Inverse regularization strength, as in LinearSVC; used when ``lam`` is None.
+    lam : float, default=None
+        Pegasos' lambda. None means ``1 / (C * n_samples)`` (for ``partial_fit``, the
+        ``n_samples`` of the first call).
+    batch_size : int, default=64
+        Rows drawn (uniformly, with replacement) per step: the ``k`` of Pegasos.
+    max_iter : int, default=1000
+        Maximum number of epochs; an epoch is ``ceil(n_samples / batch_size)`` steps.
+    projection : bool, default=True
+        Project onto the ball of radius ``1/sqrt(lam)`` after each step.
+    average : bool or int, default=False
+        Return the average of the iterates instead of the last one. True averages
+        from the first step; an int ``m`` from step ``m`` on (steps count over the
+        model's life, like SGDClassifier's ``average``). Averaging the second half of
+        the steps (``m = total_steps // 2``) is the choice with the best theory.
+    fit_intercept : bool, default=True
+        Fit a bias ``b``. It is the weight of a constant feature of value 1, so it is
+        regularized and projected with ``w`` (as LinearSVC with ``intercept_scaling=1``).
+    tol : float or None, default=1e-3
+        Stop when the epoch objective (``lam/2 ||w||^2`` plus the mean hinge loss of the
+        rows drawn in the epoch) has not improved by ``tol`` for ``n_iter_no_change``
+        epochs. None: run ``max_iter`` epochs.
+    n_iter_no_change : int, default=5
+    class_weight : dict, 'balanced' or None, default=None
+        Multiplies the sample weights by a weight per class.
+    random_state : int, RandomState or None, default=None
+        Seed of the counter-based random stream; an int draws the same batches on
+        every backend.
+    backend : {'auto', 'numpy', 'cupy'}, default='auto'
+        Where to train. 'auto' follows :func:`gpusvm.config_context`, then the
+        ``GPUSVM_BACKEND`` variable, then picks CuPy when a CUDA device is present.
+    verbose : int, default=0
+        1 shows a progress bar over epochs.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+    n_iter_ : int
+        Epochs run by the last ``fit`` (1 for ``partial_fit``).
+    t_ : int
+        Steps taken over the model's life.
+    lam_ : float
+        The lambda used.
+    objective_curve_ : list of float
+        The epoch objective after each epoch of the last call.
+    backend_ : {'numpy', 'cupy'}
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from gpusvm import PegasosSVC
+    >>> from gpusvm.datasets import load_adult
+    >>> X, y, X_test, y_test = load_adult()
+    >>> model = PegasosSVC(C=1.0, random_state=0).fit(X, y)   # doctest: +SKIP
+    >>> model.score(X_test, y_test)                            # doctest: +SKIP
+    0.85
+    """
+
+    _parameter_constraints = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "lam": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "projection": ["boolean"],
+        "average": ["boolean", Interval(Integral, 1, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="left"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "random_state": ["random_state"],
+        "backend": GPUClassifierMixin._backend_constraint,
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, C=1.0, lam=None, batch_size=64, max_iter=1000, projection=True,
+                 average=False, fit_intercept=True, tol=1e-3, n_iter_no_change=5,
+                 class_weight=None, random_state=None, backend="auto", verbose=0):
+        self.C = C
+        self.lam = lam
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.projection = projection
+        self.average = average
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.class_weight = class_weight
+        self.random_state = random_state
+        self.backend = backend
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train from scratch.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            NumPy, SciPy CSR, CuPy or cupyx CSR; float32 stays float32.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        with restore_on_error(self):
+            for name in ("backend_", "classes_", "_state", "lam_", "_seed"):
+                self.__dict__.pop(name, None)
+            self._train(X, y, sample_weight, classes=None, n_epochs=self.max_iter, tol=self.tol)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch over ``(X, y)``, continuing the current model.
+
+        Parameters
+        ----------
+        X, y, sample_weight : as in :meth:`fit`
+        classes : array-like, default=None
+            All the classes; required on the first call, ignored after.
+
+        Returns
+        -------
+        self
+        """
+        with restore_on_error(self):
+            if not hasattr(self, "classes_"):
+                if classes is None:
+                    raise ValueError("classes must be passed on the first call to partial_fit.")
+                classes = self._classes_for_fit(np.asarray(classes))
+            self._train(X, y, sample_weight, classes=classes, n_epochs=1, tol=None)
+        return self
+
+    def _train(self, X, y, sample_weight, *, classes, n_epochs, tol):
+        first = not hasattr(self, "classes_")
+        backend = self._fit_backend()
+        X, y = check_X_y(self, X, y, reset=first)
+        if first:
+            classes = self._classes_for_fit(y) if classes is None else classes
+        else:
+            classes = self.classes_
+            X = X.astype(self._state.v.dtype, copy=False)
+        targets, weights = self._targets_and_weights(y, sample_weight, classes)
+        lam = _regularization(self.lam, self.C, X.shape[0]) if first else self.lam_
+        seed = seed_from_random_state(self.random_state) if first else self._seed
+        xp = get_namespace(backend)
+        X = to_backend(X, backend)
+        n_classes = targets.shape[1]
+        state = self._state if not first else PegasosState.zeros(
+            n_classes, X.shape[1] + int(self.fit_intercept), X.dtype, xp)
+        problem = PegasosProblem(
+            X=X,
+            targets=xp.asarray(targets, dtype=X.dtype),
+            sample_weight=xp.asarray(weights, dtype=X.dtype),
+            lam=lam,
+            batch_size=self.batch_size,
+            fit_intercept=self.fit_intercept,
+            projection=self.projection,
+            average_start=None if self.average is False else int(self.average),
+            seed=seed,
+        )
+        state, epochs, objectives = run_pegasos(
+            problem, state, n_epochs=n_epochs, tol=tol, n_iter_no_change=self.n_iter_no_change,
+            backend=backend, verbose=self.verbose,
+        )
+        weights_matrix = state.weights(averaged=self.average is not False)
+        weights_matrix = weights_matrix.get() if is_cupy_array(weights_matrix) else weights_matrix
+        d = X.shape[1]
+        self.backend_, self.classes_, self._state, self.lam_, self._seed = backend, classes, state, lam, seed
+        self.coef_ = np.ascontiguousarray(weights_matrix[:, :d])
+        self.intercept_ = weights_matrix[:, d].copy() if self.fit_intercept else np.zeros(n_classes)
+        self.n_iter_, self.t_, self.objective_curve_ = epochs, state.step, objectives
+
+    def decision_function(self, X):
+        """Signed distances ``X @ coef_.T + intercept_``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = check_X(self, X, reset=False)
+        xp = self._predict_namespace(X)
+        X_dev = to_backend(X, "cupy" if xp is not np else "numpy")
+        scores = X_dev @ xp.asarray(self.coef_).T + xp.asarray(self.intercept_)
+        scores = xp.asarray(scores)
+        scores = scores.ravel() if scores.shape[1] == 1 else scores
+        return _output_like(scores, X)
+
+
+class KernelPegasosSVC(GPUClassifierMixin):
+    """Kernel SVM trained by kernelized mini-batch Pegasos (integer violation counts).
+
+    Minimizes ``lam/2 ||w||^2 + 1/n sum_i s_i hinge_i`` in the kernel's feature space,
+    one-vs-rest; ``lam = 1 / (C n)`` when ``lam`` is None, so ``C`` matches SVC's.
+    The model is ``f(x) = sum_j dual_coef_[j] K(support_vectors_[j], x) + intercept_``,
+    over the examples drawn at least once while violating the margin.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    lam : float, default=None
+    kernel : {'rbf', 'linear', 'poly'}, default='rbf'
+    gamma : {'scale', 'auto'} or float, default='scale'
+        As in SVC: ``'scale'`` is ``1 / (n_features * X.var())``.
+    degree : int, default=3
+    coef0 : float, default=0.0
+    batch_size : int, default=1
+        Rows per step (``k``); 1 is the classic algorithm.
+    max_iter : int, default=2
+        Epochs of ``ceil(n_samples / batch_size)`` steps. Each epoch costs about
+        ``(violators) * n_samples`` kernel evaluations.
+    fit_intercept : bool, default=True
+        Adds 1 to the kernel: a regularized bias, as the linear PegasosSVC's.
+    class_weight : dict, 'balanced' or None, default=None
+    random_state : int, RandomState or None, default=None
+    backend : {'auto', 'numpy', 'cupy'}, default='auto'
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    support_ : ndarray of shape (n_SV,)
+        Indices of the training rows with a nonzero count in some class.
+    support_vectors_ : ndarray or sparse matrix of shape (n_SV, n_features)
+    dual_coef_ : ndarray of shape (n_classes_or_1, n_SV)
+        ``alpha * y / (lam T k)``.
+    intercept_ : ndarray of shape (n_classes_or_1,)
+    classes_, n_iter_, t_, lam_, gamma_, backend_, n_features_in_
+    """
+
+    _parameter_constraints = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "lam": [Interval(Real, 0, None, closed="neither"), None],
+        "kernel": [StrOptions(set(KERNELS))],
+        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Real],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "random_state": ["random_state"],
+        "backend": GPUClassifierMixin._backend_constraint,
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, C=1.0, lam=None, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
+                 batch_size=1, max_iter=2, fit_intercept=True, class_weight=None,
+                 random_state=None, backend="auto", verbose=0):
+        self.C = C
+        self.lam = lam
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.class_weight = class_weight
+        self.random_state = random_state
+        self.backend = backend
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train from scratch; arguments as in :meth:`PegasosSVC.fit`."""
+        with restore_on_error(self):
+            self.__dict__.pop("backend_", None)
+            backend = self._fit_backend()
+            X, y = check_X_y(self, X, y, reset=True)
+            classes = self._classes_for_fit(y)
+            targets, weights = self._targets_and_weights(y, sample_weight, classes)
+            xp = get_namespace(backend)
+            X_dev = to_backend(X, backend)
+            gamma = resolve_gamma(self.gamma, X_dev)
+            lam = _regularization(self.lam, self.C, X.shape[0])
+            problem = KernelPegasosProblem(
+                X=X_dev, targets=xp.asarray(targets), sample_weight=xp.asarray(weights),
+                lam=lam, batch_size=self.batch_size, kernel=self.kernel, gamma=gamma,
+                degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
+                seed=seed_from_random_state(self.random_state),
+            )
+            counts, n_steps = run_kernel_pegasos(problem, n_epochs=self.max_iter, xp=xp, verbose=self.verbose)
+            counts = counts.get() if is_cupy_array(counts) else counts
+            support = np.flatnonzero((counts != 0).any(axis=0))
+            dual_coef = counts[:, support] * targets[support].T / (lam * n_steps * self.batch_size)
+            self.backend_, self.classes_, self.lam_, self.gamma_ = backend, classes, lam, gamma
+            self.support_ = support
+            self.support_vectors_ = X[support]
+            self.dual_coef_ = dual_coef
+            self.intercept_ = dual_coef.sum(axis=1) if self.fit_intercept else np.zeros(dual_coef.shape[0])
+            self.n_iter_, self.t_ = self.max_iter, n_steps
+        return self
+
+    def decision_function(self, X):
+        """``sum_j dual_coef_[:, j] K(support_vectors_[j], x) + intercept_``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = check_X(self, X, reset=False)
+        xp = self._predict_namespace(X)
+        name = "cupy" if xp is not np else "numpy"
+        X_dev = to_backend(X, name)
+        support_vectors = to_backend(self.support_vectors_.astype(X.dtype), name)
+        dual_coef = xp.asarray(self.dual_coef_)
+        scores = xp.empty((X.shape[0], dual_coef.shape[0]))
+        if support_vectors.shape[0] == 0:
+            scores[:] = xp.asarray(self.intercept_)
+        else:
+            sv_sq_norms = squared_row_norms(support_vectors)
+            chunk = max(1, _PREDICT_BLOCK_ELEMENTS // support_vectors.shape[0])
+            for start in range(0, X.shape[0], chunk):
+                block = kernel_block(
+                    X_dev[start:start + chunk], support_vectors, kernel=self.kernel, gamma=self.gamma_,
+                    degree=self.degree, coef0=self.coef0, Y_sq_norms=sv_sq_norms,
+                )
+                scores[start:start + chunk] = block @ dual_coef.T + xp.asarray(self.intercept_)
+        scores = scores.ravel() if scores.shape[1] == 1 else scores
+        return _output_like(scores, X)

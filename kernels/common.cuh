@@ -1,0 +1,73 @@
+// Shared device helpers for every gpusvm kernel.
+//
+// Conventions: kernels are templates on `real` (float or double) and are instantiated
+// by name from Python (`name<float>`, `name<double>`); sums that decide correctness
+// (margins, norms, averages) accumulate in double.
+#pragma once
+
+// ---------------------------------------------------------------------------------
+// The counter-based random stream; identical to gpusvm/_random.py.
+// ---------------------------------------------------------------------------------
+__host__ __device__ inline unsigned long long gpusvm_splitmix64(unsigned long long z) {
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+__host__ __device__ inline unsigned long long gpusvm_random_bits(
+        unsigned long long seed, unsigned long long step, unsigned long long lane) {
+    const unsigned long long key = gpusvm_splitmix64(seed);
+    return gpusvm_splitmix64(gpusvm_splitmix64(key ^ step) ^ lane);
+}
+
+// Uniform index in [0, n), n < 2^32 (Lemire's multiply-shift on the high 32 bits).
+__host__ __device__ inline long long gpusvm_random_index(
+        unsigned long long seed, unsigned long long step, unsigned long long lane,
+        unsigned long long n) {
+    return (long long)(((gpusvm_random_bits(seed, step, lane) >> 32) * n) >> 32);
+}
+
+#ifdef __CUDACC__
+// ---------------------------------------------------------------------------------
+// Rows of a dense row-major matrix or of a CSR matrix, read the same way.
+// ---------------------------------------------------------------------------------
+template <typename real>
+struct RowView {
+    const real* data;
+    const int* indices;  // CSR only
+    const int* indptr;   // CSR only
+    int n_features;
+    int is_csr;
+
+    __device__ long long begin(long long row) const {
+        return is_csr ? (long long)indptr[row] : row * (long long)n_features;
+    }
+    __device__ long long end(long long row) const {
+        return is_csr ? (long long)indptr[row + 1] : (row + 1) * (long long)n_features;
+    }
+    __device__ int column(long long position, long long row_begin) const {
+        return is_csr ? indices[position] : (int)(position - row_begin);
+    }
+};
+
+// Sum of one double per thread over the block; every thread gets the result.
+// blockDim.x must be a multiple of 32 and at most 1024.
+__device__ inline double gpusvm_block_sum(double value) {
+    __shared__ double warp_sums[32];
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    for (int offset = 16; offset > 0; offset >>= 1)
+        value += __shfl_down_sync(0xffffffffu, value, offset);
+    __syncthreads();  // warp_sums may still be read by a previous call
+    if (lane == 0) warp_sums[warp] = value;
+    __syncthreads();
+    const unsigned n_warps = blockDim.x >> 5;
+    value = (threadIdx.x < n_warps) ? warp_sums[threadIdx.x] : 0.0;
+    if (warp == 0)
+        for (int offset = 16; offset > 0; offset >>= 1)
+            value += __shfl_down_sync(0xffffffffu, value, offset);
+    if (threadIdx.x == 0) warp_sums[0] = value;
+    __syncthreads();
+    return warp_sums[0];
+}
+#endif

@@ -1,0 +1,125 @@
+// One mini-batch Pegasos step on the device, in three launches (see
+// gpusvm/solvers/_pegasos_cuda.py for the order and algorithms.md section 1 for the math).
+//
+// The weights of class c are w_c = a_c * v_c (the `w = a*v` trick): shrinking w by
+// (1 - 1/t) changes only the scalar a_c, and adding the violators' y*x touches only their
+// nonzeros.  Column n_features of v (when fit_intercept) is the bias, a weight on an
+// implicit constant feature of value 1.  Averaging keeps sum_s w_s = P + B * v, so that a
+// change dv of v costs P -= B * dv on the same coordinates and nothing more.
+#include "common.cuh"
+
+// 1. Draw the batch's rows, compute their margins under the current w, and write each
+//    (row, class) pair's coefficient (eta/k) * s_i * y_ic when it violates the margin.
+//    One block per batch row.
+template <typename real>
+__global__ void pegasos_margins(
+        const real* __restrict__ data, const int* __restrict__ indices,
+        const int* __restrict__ indptr, int is_csr, long long n_samples, int n_features,
+        const real* __restrict__ v, const double* __restrict__ scale_a,
+        const real* __restrict__ targets,        // (n_samples, n_classes), +-1
+        const real* __restrict__ sample_weight,  // (n_samples,)
+        int n_classes, int v_stride, int fit_intercept, unsigned long long seed,
+        unsigned long long step, double eta_over_k,
+        long long* __restrict__ batch_index,     // out (batch,)
+        double* __restrict__ coef,               // out (batch, n_classes)
+        double* __restrict__ hinge_sum) {        // (n_classes,) += s * hinge, for the epoch objective
+    const RowView<real> rows{data, indices, indptr, n_features, is_csr};
+    const long long row = gpusvm_random_index(seed, step, blockIdx.x, n_samples);
+    if (threadIdx.x == 0) batch_index[blockIdx.x] = row;
+    const long long begin = rows.begin(row), end = rows.end(row);
+    const double weight = (double)sample_weight[row];
+    for (int c = 0; c < n_classes; ++c) {
+        const real* v_c = v + (long long)c * v_stride;
+        double partial = 0.0;
+        for (long long p = begin + threadIdx.x; p < end; p += blockDim.x)
+            partial += (double)data[p] * (double)v_c[rows.column(p, begin)];
+        const double dot = gpusvm_block_sum(partial);
+        if (threadIdx.x == 0) {
+            const double bias = fit_intercept ? (double)v_c[n_features] : 0.0;
+            const double y = (double)targets[row * n_classes + c];
+            const double margin = y * scale_a[c] * (dot + bias);
+            coef[blockIdx.x * (long long)n_classes + c] =
+                margin < 1.0 ? eta_over_k * weight * y : 0.0;
+            if (margin < 1.0) atomicAdd(&hinge_sum[c], weight * (1.0 - margin));
+        }
+    }
+}
+
+// 2. v_c += coef / a_c' * x for every violating (row, class), with a_c' = a_c * step_scale
+//    the scale after this step's shrink.  Keeps ||v_c||^2 exact by telescoping
+//    new^2 - old^2 over the atomic updates, and the average's P -= B * dv.
+//    Grid: (batch, n_classes).
+template <typename real>
+__global__ void pegasos_accumulate(
+        const real* __restrict__ data, const int* __restrict__ indices,
+        const int* __restrict__ indptr, int is_csr, int n_features,
+        const long long* __restrict__ batch_index, const double* __restrict__ coef,
+        int n_classes, int v_stride, int fit_intercept,
+        const double* __restrict__ scale_a, double step_scale,
+        real* __restrict__ v, double* __restrict__ sq_norm_v,
+        double* __restrict__ avg_p, const double* __restrict__ avg_b, int averaging) {
+    const int c = blockIdx.y;
+    const double coefficient = coef[blockIdx.x * (long long)n_classes + c];
+    if (coefficient == 0.0) return;  // uniform over the block: no barrier is skipped by half of it
+    const RowView<real> rows{data, indices, indptr, n_features, is_csr};
+    const long long row = batch_index[blockIdx.x];
+    const long long begin = rows.begin(row), end = rows.end(row);
+    const double factor = coefficient / (scale_a[c] * step_scale);
+    real* v_c = v + (long long)c * v_stride;
+    double* p_c = avg_p + (long long)c * v_stride;
+    const double b_c = averaging ? avg_b[c] : 0.0;
+    double sq_change = 0.0;
+    const long long n_terms = (end - begin) + (fit_intercept ? 1 : 0);
+    for (long long q = threadIdx.x; q < n_terms; q += blockDim.x) {
+        const long long p = begin + q;
+        const bool is_bias = p >= end;
+        const int column = is_bias ? n_features : rows.column(p, begin);
+        const real delta = (real)(factor * (is_bias ? 1.0 : (double)data[p]));
+        const real old = atomicAdd(&v_c[column], delta);
+        const real updated = old + delta;  // what the atomic stored (same IEEE rounding)
+        sq_change += (double)updated * (double)updated - (double)old * (double)old;
+        if (averaging) atomicAdd(&p_c[column], -b_c * (double)delta);
+    }
+    const double total = gpusvm_block_sum(sq_change);
+    if (threadIdx.x == 0) atomicAdd(&sq_norm_v[c], total);
+}
+
+// 3. Per class: shrink a, project onto the ball of radius 1/sqrt(lambda) (radius <= 0:
+//    no projection), add w to the running sum, and decide a renormalization when a is
+//    tiny (renorm_factor[c] = old a, applied to v by pegasos_renormalize).
+extern "C" __global__ void pegasos_finish(
+        int n_classes, double step_scale, double radius, int averaging,
+        int renormalize_check, double renormalize_below, double* __restrict__ scale_a,
+        double* __restrict__ sq_norm_v, double* __restrict__ avg_b,
+        double* __restrict__ renorm_factor) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= n_classes) return;
+    double a = scale_a[c] * step_scale;
+    const double sq = fmax(sq_norm_v[c], 0.0);
+    if (radius > 0.0) {
+        const double norm_w = a * sqrt(sq);
+        if (norm_w > radius) a *= radius / norm_w;
+    }
+    if (averaging) avg_b[c] += a;
+    double factor = 1.0;
+    if (renormalize_check && a < renormalize_below) {
+        factor = a;
+        sq_norm_v[c] = sq * a * a;
+        if (averaging) avg_b[c] /= a;
+        a = 1.0;
+    }
+    renorm_factor[c] = factor;
+    scale_a[c] = a;
+}
+
+// 4. v_c *= renorm_factor[c] (a no-op for the classes whose factor is 1).
+template <typename real>
+__global__ void pegasos_renormalize(real* __restrict__ v, const double* __restrict__ renorm_factor,
+                                    int n_classes, int v_stride) {
+    const long long size = (long long)n_classes * v_stride;
+    for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < size;
+         p += (long long)gridDim.x * blockDim.x) {
+        const double factor = renorm_factor[p / v_stride];
+        if (factor != 1.0) v[p] = (real)((double)v[p] * factor);
+    }
+}
