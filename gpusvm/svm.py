@@ -55,18 +55,21 @@ class PegasosSVC(GPUClassifierMixin):
         Maximum number of epochs; an epoch is ``ceil(n_samples / batch_size)`` steps.
     projection : bool, default=True
         Project onto the ball of radius ``1/sqrt(lam)`` after each step.
-    average : bool or int, default=False
-        Return the average of the iterates instead of the last one. True averages
-        from the first step; an int ``m`` from step ``m`` on (steps count over the
-        model's life, like SGDClassifier's ``average``). Averaging the second half of
-        the steps (``m = total_steps // 2``) is the choice with the best theory.
+    average : bool or int, default=True
+        Return an average of the iterates instead of the last one. True: the average
+        weighted by step number (weight ``t`` for step ``t``; Lacoste-Julien, Schmidt
+        and Bach 2012), which converges at the O(1/T) rate of suffix averaging without
+        knowing ``T``. An int ``m``: the uniform average from step ``m`` on (steps count
+        over the model's life, like SGDClassifier's ``average``). False: the last iterate,
+        which is noisy when ``lam`` is small.
     fit_intercept : bool, default=True
         Fit a bias ``b``. It is the weight of a constant feature of value 1, so it is
         regularized and projected with ``w`` (as LinearSVC with ``intercept_scaling=1``).
     tol : float or None, default=1e-3
-        Stop when the epoch objective (``lam/2 ||w||^2`` plus the mean hinge loss of the
-        rows drawn in the epoch) has not improved by ``tol`` for ``n_iter_no_change``
-        epochs. None: run ``max_iter`` epochs.
+        Stop when the primal objective (``lam/2 ||w||^2`` plus the mean weighted hinge
+        loss, summed over classes; computed exactly after each epoch for the weights
+        the model returns) has not improved by ``tol`` for ``n_iter_no_change`` epochs.
+        None: run ``max_iter`` epochs.
     n_iter_no_change : int, default=5
     class_weight : dict, 'balanced' or None, default=None
         Multiplies the sample weights by a weight per class.
@@ -122,7 +125,7 @@ class PegasosSVC(GPUClassifierMixin):
     }
 
     def __init__(self, C=1.0, lam=None, batch_size=64, max_iter=1000, projection=True,
-                 average=False, fit_intercept=True, tol=1e-3, n_iter_no_change=5,
+                 average=True, fit_intercept=True, tol=1e-3, n_iter_no_change=5,
                  class_weight=None, random_state=None, backend="auto", verbose=0):
         self.C = C
         self.lam = lam
@@ -207,6 +210,7 @@ class PegasosSVC(GPUClassifierMixin):
             fit_intercept=self.fit_intercept,
             projection=self.projection,
             average_start=None if self.average is False else int(self.average),
+            weight_by_step=self.average is True,
             seed=seed,
         )
         state, epochs, objectives = run_pegasos(

@@ -21,8 +21,7 @@ __global__ void pegasos_margins(
         int n_classes, int v_stride, int fit_intercept, unsigned long long seed,
         unsigned long long step, double eta_over_k,
         long long* __restrict__ batch_index,     // out (batch,)
-        double* __restrict__ coef,               // out (batch, n_classes)
-        double* __restrict__ hinge_sum) {        // (n_classes,) += s * hinge, for the epoch objective
+        double* __restrict__ coef) {             // out (batch, n_classes)
     const RowView<real> rows{data, indices, indptr, n_features, is_csr};
     const long long row = gpusvm_random_index(seed, step, blockIdx.x, n_samples);
     if (threadIdx.x == 0) batch_index[blockIdx.x] = row;
@@ -40,7 +39,6 @@ __global__ void pegasos_margins(
             const double margin = y * scale_a[c] * (dot + bias);
             coef[blockIdx.x * (long long)n_classes + c] =
                 margin < 1.0 ? eta_over_k * weight * y : 0.0;
-            if (margin < 1.0) atomicAdd(&hinge_sum[c], weight * (1.0 - margin));
         }
     }
 }
@@ -85,13 +83,17 @@ __global__ void pegasos_accumulate(
 }
 
 // 3. Per class: shrink a, project onto the ball of radius 1/sqrt(lambda) (radius <= 0:
-//    no projection), add w to the running sum, and decide a renormalization when a is
-//    tiny (renorm_factor[c] = old a, applied to v by pegasos_renormalize).
+//    no projection), add average_weight * w to the running sum (0: not averaging yet),
+//    and decide the maintenance of pegasos_maintain: when a is tiny, or when B is large
+//    next to a * (sum of weights) so that P + B v would cancel, fold P += B v and
+//    renormalize v *= a.  Here a := 1, B := 0 and ||v||^2 *= a^2 at once;
+//    maintain_a[c] (> 0: due) and maintain_b[c] carry the old a and B to the kernel.
 extern "C" __global__ void pegasos_finish(
-        int n_classes, double step_scale, double radius, int averaging,
-        int renormalize_check, double renormalize_below, double* __restrict__ scale_a,
-        double* __restrict__ sq_norm_v, double* __restrict__ avg_b,
-        double* __restrict__ renorm_factor) {
+        int n_classes, double step_scale, double radius, double average_weight,
+        double weight_sum, double fold_ratio, double renormalize_below,
+        double* __restrict__ scale_a, double* __restrict__ sq_norm_v,
+        double* __restrict__ avg_b, double* __restrict__ maintain_a,
+        double* __restrict__ maintain_b) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= n_classes) return;
     double a = scale_a[c] * step_scale;
@@ -100,26 +102,34 @@ extern "C" __global__ void pegasos_finish(
         const double norm_w = a * sqrt(sq);
         if (norm_w > radius) a *= radius / norm_w;
     }
-    if (averaging) avg_b[c] += a;
-    double factor = 1.0;
-    if (renormalize_check && a < renormalize_below) {
-        factor = a;
+    double b = avg_b[c] + average_weight * a;
+    maintain_a[c] = 0.0;
+    if (a < renormalize_below || b > fold_ratio * a * weight_sum) {
+        maintain_a[c] = a;
+        maintain_b[c] = b;
         sq_norm_v[c] = sq * a * a;
-        if (averaging) avg_b[c] /= a;
         a = 1.0;
+        b = 0.0;
     }
-    renorm_factor[c] = factor;
+    avg_b[c] = b;
     scale_a[c] = a;
 }
 
-// 4. v_c *= renorm_factor[c] (a no-op for the classes whose factor is 1).
+// 4. For the classes marked by pegasos_finish: P += B v, then v *= a.
+//    Grid: (blocks over the weights, n_classes); other classes' blocks exit at once.
 template <typename real>
-__global__ void pegasos_renormalize(real* __restrict__ v, const double* __restrict__ renorm_factor,
-                                    int n_classes, int v_stride) {
-    const long long size = (long long)n_classes * v_stride;
-    for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < size;
-         p += (long long)gridDim.x * blockDim.x) {
-        const double factor = renorm_factor[p / v_stride];
-        if (factor != 1.0) v[p] = (real)((double)v[p] * factor);
+__global__ void pegasos_maintain(real* __restrict__ v, double* __restrict__ avg_p,
+                                 const double* __restrict__ maintain_a,
+                                 const double* __restrict__ maintain_b, int v_stride) {
+    const int c = blockIdx.y;
+    const double a = maintain_a[c];
+    if (a <= 0.0) return;
+    const double b = maintain_b[c];
+    real* v_c = v + (long long)c * v_stride;
+    double* p_c = avg_p + (long long)c * v_stride;
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < v_stride; j += gridDim.x * blockDim.x) {
+        const double value = (double)v_c[j];
+        p_c[j] += b * value;
+        v_c[j] = (real)(value * a);
     }
 }

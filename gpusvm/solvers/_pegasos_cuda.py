@@ -1,7 +1,7 @@
 """Pegasos steps on the GPU: the launches of ``kernels/pegasos.cu``.
 
-One step is three launches (margins, accumulate, finish) and, every
-``RENORMALIZE_EVERY`` steps, a fourth (renormalize).  Nothing is copied to the host
+One step is four launches: margins, accumulate, finish, and maintain (which exits
+at once unless ``finish`` marked a class for a fold or a renormalization).  Nothing is copied to the host
 during an epoch: the batch is drawn on the device from the shared random stream and the
 scalars ``a``, ``||v||^2`` and the average's ``B`` live on the device.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import nvtx
 
 from .._kernels import get_kernel
-from .pegasos import RENORMALIZE_BELOW, RENORMALIZE_EVERY
+from .pegasos import FOLD_RATIO, RENORMALIZE_BELOW
 
 _THREADS = 128
 
@@ -39,12 +39,12 @@ class CupyPegasosSteps:
         self.sample_weight = cupy.ascontiguousarray(problem.sample_weight, dtype=dtype)
         self.batch_index = cupy.empty(problem.batch_size, dtype=np.int64)
         self.coef = cupy.empty((problem.batch_size, n_classes), dtype=np.float64)
-        self.hinge_sum = cupy.zeros(n_classes, dtype=np.float64)
-        self.renorm_factor = cupy.ones(n_classes, dtype=np.float64)
+        self.maintain_a = cupy.zeros(n_classes, dtype=np.float64)
+        self.maintain_b = cupy.zeros(n_classes, dtype=np.float64)
         self.margins = get_kernel("pegasos.cu", "pegasos_margins", dtype)
         self.accumulate = get_kernel("pegasos.cu", "pegasos_accumulate", dtype)
         self.finish = get_kernel("pegasos.cu", "pegasos_finish")
-        self.renormalize = get_kernel("pegasos.cu", "pegasos_renormalize", dtype)
+        self.maintain = get_kernel("pegasos.cu", "pegasos_maintain", dtype)
         self.renormalize_below = RENORMALIZE_BELOW[np.dtype(dtype)]
 
     def step(self):
@@ -56,6 +56,7 @@ class CupyPegasosSteps:
         data, indices, indptr, is_csr = self.rows
         common = (np.int32(n_classes), np.int32(v_stride), np.int32(problem.fit_intercept))
         averaging = problem.averaging_at(t)
+        average_weight = problem.average_weight(t)
         step_scale = 1.0 - 1.0 / t if t > 1 else 1.0
         with nvtx.annotate("pegasos.margins", color="blue"):
             self.margins(
@@ -63,7 +64,7 @@ class CupyPegasosSteps:
                 (data, indices, indptr, is_csr, np.int64(problem.n_samples), np.int32(problem.n_features),
                  state.v, state.scale_a, self.targets, self.sample_weight, *common,
                  np.uint64(problem.seed), np.uint64(t), np.float64(1.0 / (problem.lam * t * k)),
-                 self.batch_index, self.coef, self.hinge_sum),
+                 self.batch_index, self.coef),
             )
         with nvtx.annotate("pegasos.update", color="green"):
             self.accumulate(
@@ -72,24 +73,15 @@ class CupyPegasosSteps:
                  *common, state.scale_a, np.float64(step_scale), state.v, state.sq_norm_v,
                  state.avg_p, state.avg_b, np.int32(averaging)),
             )
-            renormalize_check = t % RENORMALIZE_EVERY == 0
             radius = 1.0 / math.sqrt(problem.lam) if problem.projection else 0.0
+            weight_sum = state.avg_weight_sum + average_weight
             self.finish(
                 ((n_classes + 127) // 128,), (128,),
-                (np.int32(n_classes), np.float64(step_scale), np.float64(radius), np.int32(averaging),
-                 np.int32(renormalize_check), np.float64(self.renormalize_below), state.scale_a,
-                 state.sq_norm_v, state.avg_b, self.renorm_factor),
+                (np.int32(n_classes), np.float64(step_scale), np.float64(radius), np.float64(average_weight),
+                 np.float64(weight_sum), np.float64(FOLD_RATIO), np.float64(self.renormalize_below),
+                 state.scale_a, state.sq_norm_v, state.avg_b, self.maintain_a, self.maintain_b),
             )
-            if renormalize_check:
-                size = n_classes * v_stride
-                blocks = max(1, min(4096, (size + 255) // 256))
-                self.renormalize((blocks,), (256,), (state.v, self.renorm_factor, np.int32(n_classes), np.int32(v_stride)))
-        if averaging:
-            state.n_averaged += 1
+            blocks = max(1, min(1024, (v_stride + 255) // 256))
+            self.maintain((blocks, n_classes), (256,), (state.v, state.avg_p, self.maintain_a, self.maintain_b, np.int32(v_stride)))
+        state.avg_weight_sum += average_weight
         state.step = t
-
-    def take_hinge_sum(self):
-        """Sum of ``s * hinge`` over the rows sampled since the last call (one device sync)."""
-        total = self.hinge_sum.get()
-        self.hinge_sum.fill(0)
-        return total

@@ -14,8 +14,10 @@ stream at step ``t`` and applies, for every class at once::
 
 The weights of class ``c`` are stored as ``w_c = a_c v_c`` (see ``kernels/pegasos.cu``):
 the shrink is O(1) and the update touches only the batch's nonzeros.  ``||v_c||^2`` is
-kept up to date so projection is O(1).  The average of the iterates from step
-``average_start`` on is ``(P + B v) / n_averaged``.  The bias, when fitted, is column
+kept up to date so projection is O(1).  The weighted average of the iterates from step
+``average_start`` on is ``(P + B v) / sum(weights)``, with weight ``t`` for step ``t``
+(Lacoste-Julien et al. 2012: an O(1/T) rate for this step size, with no need to know
+``T`` in advance) or uniform weights.  The bias, when fitted, is column
 ``d`` of ``v``: the weight of an implicit constant feature of value 1, regularized and
 projected like any other weight (as LIBLINEAR's ``intercept_scaling=1``).
 
@@ -23,6 +25,9 @@ References
 ----------
 S. Shalev-Shwartz, Y. Singer, N. Srebro, A. Cotter. Pegasos: primal estimated
 sub-gradient solver for SVM. Mathematical Programming 127(1), 2011.
+
+S. Lacoste-Julien, M. Schmidt, F. Bach. A simpler approach to obtaining an O(1/t)
+convergence rate for the projected stochastic subgradient method. arXiv:1212.2002, 2012.
 """
 
 from __future__ import annotations
@@ -37,9 +42,12 @@ from tqdm.auto import tqdm
 
 from .._random import random_indices
 
-# Renormalize v (v *= a, a = 1) when a falls below this; checked every few steps.
+# Renormalize v (v *= a, a = 1) when a falls below this, so that v stays in range.
 RENORMALIZE_BELOW = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-9}
-RENORMALIZE_EVERY = 16
+# Fold the average's B * v into P when B > FOLD_RATIO * a * (sum of weights): past
+# that, P + B v cancels and loses digits (projection can shrink a by orders of
+# magnitude in a few early steps, while B remembers the large early a's).
+FOLD_RATIO = 16.0
 
 
 @dataclasses.dataclass
@@ -54,7 +62,7 @@ class PegasosState:
     sq_norm_v: object  # (n_classes,) float64, ||v||^2
     avg_p: object  # (n_classes, n_weights) float64: sum of iterates = avg_p + avg_b * v
     avg_b: object  # (n_classes,) float64
-    n_averaged: int = 0
+    avg_weight_sum: float = 0.0
     step: int = 0
 
     @classmethod
@@ -81,8 +89,8 @@ class PegasosState:
 
     def weights(self, averaged):
         """``(n_classes, n_weights)`` float64: the last iterate, or the average when asked and available."""
-        if averaged and self.n_averaged > 0:
-            return (self.avg_p + self.avg_b[:, None] * self.v) / self.n_averaged
+        if averaged and self.avg_weight_sum > 0:
+            return (self.avg_p + self.avg_b[:, None] * self.v) / self.avg_weight_sum
         return self.scale_a[:, None] * self.v.astype(np.float64)
 
 
@@ -98,6 +106,7 @@ class PegasosProblem:
     fit_intercept: bool
     projection: bool
     average_start: int | None  # first step whose iterate enters the average; None: no average
+    weight_by_step: bool  # average with weight t for step t (else uniform)
     seed: int
 
     @property
@@ -111,66 +120,98 @@ class PegasosProblem:
     def averaging_at(self, step):
         return self.average_start is not None and step >= self.average_start
 
+    def average_weight(self, step):
+        """Weight of step ``step``'s iterate in the average (0 before it starts)."""
+        if not self.averaging_at(step):
+            return 0.0
+        return float(step) if self.weight_by_step else 1.0
+
+
+def csr_batch(X, rows):
+    """The nonzeros of ``X[rows]`` for a CSR ``X``: (row position in batch, column, value).
+
+    Plain NumPy: SciPy's fancy row indexing builds several matrix objects per call,
+    which costs more than the arithmetic of a small batch.
+    """
+    starts, ends = X.indptr[rows], X.indptr[rows + 1]
+    lengths = ends - starts
+    total = int(lengths.sum())
+    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+    positions = offsets + np.arange(total)
+    return np.repeat(np.arange(rows.size), lengths), X.indices[positions], X.data[positions]
+
 
 class NumpyPegasosSteps:
-    """Pegasos steps on the CPU with NumPy / SciPy (the reference for the CUDA path)."""
+    """Pegasos steps on the CPU with NumPy (the reference for the CUDA path)."""
 
     def __init__(self, problem, state):
         self.problem = problem
         self.state = state
-        self.hinge_sum = np.zeros(state.v.shape[0])
+        self.sparse = sp.issparse(problem.X)
         self.renormalize_below = RENORMALIZE_BELOW[np.dtype(state.v.dtype)]
 
     def step(self):
         """Advance the model by one mini-batch step."""
         problem, state = self.problem, self.state
         t = state.step + 1
-        d = problem.n_features
         k = problem.batch_size
         with nvtx.annotate("pegasos.margins", color="blue"):
             rows = random_indices(problem.seed, t, k, problem.n_samples)
-            X_batch = problem.X[rows]
-            dots = np.asarray(X_batch @ state.v[:, :d].T, dtype=np.float64)
-            if problem.fit_intercept:
-                dots += state.v[:, d]
+            batch = csr_batch(problem.X, rows) if self.sparse else problem.X[rows]
+            dots = self._dots(batch, k)
             y = problem.targets[rows].astype(np.float64)
             weight = problem.sample_weight[rows].astype(np.float64)[:, None]
-            margins = y * (state.scale_a * dots)
-            violating = margins < 1.0
-            self.hinge_sum += (weight * np.maximum(0.0, 1.0 - margins)).sum(axis=0)
+            violating = y * (state.scale_a * dots) < 1.0
             coef = np.where(violating, (1.0 / (problem.lam * t * k)) * weight * y, 0.0)
         with nvtx.annotate("pegasos.update", color="green"):
             step_scale = 1.0 - 1.0 / t if t > 1 else 1.0  # at t = 1, w = 0 already
             state.scale_a *= step_scale
             if violating.any():
-                self._add(X_batch, coef / state.scale_a, t)
+                self._add(batch, coef / state.scale_a, t)
             if problem.projection:
                 norm_w = state.scale_a * np.sqrt(np.maximum(state.sq_norm_v, 0.0))
                 radius = 1.0 / math.sqrt(problem.lam)
                 over = norm_w > radius
                 state.scale_a[over] *= radius / norm_w[over]
             if problem.averaging_at(t):
-                state.avg_b += state.scale_a
-                state.n_averaged += 1
-            if t % RENORMALIZE_EVERY == 0:
-                self._renormalize(problem.averaging_at(t))
+                state.avg_b += problem.average_weight(t) * state.scale_a
+                state.avg_weight_sum += problem.average_weight(t)
+            self._maintain()
         state.step = t
 
-    def _add(self, X_batch, factor, t):
+    def _dots(self, batch, k):
+        """``<v_c, x_i>`` (plus the bias weight) for the batch rows, float64, shape (k, n_classes)."""
+        d = self.problem.n_features
+        v = self.state.v
+        if self.sparse:
+            row_of, columns, values = batch
+            products = values * v[:, columns]
+            dots = np.stack([np.bincount(row_of, products[c], minlength=k) for c in range(v.shape[0])], axis=1)
+        else:
+            dots = np.asarray(batch @ v[:, :d].T, dtype=np.float64)
+        if self.problem.fit_intercept:
+            dots += v[:, d]
+        return dots
+
+    def _add(self, batch, factor, t):
         """``v += factor.T @ X_batch`` on the touched columns; keeps ``||v||^2`` and the average."""
         problem, state = self.problem, self.state
         d = problem.n_features
-        if sp.issparse(X_batch):
-            columns, compact = np.unique(X_batch.indices, return_inverse=True)
-            X_compact = sp.csr_matrix(
-                (X_batch.data, compact, X_batch.indptr), shape=(X_batch.shape[0], columns.size)
-            )
-            delta = np.asarray((X_compact.T @ factor).T)
+        if self.sparse:
+            row_of, columns, values = batch
+            if d <= 4 * columns.size:  # few features: all columns costs less than a sort
+                touched, compact = slice(0, d), columns
+            else:
+                touched, compact = np.unique(columns, return_inverse=True)
+            width = d if isinstance(touched, slice) else touched.size
+            delta = np.stack([
+                np.bincount(compact, factor[row_of, c] * values, minlength=width)
+                for c in range(factor.shape[1])
+            ])
         else:
-            columns = slice(0, d)
-            delta = factor.T @ X_batch
-        delta = delta.astype(state.v.dtype)
-        self._apply(columns, delta, t)
+            touched = slice(0, d)
+            delta = factor.T @ batch
+        self._apply(touched, delta.astype(state.v.dtype), t)
         if problem.fit_intercept:
             self._apply(slice(d, d + 1), factor.sum(axis=0)[:, None].astype(state.v.dtype), t)
 
@@ -183,22 +224,34 @@ class NumpyPegasosSteps:
         if self.problem.averaging_at(t):
             state.avg_p[:, columns] -= state.avg_b[:, None] * delta
 
-    def _renormalize(self, averaging):
+    def _maintain(self):
+        """Fold ``P += B v`` and renormalize ``v *= a`` for the classes that need it."""
         state = self.state
-        tiny = state.scale_a < self.renormalize_below
-        if not tiny.any():
+        due = (state.scale_a < self.renormalize_below) | (
+            state.avg_b > FOLD_RATIO * state.scale_a * state.avg_weight_sum)
+        if not due.any():
             return
-        a = state.scale_a[tiny]
-        state.v[tiny] = (state.v[tiny] * a[:, None]).astype(state.v.dtype)
-        state.sq_norm_v[tiny] *= a * a
-        if averaging:
-            state.avg_b[tiny] /= a
-        state.scale_a[tiny] = 1.0
+        a = state.scale_a[due]
+        state.avg_p[due] += state.avg_b[due][:, None] * state.v[due]
+        state.avg_b[due] = 0.0
+        state.v[due] = (state.v[due] * a[:, None]).astype(state.v.dtype)
+        state.sq_norm_v[due] *= a * a
+        state.scale_a[due] = 1.0
 
-    def take_hinge_sum(self):
-        """Sum of ``s * hinge`` over the rows sampled since the last call, per class (host)."""
-        total, self.hinge_sum = self.hinge_sum, np.zeros_like(self.hinge_sum)
-        return total
+
+def primal_objective(X, targets, sample_weight, weights, lam, fit_intercept):
+    """``sum_c [lam/2 ||w_c||^2 + 1/n sum_i s_i max(0, 1 - y_ic <w_c, x_i>)]``, on X's backend.
+
+    ``weights`` has shape (n_classes, n_features + fit_intercept); the bias, when there
+    is one, is the last column and is regularized like the rest.
+    """
+    d = X.shape[1]
+    scores = X @ weights[:, :d].T
+    if fit_intercept:
+        scores = scores + weights[:, d]
+    hinge = (1.0 - targets * scores).clip(0.0, None)
+    n = X.shape[0]
+    return float(0.5 * lam * (weights**2).sum() + (sample_weight[:, None] * hinge).sum() / n)
 
 
 def steps_per_epoch(n_samples, batch_size):
@@ -209,10 +262,10 @@ def steps_per_epoch(n_samples, batch_size):
 def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, verbose=0):
     """Run up to ``n_epochs`` epochs of Pegasos steps from ``state`` (not modified).
 
-    Stops early, as scikit-learn's SGDClassifier does, when the epoch objective
-    (``lam/2 ||w||^2`` plus the mean weighted hinge loss of the rows sampled during the
-    epoch, summed over classes) has not improved by ``tol`` for ``n_iter_no_change``
-    epochs in a row; ``tol=None`` runs every epoch.
+    After each epoch the exact primal objective (:func:`primal_objective`, summed over
+    classes) of the weights the model would return is computed in one pass over X.
+    Like scikit-learn's SGDClassifier, training stops when it has not improved by
+    ``tol`` for ``n_iter_no_change`` epochs in a row; ``tol=None`` runs every epoch.
 
     Returns
     -------
@@ -227,15 +280,18 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
         Steps = NumpyPegasosSteps
     stepper = Steps(problem, state)
     n_steps = steps_per_epoch(problem.n_samples, problem.batch_size)
+    averaged = problem.average_start is not None
     best, stale, objectives = math.inf, 0, []
     epochs = tqdm(range(n_epochs), desc="Pegasos", unit="epoch", disable=not verbose, leave=False)
     for _ in epochs:
         with nvtx.annotate("pegasos.epoch", color="purple"):
             for _ in range(n_steps):
                 stepper.step()
-        hinge = stepper.take_hinge_sum().sum() / (n_steps * problem.batch_size)
-        w_sq = float((np.asarray(_to_host(state.scale_a)) ** 2 * _to_host(state.sq_norm_v)).sum())
-        objective = 0.5 * problem.lam * w_sq + hinge
+        with nvtx.annotate("pegasos.objective", color="red"):
+            objective = primal_objective(
+                problem.X, problem.targets, problem.sample_weight,
+                stepper.state.weights(averaged), problem.lam, problem.fit_intercept,
+            )
         objectives.append(objective)
         epochs.set_postfix(objective=f"{objective:.5g}")
         if tol is not None:
@@ -244,7 +300,3 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
             if stale >= n_iter_no_change:
                 break
     return stepper.state, len(objectives), objectives
-
-
-def _to_host(array):
-    return array.get() if hasattr(array, "get") else array
