@@ -7,6 +7,7 @@ import contextlib
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils._param_validation import StrOptions
 
 from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend
@@ -57,6 +58,8 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         return targets, weights
 
     def _classes_for_fit(self, y):
+        """Sorted classes of y; rejects continuous targets and a single class."""
+        check_classification_targets(y)
         return check_classes(y, type(self).__name__)
 
     def _predict_namespace(self, X):

@@ -20,8 +20,8 @@ import numpy as np
 TEMPLATE_KERNEL = re.compile(
     r"template\s*<\s*typename\s+real\s*>\s*__global__\s+void\s+(\w+)\s*\("
 )
-_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
-_PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.MULTILINE)
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
+_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once[ \t]*$", re.MULTILINE)
 _C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 _COMPILE_OPTIONS = ("-std=c++17",)
 

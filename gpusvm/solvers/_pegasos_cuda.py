@@ -73,7 +73,7 @@ class CupyPegasosSteps:
                  *common, state.scale_a, np.float64(step_scale), state.v, state.sq_norm_v,
                  state.avg_p, state.avg_b, np.int32(averaging)),
             )
-            radius = 1.0 / math.sqrt(problem.lam) if problem.projection else 0.0
+            radius = problem.radius if problem.projection else 0.0
             weight_sum = state.avg_weight_sum + average_weight
             self.finish(
                 ((n_classes + 127) // 128,), (128,),

@@ -10,7 +10,7 @@ stream at step ``t`` and applies, for every class at once::
 
     eta = 1 / (lam t)
     w  <- (1 - 1/t) w + (eta / k) sum_{violators} s_i y_i x_i
-    w  <- min(1, (1/sqrt(lam)) / ||w||) w                  (projection, optional)
+    w  <- min(1, r / ||w||) w,  r = sqrt(mean(s) / lam)     (projection, optional)
 
 The weights of class ``c`` are stored as ``w_c = a_c v_c`` (see ``kernels/pegasos.cu``):
 the shrink is O(1) and the update touches only the batch's nonzeros.  ``||v_c||^2`` is
@@ -117,6 +117,15 @@ class PegasosProblem:
     def n_features(self):
         return self.X.shape[1]
 
+    @property
+    def radius(self):
+        """Radius of the ball that holds the optimum: ``sqrt(mean(s) / lam)``.
+
+        The dual bound ``||w*||^2 <= (1/lam) (1/n) sum_i s_i`` (each dual variable is at
+        most ``s_i / n``); with unit weights it is Pegasos' ``1 / sqrt(lam)``.
+        """
+        return math.sqrt(float(self.sample_weight.mean()) / self.lam)
+
     def averaging_at(self, step):
         return self.average_start is not None and step >= self.average_start
 
@@ -170,7 +179,7 @@ class NumpyPegasosSteps:
                 self._add(batch, coef / state.scale_a, t)
             if problem.projection:
                 norm_w = state.scale_a * np.sqrt(np.maximum(state.sq_norm_v, 0.0))
-                radius = 1.0 / math.sqrt(problem.lam)
+                radius = problem.radius
                 over = norm_w > radius
                 state.scale_a[over] *= radius / norm_w[over]
             if problem.averaging_at(t):

@@ -1,0 +1,103 @@
+"""Every bad input of the issue's list gets a clear error naming the problem and the value."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from gpusvm import KernelPegasosSVC, PegasosSVC
+
+ESTIMATORS = [PegasosSVC, KernelPegasosSVC]
+X_GOOD = np.random.default_rng(0).normal(size=(20, 3))
+Y_GOOD = np.array([0, 1] * 10)
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_nan_or_inf_in_X(Estimator, value, sparse):
+    X = X_GOOD.copy()
+    X[4, 1] = value
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        Estimator().fit(sp.csr_matrix(X) if sparse else X, Y_GOOD)
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_empty_X(Estimator):
+    with pytest.raises(ValueError, match="0 sample"):
+        Estimator().fit(np.empty((0, 3)), np.empty(0))
+    with pytest.raises(ValueError, match="0 feature"):
+        Estimator().fit(np.empty((5, 0)), np.zeros(5))
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_single_class(Estimator):
+    with pytest.raises(ValueError, match="got 1 class.*\\[7\\]"):
+        Estimator().fit(X_GOOD, np.full(20, 7))
+
+
+def test_single_class_in_partial_fit_classes():
+    with pytest.raises(ValueError, match="got 1 class"):
+        PegasosSVC().partial_fit(X_GOOD, np.zeros(20), classes=[0])
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_continuous_labels(Estimator):
+    with pytest.raises(ValueError, match="continuous"):
+        Estimator().fit(X_GOOD, np.linspace(0, 1, 20))
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_feature_count_mismatch_at_predict(Estimator):
+    model = Estimator(max_iter=1, random_state=0).fit(X_GOOD, Y_GOOD)
+    for method in (model.predict, model.decision_function):
+        with pytest.raises(ValueError, match="X has 4 features, but .* is expecting 3 features"):
+            method(np.ones((2, 4)))
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_object_dtype(Estimator):
+    X = X_GOOD.astype(object)
+    Estimator(max_iter=1).fit(X, Y_GOOD)  # numbers in an object array are fine
+    X[0, 0] = "not a number"
+    with pytest.raises(ValueError, match="could not convert string to float: 'not a number'"):
+        Estimator().fit(X, Y_GOOD)
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("name,value", [
+    ("C", 0), ("C", -1.0), ("lam", 0.0), ("lam", -2), ("batch_size", 0), ("max_iter", 0),
+    ("backend", "tpu"), ("class_weight", "heavy"),
+])
+def test_bad_parameters_name_the_parameter_and_value(Estimator, name, value):
+    with pytest.raises(ValueError, match=f"'{name}' parameter of {Estimator.__name__}.*Got {value!r}"):
+        Estimator(**{name: value}).fit(X_GOOD, Y_GOOD)
+
+
+@pytest.mark.parametrize("name,value", [("kernel", "sigmoid"), ("gamma", -0.5), ("gamma", "huge"), ("degree", 0)])
+def test_bad_kernel_parameters(name, value):
+    with pytest.raises(ValueError, match=f"'{name}' parameter of KernelPegasosSVC.*Got {value!r}"):
+        KernelPegasosSVC(**{name: value}).fit(X_GOOD, Y_GOOD)
+
+
+def test_wrong_shapes():
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        PegasosSVC().fit(np.ones(20), Y_GOOD)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        PegasosSVC().fit(X_GOOD, Y_GOOD[:-1])
+    with pytest.raises(ValueError, match="sample_weight.shape == \\(19,\\), expected \\(20,\\)"):
+        PegasosSVC().fit(X_GOOD, Y_GOOD, sample_weight=np.ones(19))
+    with pytest.raises(ValueError, match="Negative values in data passed to `sample_weight`"):
+        PegasosSVC().fit(X_GOOD, Y_GOOD, sample_weight=-np.ones(20))
+
+
+def test_new_label_in_partial_fit_is_named():
+    model = PegasosSVC().partial_fit(X_GOOD, Y_GOOD, classes=[0, 1])
+    with pytest.raises(ValueError, match="labels \\[5\\] that are not in classes \\[0, 1\\]"):
+        model.partial_fit(X_GOOD, np.where(Y_GOOD == 1, 5, 0))
+
+
+def test_predict_before_fit():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        PegasosSVC().predict(X_GOOD)

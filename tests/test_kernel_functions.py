@@ -1,0 +1,49 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
+from sklearn.svm import SVC
+
+from gpusvm._validation import to_backend
+from gpusvm.kernel_functions import kernel_block, resolve_gamma
+
+ORACLES = {
+    "linear": lambda X, Y, gamma, degree, coef0: linear_kernel(X, Y),
+    "rbf": lambda X, Y, gamma, degree, coef0: rbf_kernel(X, Y, gamma=gamma),
+    "poly": lambda X, Y, gamma, degree, coef0: polynomial_kernel(X, Y, degree=degree, gamma=gamma, coef0=coef0),
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(ORACLES))
+@pytest.mark.parametrize("layout", ["dense", "sparse", "sparse-dense", "dense-sparse"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_block_matches_scikit_learn(backend, rng, kernel, layout, dtype):
+    X = rng.normal(size=(23, 7)) * (rng.random((23, 7)) < 0.6)
+    Y = rng.normal(size=(11, 7)) * (rng.random((11, 7)) < 0.6)
+    gamma, degree, coef0 = float(rng.uniform(0.05, 0.5)), int(rng.integers(1, 4)), float(rng.normal())
+    expected = ORACLES[kernel](X, Y, gamma, degree, coef0)
+    as_x = sp.csr_matrix if layout in ("sparse", "sparse-dense") else np.asarray
+    as_y = sp.csr_matrix if layout in ("sparse", "dense-sparse") else np.asarray
+    Xb = to_backend(as_x(X.astype(dtype)), backend)
+    Yb = to_backend(as_y(Y.astype(dtype)), backend)
+    got = kernel_block(Xb, Yb, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
+    got = got.get() if hasattr(got, "get") else got
+    tolerance = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * max(1.0, np.abs(expected).max()))
+
+
+def test_gamma_scale_matches_svc(rng):
+    X = rng.normal(size=(50, 6)) * (rng.random((50, 6)) < 0.5)
+    y = rng.integers(0, 2, 50)
+    svc = SVC(gamma="scale").fit(X, y)
+    assert resolve_gamma("scale", X) == pytest.approx(svc._gamma, rel=1e-12)
+    assert resolve_gamma("scale", sp.csr_matrix(X)) == pytest.approx(svc._gamma, rel=1e-12)
+    assert resolve_gamma("auto", X) == pytest.approx(1 / 6)
+    assert resolve_gamma(0.3, X) == 0.3
+    with pytest.raises(ValueError, match="gamma.*-1"):
+        resolve_gamma(-1, X)
+
+
+def test_unknown_kernel_is_named():
+    with pytest.raises(ValueError, match="kernel.*'sigmoid'"):
+        kernel_block(np.ones((2, 2)), np.ones((2, 2)), kernel="sigmoid", gamma=1.0)

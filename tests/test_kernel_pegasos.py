@@ -1,0 +1,85 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification, make_moons
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.svm import SVC
+
+from gpusvm import KernelPegasosSVC, PegasosSVC
+
+from .conftest import needs_device
+from .reference import reference_kernel_pegasos
+
+
+@pytest.mark.parametrize("batch_size", [1, 4])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_counts_match_reference(backend, rng, batch_size, n_classes):
+    """Incremental responses give the same counts as recomputing every margin from scratch."""
+    n = 80
+    X = rng.normal(size=(n, 5))
+    y = rng.integers(0, n_classes, n)
+    weights = rng.uniform(0.5, 1.5, n)
+    gamma, lam, seed = 0.3, 0.02, int(rng.integers(2**32))
+    model = KernelPegasosSVC(lam=lam, gamma=gamma, batch_size=batch_size, max_iter=3, fit_intercept=False,
+                             random_state=seed, backend=backend).fit(X, y, sample_weight=weights)
+    classes = np.unique(y)
+    Y = np.where(y == classes[1], 1.0, -1.0)[:, None] if n_classes == 2 else np.where(y[:, None] == classes, 1.0, -1.0)
+    counts, steps = reference_kernel_pegasos(rbf_kernel(X, gamma=gamma), Y, weights, lam, batch_size, model.t_, seed)
+    expected = (counts * Y.T / (lam * steps * batch_size))
+    support = np.flatnonzero((counts != 0).any(axis=0))
+    np.testing.assert_array_equal(model.support_, support)
+    np.testing.assert_allclose(model.dual_coef_, expected[:, support], rtol=1e-12)
+
+
+def test_linear_kernel_equals_linear_pegasos_without_projection(backend, rng):
+    """The kernel algorithm is the linear one in feature space: same batches, same w and b."""
+    X = rng.normal(size=(150, 6))
+    y = (X[:, 0] + 0.5 * rng.normal(size=150) > 0).astype(int)
+    common = dict(lam=0.01, batch_size=5, max_iter=2, random_state=3, backend=backend)
+    kernel = KernelPegasosSVC(kernel="linear", **common).fit(X, y)
+    linear = PegasosSVC(projection=False, average=False, tol=None, **common).fit(X, y)
+    w = kernel.dual_coef_ @ kernel.support_vectors_
+    np.testing.assert_allclose(w, linear.coef_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(kernel.intercept_, linear.intercept_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(kernel.decision_function(X), linear.decision_function(X), rtol=1e-9, atol=1e-10)
+
+
+def test_prediction_uses_only_support_vectors(rng):
+    X, y = make_moons(200, noise=0.2, random_state=0)
+    model = KernelPegasosSVC(C=10, gamma=2.0, max_iter=3, random_state=0).fit(X, y)
+    assert 0 < len(model.support_) < len(y)
+    K = rbf_kernel(X, model.support_vectors_, gamma=2.0)
+    np.testing.assert_allclose(model.decision_function(X), K @ model.dual_coef_[0] + model.intercept_[0], rtol=1e-10)
+
+
+def test_accuracy_near_svc(rng):
+    X, y = make_moons(400, noise=0.25, random_state=1)
+    X_test, y_test = make_moons(400, noise=0.25, random_state=2)
+    svc = SVC(C=10, gamma=1.0).fit(X, y)
+    model = KernelPegasosSVC(C=10, gamma=1.0, max_iter=10, random_state=0).fit(X, y)
+    assert model.score(X_test, y_test) > svc.score(X_test, y_test) - 0.03
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "linear"])
+def test_sparse_and_float32_inputs(kernel):
+    X, y = make_classification(120, 8, random_state=0)
+    common = dict(kernel=kernel, max_iter=2, random_state=0, degree=2)
+    dense = KernelPegasosSVC(**common).fit(X, y)
+    sparse = KernelPegasosSVC(**common).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.dual_coef_, dense.dual_coef_, rtol=1e-9)
+    assert sp.issparse(sparse.support_vectors_)
+    single = KernelPegasosSVC(**common).fit(X.astype(np.float32), y)
+    assert np.mean(single.predict(X) == dense.predict(X)) > 0.97
+
+
+@needs_device
+def test_backends_agree(rng):
+    X = rng.normal(size=(300, 10))
+    y = rng.integers(0, 3, 300)
+    for data in (X, sp.csr_matrix(X * (rng.random(X.shape) < 0.4))):
+        common = dict(C=5.0, batch_size=8, max_iter=2, random_state=9)
+        cpu = KernelPegasosSVC(backend="numpy", **common).fit(data, y)
+        gpu = KernelPegasosSVC(backend="cupy", **common).fit(data, y)
+        np.testing.assert_array_equal(gpu.support_, cpu.support_)
+        np.testing.assert_allclose(gpu.dual_coef_, cpu.dual_coef_, rtol=1e-12)
+        np.testing.assert_allclose(gpu.decision_function(data), cpu.decision_function(data), rtol=1e-8, atol=1e-10)

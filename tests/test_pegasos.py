@@ -1,0 +1,193 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.svm import LinearSVC
+
+from gpusvm import PegasosSVC
+from gpusvm.datasets import load_adult
+from gpusvm.solvers.pegasos import primal_objective
+
+from .conftest import needs_device
+from .reference import reference_pegasos
+
+
+def random_problem(rng, n=120, d=9, n_classes=2, density=1.0):
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < density)
+    y = rng.integers(0, n_classes, size=n)
+    X[np.arange(n), y % d] += 2.0  # some signal, so not everything violates forever
+    return X, y
+
+
+def weights_of(model):
+    return np.hstack([model.coef_, model.intercept_[:, None]]) if model.fit_intercept else model.coef_
+
+
+def targets_of(y, classes):
+    if len(classes) == 2:
+        return np.where(y == classes[1], 1.0, -1.0)[:, None]
+    return np.where(y[:, None] == classes[None, :], 1.0, -1.0)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("average", [False, True, 7])
+@pytest.mark.parametrize("projection", [True, False])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_matches_reference(backend, rng, n_classes, average, projection, sparse):
+    """The a*v representation, the fold and the averaging give the plain algorithm's w."""
+    X, y = random_problem(rng, n_classes=n_classes, density=0.4 if sparse else 1.0)
+    weights = rng.uniform(0.2, 2.0, size=X.shape[0])
+    lam, batch, epochs, seed = float(rng.uniform(1e-4, 1e-1)), 8, 3, int(rng.integers(2**32))
+    model = PegasosSVC(lam=lam, batch_size=batch, max_iter=epochs, tol=None, average=average,
+                       projection=projection, random_state=seed, backend=backend)
+    model.fit(sp.csr_matrix(X) if sparse else X, y, sample_weight=weights)
+    expected = reference_pegasos(
+        X, targets_of(y, np.unique(y)), weights, lam, batch, model.t_, seed, projection=projection,
+        average_start=None if average is False else int(average), weight_by_step=average is True,
+    )
+    np.testing.assert_allclose(weights_of(model), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    assert model.t_ == epochs * int(np.ceil(X.shape[0] / batch))
+    assert model.n_iter_ == epochs
+
+
+def test_no_intercept_matches_reference(backend, rng):
+    X, y = random_problem(rng)
+    model = PegasosSVC(lam=0.01, batch_size=5, max_iter=2, tol=None, fit_intercept=False,
+                       random_state=3, backend=backend).fit(X, y)
+    expected = reference_pegasos(X, targets_of(y, np.unique(y)), np.ones(len(y)), 0.01, 5, model.t_, 3,
+                                 fit_intercept=False, average_start=1)
+    np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
+    assert np.all(model.intercept_ == 0)
+
+
+def test_float32_close_to_float64(backend, rng):
+    X, y = random_problem(rng, n=300, d=20)
+    kwargs = dict(lam=1e-3, batch_size=16, max_iter=4, tol=None, random_state=1, backend=backend)
+    m64 = PegasosSVC(**kwargs).fit(X, y)
+    m32 = PegasosSVC(**kwargs).fit(X.astype(np.float32), y)
+    assert m32._state.v.dtype == np.float32
+    np.testing.assert_allclose(weights_of(m32), weights_of(m64), rtol=1e-4, atol=1e-4 * np.abs(weights_of(m64)).max())
+
+
+def test_dense_and_sparse_agree(rng):
+    X, y = random_problem(rng, n=200, d=30, density=0.2)
+    kwargs = dict(lam=1e-3, batch_size=10, max_iter=3, tol=None, random_state=4)
+    dense = PegasosSVC(**kwargs).fit(X, y)
+    sparse = PegasosSVC(**kwargs).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(weights_of(sparse), weights_of(dense), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(sparse.predict(X), dense.predict(sp.csr_matrix(X)))
+
+
+def test_sparse_with_many_features_uses_touched_columns_only(rng):
+    """Wide sparse data takes the sorted-columns path of the update; still the reference."""
+    n, d = 60, 5000
+    X = sp.random(n, d, density=0.002, random_state=int(rng.integers(1000)), format="csr")
+    y = rng.integers(0, 2, n)
+    model = PegasosSVC(lam=0.05, batch_size=4, max_iter=2, tol=None, random_state=2).fit(X, y)
+    expected = reference_pegasos(X.toarray(), targets_of(y, np.unique(y)), np.ones(n), 0.05, 4, model.t_, 2,
+                                 average_start=1)
+    np.testing.assert_allclose(weights_of(model), expected, rtol=1e-9, atol=1e-12)
+
+
+@needs_device
+def test_backends_agree(rng):
+    """NumPy and CuPy draw the same batches and give the same model."""
+    X, y = random_problem(rng, n=500, d=40, n_classes=3, density=0.3)
+    for data in (X, sp.csr_matrix(X), X.astype(np.float32)):
+        kwargs = dict(lam=1e-3, batch_size=32, max_iter=3, tol=None, random_state=11)
+        cpu = PegasosSVC(backend="numpy", **kwargs).fit(data, y)
+        gpu = PegasosSVC(backend="cupy", **kwargs).fit(data, y)
+        rtol = 1e-4 if data.dtype == np.float32 else 1e-9
+        np.testing.assert_allclose(weights_of(gpu), weights_of(cpu), rtol=rtol, atol=rtol * np.abs(weights_of(cpu)).max())
+        np.testing.assert_array_equal(gpu.predict(data), cpu.predict(data))
+
+
+def test_partial_fit_continues_the_same_schedule(backend, rng):
+    """Two partial_fit calls equal a fit of two epochs: the step counter carries over."""
+    X, y = random_problem(rng, n_classes=3)
+    kwargs = dict(lam=0.01, batch_size=7, random_state=5, backend=backend)
+    full = PegasosSVC(max_iter=2, tol=None, **kwargs).fit(X, y)
+    streamed = PegasosSVC(**kwargs)
+    streamed.partial_fit(X, y, classes=np.unique(y))
+    streamed.partial_fit(X, y)
+    np.testing.assert_allclose(weights_of(streamed), weights_of(full), rtol=1e-12, atol=1e-12)
+    assert streamed.t_ == full.t_ and streamed.n_iter_ == 1
+
+
+def test_failed_partial_fit_leaves_the_model_as_it_was(backend, rng):
+    X, y = random_problem(rng)
+    model = PegasosSVC(lam=0.01, random_state=0, backend=backend).partial_fit(X, y, classes=[0, 1])
+    before = {name: getattr(model, name).copy() for name in ("coef_", "intercept_")}
+    state_v, step = model._state.v.copy(), model.t_
+    bad_rows = [X.copy(), X[:, :-1], X]
+    bad_rows[0][3, 2] = np.nan
+    bad_labels = [y, y, np.where(y == 0, 0, 7)]
+    for X_bad, y_bad in zip(bad_rows, bad_labels):
+        with pytest.raises(ValueError):
+            model.partial_fit(X_bad, y_bad)
+        np.testing.assert_array_equal(model.coef_, before["coef_"])
+        np.testing.assert_array_equal(model.intercept_, before["intercept_"])
+        np.testing.assert_array_equal(model._state.v, state_v)
+        assert model.t_ == step
+
+
+def test_failed_first_partial_fit_leaves_no_model():
+    model = PegasosSVC()
+    with pytest.raises(ValueError, match="classes must be passed"):
+        model.partial_fit(np.ones((4, 2)), [0, 1, 0, 1])
+    assert not hasattr(model, "coef_") and not hasattr(model, "n_features_in_")
+
+
+def test_early_stopping_and_objective_curve():
+    X, y = make_classification(400, 10, random_state=0)
+    model = PegasosSVC(C=1.0, max_iter=500, tol=1e-3, n_iter_no_change=3, random_state=0).fit(X, y)
+    assert model.n_iter_ < 500
+    assert len(model.objective_curve_) == model.n_iter_
+    n = X.shape[0]
+    expected = primal_objective(X, np.where(y == 1, 1.0, -1.0)[:, None], np.ones(n),
+                                weights_of(model), 1.0 / n, True)
+    assert model.objective_curve_[-1] == pytest.approx(expected, rel=1e-12)
+
+
+def test_sample_weight_zero_rows_never_move_the_model(rng):
+    """A row of weight zero contributes no sub-gradient: labels flipped there change nothing."""
+    X, y = random_problem(rng)
+    weights = np.ones(len(y))
+    weights[:30] = 0
+    flipped = y.copy()
+    flipped[:30] = 1 - flipped[:30]
+    kwargs = dict(lam=0.01, batch_size=6, max_iter=3, tol=None, random_state=8)
+    a = PegasosSVC(**kwargs).fit(X, y, sample_weight=weights)
+    b = PegasosSVC(**kwargs).fit(X, flipped, sample_weight=weights)
+    np.testing.assert_allclose(weights_of(a), weights_of(b), rtol=1e-12)
+
+
+def test_class_weight_balanced_equals_explicit_weights(rng):
+    X, y = random_problem(rng)
+    y[:90] = 0
+    kwargs = dict(lam=0.01, max_iter=2, tol=None, random_state=1)
+    balanced = PegasosSVC(class_weight="balanced", **kwargs).fit(X, y)
+    counts = np.bincount(y)
+    explicit = PegasosSVC(**kwargs).fit(X, y, sample_weight=(len(y) / (2 * counts))[y])
+    np.testing.assert_allclose(weights_of(balanced), weights_of(explicit), rtol=1e-12)
+
+
+def test_class_weight_moves_the_boundary_toward_the_light_class():
+    X, y = make_classification(600, 5, flip_y=0.2, class_sep=0.5, random_state=3)
+    plain = PegasosSVC(random_state=0).fit(X, y)
+    heavy = PegasosSVC(class_weight={0: 5.0, 1: 1.0}, random_state=0).fit(X, y)
+    assert np.mean(heavy.predict(X) == 0) > np.mean(plain.predict(X) == 0) + 0.1
+
+
+@pytest.mark.slow
+def test_adult_objective_and_accuracy_near_linearsvc():
+    """On real data, at the same C, Pegasos gets within a few percent of LIBLINEAR's optimum."""
+    X, y, X_test, y_test = load_adult()
+    reference = LinearSVC(C=1.0, loss="hinge", dual=True, tol=1e-6, max_iter=100_000).fit(X, y)
+    model = PegasosSVC(C=1.0, random_state=0, backend="numpy").fit(X, y)
+    n = X.shape[0]
+    targets = np.where(y == 1, 1.0, -1.0)[:, None]
+    optimum = primal_objective(X, targets, np.ones(n), np.hstack([reference.coef_, reference.intercept_[:, None]]), 1 / n, True)
+    ours = primal_objective(X, targets, np.ones(n), weights_of(model), 1 / n, True)
+    assert optimum <= ours < 1.1 * optimum
+    assert model.score(X_test, y_test) > reference.score(X_test, y_test) - 0.01
