@@ -11,9 +11,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._backend import get_namespace, is_cupy_array
 from ._estimator import GPUClassifierMixin, restore_on_error
 from ._random import seed_from_random_state
-from ._validation import check_is_fitted, check_X, check_X_y, to_backend
-from .kernel_functions import KERNELS, kernel_block, resolve_gamma, squared_row_norms
-from .solvers.kernel_pegasos import KernelPegasosProblem, run_kernel_pegasos
+from ._validation import check_is_fitted, check_X, check_X_y, issparse, to_backend
+from .kernel_functions import KERNELS, compute_layout, kernel_block, resolve_gamma, squared_row_norms
+from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
 from .solvers.pegasos import PegasosProblem, PegasosState, run_pegasos
 
 _PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
@@ -264,6 +264,9 @@ class KernelPegasosSVC(GPUClassifierMixin):
     max_iter : int, default=2
         Epochs of ``ceil(n_samples / batch_size)`` steps. Each epoch costs about
         ``(violators) * n_samples`` kernel evaluations.
+    average : bool, default=True
+        Return the average of the iterates weighted by step number, as PegasosSVC's
+        ``average=True`` (same cost and support); False returns the last iterate.
     fit_intercept : bool, default=True
         Adds 1 to the kernel: a regularized bias, as the linear PegasosSVC's.
     class_weight : dict, 'balanced' or None, default=None
@@ -291,6 +294,7 @@ class KernelPegasosSVC(GPUClassifierMixin):
         "coef0": [Real],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "average": ["boolean"],
         "fit_intercept": ["boolean"],
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "random_state": ["random_state"],
@@ -299,7 +303,7 @@ class KernelPegasosSVC(GPUClassifierMixin):
     }
 
     def __init__(self, C=1.0, lam=None, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
-                 batch_size=1, max_iter=2, fit_intercept=True, class_weight=None,
+                 batch_size=1, max_iter=2, average=True, fit_intercept=True, class_weight=None,
                  random_state=None, backend="auto", verbose=0):
         self.C = C
         self.lam = lam
@@ -309,6 +313,7 @@ class KernelPegasosSVC(GPUClassifierMixin):
         self.coef0 = coef0
         self.batch_size = batch_size
         self.max_iter = max_iter
+        self.average = average
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
         self.random_state = random_state
@@ -334,10 +339,11 @@ class KernelPegasosSVC(GPUClassifierMixin):
                 degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
                 seed=seed_from_random_state(self.random_state),
             )
-            counts, n_steps = run_kernel_pegasos(problem, n_epochs=self.max_iter, xp=xp, verbose=self.verbose)
-            counts = counts.get() if is_cupy_array(counts) else counts
+            counts, stamps, n_steps = run_kernel_pegasos(problem, n_epochs=self.max_iter, xp=xp, verbose=self.verbose)
+            counts, stamps = (a.get() if is_cupy_array(a) else a for a in (counts, stamps))
             support = np.flatnonzero((counts != 0).any(axis=0))
-            dual_coef = counts[:, support] * targets[support].T / (lam * n_steps * self.batch_size)
+            dual_coef = dual_coefficients(counts[:, support], stamps[:, support], targets[support], lam,
+                                          self.batch_size, n_steps, self.average)
             self.backend_, self.classes_, self.lam_, self.gamma_ = backend, classes, lam, gamma
             self.support_ = support
             self.support_vectors_ = X[support]
@@ -358,7 +364,9 @@ class KernelPegasosSVC(GPUClassifierMixin):
         xp = self._predict_namespace(X)
         name = "cupy" if xp is not np else "numpy"
         X_dev = to_backend(X, name)
-        support_vectors = to_backend(self.support_vectors_.astype(X.dtype), name)
+        support_vectors = compute_layout(to_backend(self.support_vectors_.astype(X.dtype), name))
+        if not issparse(support_vectors):
+            X_dev = compute_layout(X_dev) if issparse(X_dev) else X_dev
         dual_coef = xp.asarray(self.dual_coef_)
         scores = xp.empty((X.shape[0], dual_coef.shape[0]))
         if support_vectors.shape[0] == 0:

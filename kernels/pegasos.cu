@@ -1,4 +1,4 @@
-// One mini-batch Pegasos step on the device, in three launches (see
+// One mini-batch Pegasos step on the device, in four launches (see
 // gpusvm/solvers/_pegasos_cuda.py for the order and algorithms.md section 1 for the math).
 //
 // The weights of class c are w_c = a_c * v_c (the `w = a*v` trick): shrinking w by

@@ -21,7 +21,7 @@ def test_counts_match_reference(backend, rng, batch_size, n_classes):
     weights = rng.uniform(0.5, 1.5, n)
     gamma, lam, seed = 0.3, 0.02, int(rng.integers(2**32))
     model = KernelPegasosSVC(lam=lam, gamma=gamma, batch_size=batch_size, max_iter=3, fit_intercept=False,
-                             random_state=seed, backend=backend).fit(X, y, sample_weight=weights)
+                             average=False, random_state=seed, backend=backend).fit(X, y, sample_weight=weights)
     classes = np.unique(y)
     Y = np.where(y == classes[1], 1.0, -1.0)[:, None] if n_classes == 2 else np.where(y[:, None] == classes, 1.0, -1.0)
     counts, steps = reference_kernel_pegasos(rbf_kernel(X, gamma=gamma), Y, weights, lam, batch_size, model.t_, seed)
@@ -31,13 +31,15 @@ def test_counts_match_reference(backend, rng, batch_size, n_classes):
     np.testing.assert_allclose(model.dual_coef_, expected[:, support], rtol=1e-12)
 
 
-def test_linear_kernel_equals_linear_pegasos_without_projection(backend, rng):
-    """The kernel algorithm is the linear one in feature space: same batches, same w and b."""
+@pytest.mark.parametrize("average", [False, True])
+def test_linear_kernel_equals_linear_pegasos_without_projection(backend, rng, average):
+    """The kernel algorithm is the linear one in feature space: same batches, same w and b,
+    for the last iterate and for the step-weighted average."""
     X = rng.normal(size=(150, 6))
     y = (X[:, 0] + 0.5 * rng.normal(size=150) > 0).astype(int)
-    common = dict(lam=0.01, batch_size=5, max_iter=2, random_state=3, backend=backend)
+    common = dict(lam=0.01, batch_size=5, max_iter=2, average=average, random_state=3, backend=backend)
     kernel = KernelPegasosSVC(kernel="linear", **common).fit(X, y)
-    linear = PegasosSVC(projection=False, average=False, tol=None, **common).fit(X, y)
+    linear = PegasosSVC(projection=False, tol=None, **common).fit(X, y)
     w = kernel.dual_coef_ @ kernel.support_vectors_
     np.testing.assert_allclose(w, linear.coef_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(kernel.intercept_, linear.intercept_, rtol=1e-10, atol=1e-12)

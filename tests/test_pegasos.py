@@ -1,4 +1,6 @@
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_classification
@@ -191,3 +193,26 @@ def test_adult_objective_and_accuracy_near_linearsvc():
     ours = primal_objective(X, targets, np.ones(n), weights_of(model), 1 / n, True)
     assert optimum <= ours < 1.1 * optimum
     assert model.score(X_test, y_test) > reference.score(X_test, y_test) - 0.01
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(2, 30), d=st.integers(1, 6), n_classes=st.integers(2, 3), batch=st.integers(1, 9),
+    log_lam=st.floats(-5, 1), sparse=st.booleans(), average=st.sampled_from([False, True, 3]),
+    fit_intercept=st.booleans(), seed=st.integers(0, 2**32 - 1), data_seed=st.integers(0, 2**32 - 1),
+)
+def test_property_matches_reference(n, d, n_classes, batch, log_lam, sparse, average, fit_intercept, seed, data_seed):
+    """Any small problem, any batch (larger than n too), any lambda: the plain algorithm's w."""
+    data = np.random.default_rng(data_seed)
+    X = data.normal(size=(n, d)) * (data.random((n, d)) < (0.5 if sparse else 1.0))
+    y = np.arange(n) % n_classes  # every class present
+    data.shuffle(y)
+    lam = 10.0**log_lam
+    model = PegasosSVC(lam=lam, batch_size=batch, max_iter=2, tol=None, average=average,
+                       fit_intercept=fit_intercept, random_state=seed)
+    model.fit(sp.csr_matrix(X) if sparse else X, y)
+    expected = reference_pegasos(X, targets_of(y, np.unique(y)), np.ones(n), lam, batch, model.t_, seed,
+                                 fit_intercept=fit_intercept, average_start=None if average is False else int(average),
+                                 weight_by_step=average is True)
+    got = weights_of(model)
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10 * max(1.0, np.abs(expected).max()))

@@ -11,6 +11,13 @@ the kernel's feature space (the margin test at step ``t`` therefore divides by
 ``lam (t - 1) k``; the paper's ``lam t`` is off by one step).  ``fit_intercept`` adds a
 constant 1 to the kernel: a regularized bias, like the linear solver's.
 
+The average of the iterates weighted by step number (as the linear solver's
+``average=True``) costs one more counter: with ``stamps[c, j]`` the sum of each increment
+of ``alpha[c, j]`` times the step it happened at,
+``sum_{t=1..T} alpha^(t) = (T + 1) alpha^(T) - stamps``, so::
+
+    sum_t t w_{t+1} / sum_t t = sum_j ((T + 1) alpha_j - stamps_j) y_j Phi(x_j) / (lam k T (T + 1) / 2)
+
 Instead of evaluating ``K(x_i, support)`` for every drawn row, the solver keeps the
 unscaled responses ``r[c, j] = sum_l alpha[c, l] y_cl K(x_l, x_j)`` for all training rows
 and adds one kernel row per drawn row when it violates: ``K(X_batch, X)`` is one dense
@@ -65,13 +72,16 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0):
     -------
     counts : array of shape (n_classes, n_samples), float64
         The weighted violation counts ``alpha``.
+    stamps : array of shape (n_classes, n_samples), float64
+        Each increment of ``counts`` times the step it happened at.
     n_steps : int
-        The number of steps ``T``; the predictor is ``counts * y / (lam T k)``.
+        The number of steps ``T``; the last iterate is ``counts * y / (lam T k)``.
     """
     n_samples = problem.X.shape[0]
     n_classes = problem.targets.shape[1]
     k = problem.batch_size
     counts = xp.zeros((n_classes, n_samples))
+    stamps = xp.zeros((n_classes, n_samples))
     responses = xp.zeros((n_classes, n_samples))
     sq_norms = squared_row_norms(problem.X)
     steps_per_epoch = max(1, math.ceil(n_samples / k))
@@ -92,10 +102,19 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0):
                     continue
                 rows, coef, y = rows[active], coef[active], y[active]
             _scatter_add(xp, counts, rows, coef.T)
+            _scatter_add(xp, stamps, rows, float(t) * coef.T)
             with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
                 block = problem.kernel_rows(rows, sq_norms)
             responses += (coef * y).T @ block
-    return counts, n_steps
+    return counts, stamps, n_steps
+
+
+def dual_coefficients(counts, stamps, targets, lam, batch_size, n_steps, average):
+    """The coefficients of ``y_j Phi(x_j)``: last iterate, or the step-weighted average."""
+    if average:
+        summed = (n_steps + 1) * counts - stamps
+        return summed * targets.T / (lam * batch_size * n_steps * (n_steps + 1) / 2)
+    return counts * targets.T / (lam * n_steps * batch_size)
 
 
 def _scatter_add(xp, counts, rows, values):

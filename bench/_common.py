@@ -1,0 +1,126 @@
+"""Shared pieces of the benchmark scripts: machine facts, timing, result files."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+LIBRARIES = ("gpusvm", "numpy", "scipy", "scikit-learn", "cupy-cuda12x", "cupy-cuda13x", "nvtx")
+
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpu_facts():
+    """GPU name, driver, CUDA runtime and CuPy version, or None without a device."""
+    from gpusvm._backend import cupy_device_count
+
+    if cupy_device_count() == 0:
+        return None
+    import cupy
+
+    properties = cupy.cuda.runtime.getDeviceProperties(0)
+    facts = {
+        "name": properties["name"].decode() if isinstance(properties["name"], bytes) else properties["name"],
+        "memory_gib": round(properties["totalGlobalMem"] / 2**30, 1),
+        "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+        "cuda_driver": cupy.cuda.runtime.driverGetVersion(),
+        "cupy": cupy.__version__,
+    }
+    try:
+        facts["driver"] = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return facts
+
+
+def machine():
+    """What ran the benchmark: CPU model and count, GPU when there is one, Python."""
+    return {"cpu": cpu_model(), "cpu_count": os.cpu_count(), "gpu": gpu_facts(),
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+def library_versions():
+    versions = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    if "gpusvm" not in versions:  # run from a checkout with PYTHONPATH=.
+        import gpusvm
+
+        versions["gpusvm"] = gpusvm.__version__
+    return versions
+
+
+def device_tag(backends):
+    """A file-name tag: the GPU's name when a CuPy run is included, else the CPU's."""
+    facts = gpu_facts() if "cupy" in backends else None
+    name = facts["name"] if facts else "cpu-" + cpu_model()
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:48]
+
+
+def timed_fit(model, X, y, backend):
+    """Seconds for ``model.fit(X, y)``: CUDA events on the GPU, a host clock on the CPU."""
+    if backend == "cupy":
+        import cupy
+
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        cupy.cuda.Device().synchronize()
+        start.record()
+        model.fit(X, y)
+        end.record()
+        end.synchronize()
+        return cupy.cuda.get_elapsed_time(start, end) / 1000.0
+    start = time.perf_counter()
+    model.fit(X, y)
+    return time.perf_counter() - start
+
+
+def median(values):
+    return float(statistics.median(values))
+
+
+def write_results(name, backends, payload, table_lines):
+    """Write ``results/<name>-<device>.json`` and a Markdown table beside it; return the paths.
+
+    A ``--quick`` run (``payload['parameters']['quick']``) adds ``-quick`` to the name, so
+    that a smoke run never replaces recorded figures.
+    """
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    quick = "-quick" if payload.get("parameters", {}).get("quick") else ""
+    stem = f"{name}-{device_tag(backends)}{quick}"
+    payload = {"benchmark": name, "machine": machine(), "libraries": library_versions(),
+               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), **payload}
+    json_path = RESULTS / f"{stem}.json"
+    json_path.write_text(json.dumps(payload, indent=2) + "\n")
+    md_path = RESULTS / f"{stem}.md"
+    md_path.write_text("\n".join(table_lines) + "\n")
+    return json_path, md_path
+
+
+def markdown_table(columns, rows):
+    """Lines of a Markdown table; ``columns`` are (header, key, format) triples."""
+    lines = ["| " + " | ".join(c[0] for c in columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        cells = [format(row[key], fmt) if row.get(key) is not None else "" for _, key, fmt in columns]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines

