@@ -216,3 +216,13 @@ def test_property_matches_reference(n, d, n_classes, batch, log_lam, sparse, ave
                                  weight_by_step=average is True)
     got = weights_of(model)
     np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10 * max(1.0, np.abs(expected).max()))
+
+
+def test_sparse_rows_without_nonzeros(backend):
+    """Batches made only of empty rows (found by the property test) still step correctly."""
+    X = sp.csr_matrix(np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]))
+    y = np.array([0, 1, 1, 0])
+    model = PegasosSVC(lam=1.0, batch_size=1, max_iter=3, tol=None, random_state=0, backend=backend).fit(X, y)
+    expected = reference_pegasos(X.toarray(), targets_of(y, np.unique(y)), np.ones(4), 1.0, 1, model.t_, 0,
+                                 average_start=1)
+    np.testing.assert_allclose(weights_of(model), expected, rtol=1e-12, atol=1e-15)

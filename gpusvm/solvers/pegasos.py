@@ -195,7 +195,9 @@ class NumpyPegasosSteps:
         if self.sparse:
             row_of, columns, values = batch
             products = values * v[:, columns]
-            dots = np.stack([np.bincount(row_of, products[c], minlength=k) for c in range(v.shape[0])], axis=1)
+            # float64 even when the batch has no nonzeros (bincount of nothing is int64)
+            dots = np.stack([np.bincount(row_of, products[c], minlength=k) for c in range(v.shape[0])],
+                            axis=1).astype(np.float64)
         else:
             dots = np.asarray(batch @ v[:, :d].T, dtype=np.float64)
         if self.problem.fit_intercept:
