@@ -99,12 +99,22 @@ def median(values):
     return float(statistics.median(values))
 
 
-def write_results(name, backends, payload, table_lines):
-    """Write ``results/<name>-<device>.json`` and a Markdown table beside it; return the paths.
+def report(name, backends, *, title, columns, payload):
+    """Write ``results/<name>-<device>.json`` and its Markdown table, and print the table.
 
-    A ``--quick`` run (``payload['parameters']['quick']``) adds ``-quick`` to the name, so
-    that a smoke run never replaces recorded figures.
+    ``payload`` holds ``dataset``, ``parameters`` and ``results`` (the table's rows);
+    ``columns`` are :func:`markdown_table`'s. A ``--quick`` run
+    (``payload['parameters']['quick']``) adds ``-quick`` to the file names, so that a smoke
+    run never replaces recorded figures.
     """
+    table = [title, ""] + markdown_table(columns, payload["results"])
+    paths = write_results(name, backends, payload, table)
+    print("\n".join(table))
+    print("wrote", *paths)
+
+
+def write_results(name, backends, payload, table_lines):
+    """Write the JSON and Markdown files of :func:`report`; return their paths."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     quick = "-quick" if payload.get("parameters", {}).get("quick") else ""
     stem = f"{name}-{device_tag(backends)}{quick}"

@@ -19,7 +19,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import markdown_table, median, timed_fit, write_results  # noqa: E402
+from _common import median, report, timed_fit  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
 from gpusvm.datasets import load_adult  # noqa: E402
@@ -78,14 +78,14 @@ def main():
     columns = [("solver", "solver", "s"), ("fit time (s, median)", "median_seconds", ".3f"),
                ("epochs", "epochs", "d"), ("test accuracy", "test_accuracy", ".4f"),
                ("primal objective", "objective", ".5f"), ("gap to best", "objective_gap", ".2%")]
-    title = [f"## Adult, linear SVM at C = {C} ({n} training rows, {X_test.shape[0]} test rows)", ""]
-    paths = write_results("adult_linear", args.backends, {
-        "dataset": {"name": "UCI Adult (a9a encoding)", "n_train": n, "n_test": X_test.shape[0], "n_features": X.shape[1]},
-        "parameters": {"C": C, "lam": lam, "repeats": args.repeats, "quick": args.quick},
-        "results": rows,
-    }, title + markdown_table(columns, rows))
-    print("\n".join(title + markdown_table(columns, rows)))
-    print("wrote", *paths)
+    report("adult_linear", args.backends, columns=columns,
+           title=f"## Adult, linear SVM at C = {C} ({n} training rows, {X_test.shape[0]} test rows)",
+           payload={
+               "dataset": {"name": "UCI Adult (a9a encoding)", "n_train": n, "n_test": X_test.shape[0],
+                           "n_features": X.shape[1]},
+               "parameters": {"C": C, "lam": lam, "repeats": args.repeats, "quick": args.quick},
+               "results": rows,
+           })
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@ import contextlib
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils._param_validation import StrOptions
 
 from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend
 from ._validation import check_classes, check_weights, one_vs_rest_targets

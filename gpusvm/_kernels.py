@@ -23,7 +23,7 @@ TEMPLATE_KERNEL = re.compile(
 _LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once[ \t]*$", re.MULTILINE)
 _C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
-_COMPILE_OPTIONS = ("-std=c++17",)
+COMPILE_OPTIONS = ("-std=c++17",)
 
 
 def kernel_dir():
@@ -81,18 +81,19 @@ def template_kernels(source):
     return sorted(set(TEMPLATE_KERNEL.findall(source)))
 
 
+def name_expressions(source):
+    """NVRTC name expressions that instantiate every template kernel for float and double."""
+    return [f"{name}<{ctype}>" for name in template_kernels(source) for ctype in ("float", "double")]
+
+
 def _compile_module(file_name):
     import cupy
 
     source = assemble_source(file_name)
-    expressions = [
-        f"{name}<{ctype}>"
-        for name in template_kernels(source)
-        for ctype in ("float", "double")
-    ]
+    expressions = name_expressions(source)
     try:
         module = cupy.RawModule(
-            code=source, options=_COMPILE_OPTIONS, name_expressions=expressions
+            code=source, options=COMPILE_OPTIONS, name_expressions=expressions
         )
         module.compile()
     except cupy.cuda.compiler.CompileException as error:

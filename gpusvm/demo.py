@@ -21,7 +21,7 @@ def demo_models(backend, seed=0):
         ("gpusvm PegasosSVC", PegasosSVC(C=1.0, random_state=seed, backend=backend)),
         ("gpusvm KernelPegasosSVC (rbf)", KernelPegasosSVC(C=1.0, gamma=ADULT_GAMMA, batch_size=64,
                                                            max_iter=2, random_state=seed, backend=backend)),
-        ("scikit-learn LinearSVC (hinge)", LinearSVC(C=1.0, loss="hinge", dual=True, max_iter=10_000)),
+        ("scikit-learn LinearSVC (hinge)", LinearSVC(C=1.0, loss="hinge", dual=True, max_iter=100_000)),
     ]
 
 

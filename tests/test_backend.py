@@ -1,8 +1,6 @@
-import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 

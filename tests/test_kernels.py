@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from gpusvm._kernels import assemble_source, c_type, kernel_dir, template_kernels
+from gpusvm._kernels import COMPILE_OPTIONS, assemble_source, c_type, kernel_dir, name_expressions, template_kernels
 
 from .conftest import needs_device
 
@@ -18,9 +18,8 @@ def instantiate_all(source):
     """The assembled source plus a host table that takes the address of every template
     kernel for float and double, forcing nvcc to instantiate and check each one, the way
     NVRTC's name expressions do at run time."""
-    names = template_kernels(source)
-    entries = ", ".join(f"(const void*)&{name}<{t}>" for name in names for t in ("float", "double"))
-    return source + f"\nconst void* gpusvm_instantiated[] = {{ {entries} }};\n" if names else source
+    entries = ", ".join(f"(const void*)&{expression}" for expression in name_expressions(source))
+    return source + f"\nconst void* gpusvm_instantiated[] = {{ {entries} }};\n" if entries else source
 
 
 def compile_with_nvcc(source, tmp_path, arch):
@@ -55,7 +54,8 @@ def test_kernel_compiles(name, arch, tmp_path):
 @needs_nvcc
 def test_errors_point_at_the_original_file_and_line(tmp_path):
     (tmp_path / "helper.cuh").write_text("#pragma once\n\n__device__ int broken() { return not_declared_here; }\n")
-    (tmp_path / "main.cu").write_text('// a kernel\n#include "helper.cuh"\n\n__global__ void k() { int x = also_missing; }\n')
+    (tmp_path / "main.cu").write_text(
+        '// a kernel\n#include "helper.cuh"\n\n__global__ void k() { int x = also_missing; }\n')
     source = assemble_source("main.cu", directory=tmp_path)
     build = tmp_path / "build"
     build.mkdir()
@@ -63,6 +63,35 @@ def test_errors_point_at_the_original_file_and_line(tmp_path):
     assert result.returncode != 0
     assert "helper.cuh(3)" in result.stderr
     assert "main.cu(4)" in result.stderr
+
+
+def nvrtc_or_skip():
+    """CuPy's NVRTC bindings, which compile without a device; skip where they cannot load."""
+    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy is not installed")
+    try:
+        nvrtc.getVersion()
+    except Exception as error:  # the NVRTC library itself is missing
+        pytest.skip(f"CuPy cannot load NVRTC: {error}")
+    return nvrtc
+
+
+@pytest.mark.parametrize("name", SOURCES)
+def test_kernel_compiles_with_nvrtc(name):
+    """What CuPy does at run time (NVRTC, name expressions), done without a device."""
+    nvrtc = nvrtc_or_skip()
+    source = assemble_source(name)
+    program = nvrtc.createProgram(source, name, [], [])
+    try:
+        for expression in name_expressions(source):
+            nvrtc.addNameExpression(program, expression)
+        try:
+            nvrtc.compileProgram(program, [*COMPILE_OPTIONS, "-arch=compute_90"])
+        except nvrtc.NVRTCError:
+            pytest.fail(nvrtc.getProgramLog(program))
+        for expression in name_expressions(source):
+            assert nvrtc.getLoweredName(program, expression).startswith("_Z")
+    finally:
+        nvrtc.destroyProgram(program)
 
 
 @needs_device

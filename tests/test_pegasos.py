@@ -1,8 +1,8 @@
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import make_classification
 from sklearn.svm import LinearSVC
 
@@ -100,7 +100,8 @@ def test_backends_agree(rng):
         cpu = PegasosSVC(backend="numpy", **kwargs).fit(data, y)
         gpu = PegasosSVC(backend="cupy", **kwargs).fit(data, y)
         rtol = 1e-4 if data.dtype == np.float32 else 1e-9
-        np.testing.assert_allclose(weights_of(gpu), weights_of(cpu), rtol=rtol, atol=rtol * np.abs(weights_of(cpu)).max())
+        scale = np.abs(weights_of(cpu)).max()
+        np.testing.assert_allclose(weights_of(gpu), weights_of(cpu), rtol=rtol, atol=rtol * scale)
         np.testing.assert_array_equal(gpu.predict(data), cpu.predict(data))
 
 
@@ -124,7 +125,7 @@ def test_failed_partial_fit_leaves_the_model_as_it_was(backend, rng):
     bad_rows = [X.copy(), X[:, :-1], X]
     bad_rows[0][3, 2] = np.nan
     bad_labels = [y, y, np.where(y == 0, 0, 7)]
-    for X_bad, y_bad in zip(bad_rows, bad_labels):
+    for X_bad, y_bad in zip(bad_rows, bad_labels, strict=True):
         with pytest.raises(ValueError):
             model.partial_fit(X_bad, y_bad)
         np.testing.assert_array_equal(model.coef_, before["coef_"])
@@ -189,7 +190,8 @@ def test_adult_objective_and_accuracy_near_linearsvc():
     model = PegasosSVC(C=1.0, random_state=0, backend="numpy").fit(X, y)
     n = X.shape[0]
     targets = np.where(y == 1, 1.0, -1.0)[:, None]
-    optimum = primal_objective(X, targets, np.ones(n), np.hstack([reference.coef_, reference.intercept_[:, None]]), 1 / n, True)
+    reference_weights = np.hstack([reference.coef_, reference.intercept_[:, None]])
+    optimum = primal_objective(X, targets, np.ones(n), reference_weights, 1 / n, True)
     ours = primal_objective(X, targets, np.ones(n), weights_of(model), 1 / n, True)
     assert optimum <= ours < 1.1 * optimum
     assert model.score(X_test, y_test) > reference.score(X_test, y_test) - 0.01

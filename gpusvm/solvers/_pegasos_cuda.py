@@ -8,8 +8,6 @@ scalars ``a``, ``||v||^2`` and the average's ``B`` live on the device.
 
 from __future__ import annotations
 
-import math
-
 import cupy
 import cupyx.scipy.sparse as cusparse
 import numpy as np
@@ -30,7 +28,8 @@ class CupyPegasosSteps:
         X = problem.X
         dtype = X.dtype
         if cusparse.issparse(X):
-            self.rows = (X.data, X.indices.astype(np.int32, copy=False), X.indptr.astype(np.int32, copy=False), np.int32(1))
+            indices, indptr = X.indices.astype(np.int32, copy=False), X.indptr.astype(np.int32, copy=False)
+            self.rows = (X.data, indices, indptr, np.int32(1))
         else:
             placeholder = cupy.zeros(1, dtype=np.int32)  # not read for dense rows
             self.rows = (cupy.ascontiguousarray(X), placeholder, placeholder, np.int32(0))
@@ -82,6 +81,7 @@ class CupyPegasosSteps:
                  state.scale_a, state.sq_norm_v, state.avg_b, self.maintain_a, self.maintain_b),
             )
             blocks = max(1, min(1024, (v_stride + 255) // 256))
-            self.maintain((blocks, n_classes), (256,), (state.v, state.avg_p, self.maintain_a, self.maintain_b, np.int32(v_stride)))
+            self.maintain((blocks, n_classes), (256,),
+                          (state.v, state.avg_p, self.maintain_a, self.maintain_b, np.int32(v_stride)))
         state.avg_weight_sum += average_weight
         state.step = t

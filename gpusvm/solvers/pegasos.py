@@ -33,6 +33,7 @@ convergence rate for the projected stochastic subgradient method. arXiv:1212.200
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -117,7 +118,7 @@ class PegasosProblem:
     def n_features(self):
         return self.X.shape[1]
 
-    @property
+    @functools.cached_property
     def radius(self):
         """Radius of the ball that holds the optimum: ``sqrt(mean(s) / lam)``.
 
@@ -257,7 +258,8 @@ def primal_objective(X, targets, sample_weight, weights, lam, fit_intercept):
     is one, is the last column and is regularized like the rest.
     """
     d = X.shape[1]
-    scores = X @ weights[:, :d].T
+    # in X's dtype: a float64 right-hand side would make SciPy and CuPy copy a float32 X
+    scores = (X @ weights[:, :d].T.astype(X.dtype)).astype(np.float64)
     if fit_intercept:
         scores = scores + weights[:, d]
     hinge = (1.0 - targets * scores).clip(0.0, None)
