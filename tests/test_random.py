@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gpusvm._kernels import kernel_dir
-from gpusvm._random import random_bits, random_indices, seed_from_random_state
+from gpusvm._random import random_bits, random_index_block, random_indices, seed_from_random_state
 
 from .conftest import needs_device
 
@@ -32,6 +32,14 @@ def test_numpy_stream_matches_integer_oracle(seed, step):
     n = 1000003
     expected = [((bits_int(seed, step, lane) >> 32) * n) >> 32 for lane in range(8)]
     assert random_indices(seed, step, 8, n).tolist() == expected
+
+
+def test_block_equals_step_by_step(rng):
+    seed, first, n = int(rng.integers(2**63)), int(rng.integers(2**40)), int(rng.integers(1, 2**31))
+    block = random_index_block(seed, first, 7, 5, n)
+    assert block.shape == (7, 5)
+    for s in range(7):
+        assert np.array_equal(block[s], random_indices(seed, first + s, 5, n))
 
 
 def test_indices_are_uniform():

@@ -41,7 +41,7 @@ import nvtx
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from .._random import random_indices
+from .._random import random_index_block
 
 # Renormalize v (v *= a, a = 1) when a falls below this, so that v stays in range.
 RENORMALIZE_BELOW = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-9}
@@ -137,18 +137,69 @@ class PegasosProblem:
         return float(step) if self.weight_by_step else 1.0
 
 
-def csr_batch(X, rows):
+def csr_batch(X, rows, constant_column=None):
     """The nonzeros of ``X[rows]`` for a CSR ``X``: (row position in batch, column, value).
 
-    Plain NumPy: SciPy's fancy row indexing builds several matrix objects per call,
-    which costs more than the arithmetic of a small batch.
+    With ``constant_column``, each row also gets the entry ``(constant_column, 1.0)``
+    (the bias feature).  Plain NumPy: SciPy's fancy row indexing builds several matrix
+    objects per call, which costs more than the arithmetic of a small batch.
     """
-    starts, ends = X.indptr[rows], X.indptr[rows + 1]
-    lengths = ends - starts
-    total = int(lengths.sum())
-    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-    positions = offsets + np.arange(total)
-    return np.repeat(np.arange(rows.size), lengths), X.indices[positions], X.data[positions]
+    starts = X.indptr[rows].astype(np.int64)
+    lengths = X.indptr[rows + 1] - starts
+    widths = lengths + (0 if constant_column is None else 1)
+    row_of = np.repeat(np.arange(rows.size), widths)
+    within = np.arange(row_of.size) - np.repeat(np.cumsum(widths) - widths, widths)
+    source = np.repeat(starts, widths) + within
+    if constant_column is None:
+        return row_of, X.indices[source], X.data[source]
+    is_constant = within == np.repeat(lengths, widths)
+    source = np.where(is_constant, 0, source)  # the constant's slot reads nothing real
+    columns = np.where(is_constant, constant_column, X.indices[source] if X.nnz else 0)
+    values = np.where(is_constant, X.dtype.type(1), X.data[source] if X.nnz else 0).astype(X.dtype)
+    return row_of, columns, values
+
+
+class BatchBlocks:
+    """The batches of consecutive steps, drawn and gathered a block of steps at a time.
+
+    Same rows as drawing step by step (see ``random_index_block``); gathering many
+    batches at once saves the per-call overhead that dominates small CPU steps.  Sparse
+    batches carry the bias as an explicit entry in column ``n_features``.
+    """
+
+    MAX_BLOCK_STEPS = 64
+    MAX_BLOCK_ELEMENTS = 2**22  # dense blocks: at most 32 MiB in float64
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.sparse = sp.issparse(problem.X)
+        k, d = problem.batch_size, problem.n_features
+        by_size = self.MAX_BLOCK_ELEMENTS // (k * (1 if self.sparse else d))
+        self.block_steps = int(min(self.MAX_BLOCK_STEPS, max(1, by_size)))
+        self.first_step, self.rows = None, None
+
+    def batch(self, step):
+        """``(rows, batch)`` of ``step``: CSR entries ``(row_of, columns, values)`` or dense rows."""
+        if self.first_step is None or not 0 <= step - self.first_step < self.block_steps:
+            self._gather(step)
+        s = step - self.first_step
+        if not self.sparse:
+            return self.rows[s], self.dense[s]
+        a, b = self.bounds[s], self.bounds[s + 1]
+        return self.rows[s], (self.row_of[a:b] - s * self.problem.batch_size, self.columns[a:b], self.values[a:b])
+
+    def _gather(self, step):
+        problem = self.problem
+        k = problem.batch_size
+        self.first_step = step
+        self.rows = random_index_block(problem.seed, step, self.block_steps, k, problem.n_samples)
+        flat = self.rows.ravel()
+        if self.sparse:
+            bias = problem.n_features if problem.fit_intercept else None
+            self.row_of, self.columns, self.values = csr_batch(problem.X, flat, bias)
+            self.bounds = np.searchsorted(self.row_of, np.arange(0, flat.size + 1, k))
+        else:
+            self.dense = problem.X[flat].reshape(self.block_steps, k, problem.n_features)
 
 
 class NumpyPegasosSteps:
@@ -158,6 +209,7 @@ class NumpyPegasosSteps:
         self.problem = problem
         self.state = state
         self.sparse = sp.issparse(problem.X)
+        self.batches = BatchBlocks(problem)
         self.renormalize_below = RENORMALIZE_BELOW[np.dtype(state.v.dtype)]
 
     def step(self):
@@ -166,8 +218,7 @@ class NumpyPegasosSteps:
         t = state.step + 1
         k = problem.batch_size
         with nvtx.annotate("pegasos.margins", color="blue"):
-            rows = random_indices(problem.seed, t, k, problem.n_samples)
-            batch = csr_batch(problem.X, rows) if self.sparse else problem.X[rows]
+            rows, batch = self.batches.batch(t)
             dots = self._dots(batch, k)
             y = problem.targets[rows].astype(np.float64)
             weight = problem.sample_weight[rows].astype(np.float64)[:, None]
@@ -191,16 +242,15 @@ class NumpyPegasosSteps:
 
     def _dots(self, batch, k):
         """``<v_c, x_i>`` (plus the bias weight) for the batch rows, float64, shape (k, n_classes)."""
-        d = self.problem.n_features
         v = self.state.v
-        if self.sparse:
+        if self.sparse:  # the bias is an entry of the batch
             row_of, columns, values = batch
             products = values * v[:, columns]
-            # float64 even when the batch has no nonzeros (bincount of nothing is int64)
-            dots = np.stack([np.bincount(row_of, products[c], minlength=k) for c in range(v.shape[0])],
+            # float64 even when the batch has no entries (bincount of nothing is int64)
+            return np.stack([np.bincount(row_of, products[c], minlength=k) for c in range(v.shape[0])],
                             axis=1).astype(np.float64)
-        else:
-            dots = np.asarray(batch @ v[:, :d].T, dtype=np.float64)
+        d = self.problem.n_features
+        dots = np.asarray(batch @ v[:, :d].T, dtype=np.float64)
         if self.problem.fit_intercept:
             dots += v[:, d]
         return dots
@@ -211,19 +261,19 @@ class NumpyPegasosSteps:
         d = problem.n_features
         if self.sparse:
             row_of, columns, values = batch
-            if d <= 4 * columns.size:  # few features: all columns costs less than a sort
-                touched, compact = slice(0, d), columns
+            width = state.v.shape[1]
+            if width <= 4 * columns.size:  # few features: all columns costs less than a sort
+                touched, compact = slice(0, width), columns
             else:
                 touched, compact = np.unique(columns, return_inverse=True)
-            width = d if isinstance(touched, slice) else touched.size
+                width = touched.size
             delta = np.stack([
                 np.bincount(compact, factor[row_of, c] * values, minlength=width)
                 for c in range(factor.shape[1])
             ])
-        else:
-            touched = slice(0, d)
-            delta = factor.T @ batch
-        self._apply(touched, delta.astype(state.v.dtype), t)
+            self._apply(touched, delta.astype(state.v.dtype), t)
+            return
+        self._apply(slice(0, d), (factor.T @ batch).astype(state.v.dtype), t)
         if problem.fit_intercept:
             self._apply(slice(d, d + 1), factor.sum(axis=0)[:, None].astype(state.v.dtype), t)
 
