@@ -23,5 +23,6 @@ python3 -c "import cupy; print('CuPy', cupy.__version__, 'CUDA runtime', cupy.cu
 status=0
 python3 -m pytest -q -rs tests 2>&1 | tee bench/results/gpu-tests.log || status=1
 python3 bench/adult_linear.py --backends numpy cupy $quick || status=1
-python3 bench/mnist_kernel.py --backends numpy cupy $quick || status=1
+# SVC (the peer) runs on the CPU beside the cupy runs; the numpy sweep is recorded on CPU machines
+python3 bench/mnist_kernel.py --backends cupy $quick || status=1
 exit $status

