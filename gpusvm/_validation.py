@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._backend import get_namespace, is_cupy_array, to_numpy
+from ._backend import is_cupy_array, to_numpy
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -141,30 +141,12 @@ def to_backend(X, xp_name):
     return cupy.ascontiguousarray(cupy.asarray(X))
 
 
-def issparse(X):
-    """True for a SciPy or cupyx sparse matrix."""
-    if sp.issparse(X):
-        return True
-    if is_cupy_array(X):
-        import cupyx.scipy.sparse as cusparse
-
-        return cusparse.issparse(X)
-    return False
-
-
-def namespace_of(X):
-    """:mod:`cupy` for device data, :mod:`numpy` otherwise."""
-    return get_namespace("cupy" if is_cupy_array(X) else "numpy")
-
-
 __all__ = [
     "check_X",
     "check_X_y",
     "check_classes",
     "check_is_fitted",
     "check_weights",
-    "issparse",
-    "namespace_of",
     "one_vs_rest_targets",
     "to_backend",
 ]

@@ -18,7 +18,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import issparse, namespace_of
+from ._backend import issparse, namespace_of
 
 KERNELS = ("linear", "rbf", "poly")
 KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2}

@@ -8,10 +8,10 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._backend import get_namespace, is_cupy_array
+from ._backend import get_namespace, is_cupy_array, issparse, to_numpy
 from ._estimator import GPUClassifierMixin, restore_on_error
 from ._random import seed_from_random_state
-from ._validation import check_is_fitted, check_X, check_X_y, issparse, to_backend
+from ._validation import check_is_fitted, check_X, check_X_y, to_backend
 from .kernel_functions import KERNELS, compute_layout, kernel_block, resolve_gamma, squared_row_norms
 from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
 from .solvers.pegasos import PegasosProblem, PegasosState, run_pegasos
@@ -218,7 +218,7 @@ class PegasosSVC(GPUClassifierMixin):
             backend=backend, verbose=self.verbose,
         )
         weights_matrix = state.weights(averaged=self.average is not False)
-        weights_matrix = weights_matrix.get() if is_cupy_array(weights_matrix) else weights_matrix
+        weights_matrix = to_numpy(weights_matrix)
         d = X.shape[1]
         self.backend_, self.classes_, self._state, self.lam_, self._seed = backend, classes, state, lam, seed
         self.coef_ = np.ascontiguousarray(weights_matrix[:, :d])
@@ -343,7 +343,7 @@ class KernelPegasosSVC(GPUClassifierMixin):
                 seed=seed_from_random_state(self.random_state),
             )
             counts, stamps, n_steps = run_kernel_pegasos(problem, n_epochs=self.max_iter, xp=xp, verbose=self.verbose)
-            counts, stamps = (a.get() if is_cupy_array(a) else a for a in (counts, stamps))
+            counts, stamps = to_numpy(counts), to_numpy(stamps)
             support = np.flatnonzero((counts != 0).any(axis=0))
             dual_coef = dual_coefficients(counts[:, support], stamps[:, support], targets[support], lam,
                                           self.batch_size, n_steps, self.average)

@@ -4,6 +4,7 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 from sklearn.svm import SVC
 
+from gpusvm._backend import to_numpy
 from gpusvm._validation import to_backend
 from gpusvm.kernel_functions import kernel_block, resolve_gamma
 
@@ -27,7 +28,7 @@ def test_kernel_block_matches_scikit_learn(backend, rng, kernel, layout, dtype):
     Xb = to_backend(as_x(X.astype(dtype)), backend)
     Yb = to_backend(as_y(Y.astype(dtype)), backend)
     got = kernel_block(Xb, Yb, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
-    got = got.get() if hasattr(got, "get") else got
+    got = to_numpy(got)
     tolerance = 1e-4 if dtype == np.float32 else 1e-10
     np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * max(1.0, np.abs(expected).max()))
 
