@@ -142,9 +142,11 @@ def is_cupy_array(x):
 
 
 def to_numpy(x):
-    """Copy a CuPy array to the host; NumPy arrays pass through."""
+    """Copy a CuPy array (or cupyx sparse matrix) to the host; host data passes through."""
     if is_cupy_array(x):
         return x.get()
+    if scipy.sparse.issparse(x):
+        return x
     return np.asarray(x)
 
 

@@ -349,7 +349,7 @@ class KernelPegasosSVC(GPUClassifierMixin):
                                           self.batch_size, n_steps, self.average)
             self.backend_, self.classes_, self.lam_, self.gamma_ = backend, classes, lam, gamma
             self.support_ = support
-            self.support_vectors_ = X[support]
+            self.support_vectors_ = to_numpy(X[support])
             self.dual_coef_ = dual_coef
             self.intercept_ = dual_coef.sum(axis=1) if self.fit_intercept else np.zeros(dual_coef.shape[0])
             self.n_iter_, self.t_ = self.max_iter, n_steps
@@ -368,8 +368,8 @@ class KernelPegasosSVC(GPUClassifierMixin):
         name = "cupy" if xp is not np else "numpy"
         X_dev = to_backend(X, name)
         support_vectors = compute_layout(to_backend(self.support_vectors_.astype(X.dtype), name))
-        if not issparse(support_vectors):
-            X_dev = compute_layout(X_dev) if issparse(X_dev) else X_dev
+        if not issparse(support_vectors):  # dense support vectors: dense blocks of X too, for BLAS
+            X_dev = compute_layout(X_dev)
         dual_coef = xp.asarray(self.dual_coef_)
         scores = xp.empty((X.shape[0], dual_coef.shape[0]))
         if support_vectors.shape[0] == 0:
