@@ -7,6 +7,7 @@ gpusvm never imports CuPy.
 
 from ._backend import config_context, get_config, resolve_backend
 from .svm import KernelPegasosSVC, PegasosSVC
+from .water_level import find_gamma, find_gamma_and_bias
 
 __version__ = "0.1.0"
 
@@ -15,6 +16,8 @@ __all__ = [
     "PegasosSVC",
     "__version__",
     "config_context",
+    "find_gamma",
+    "find_gamma_and_bias",
     "get_config",
     "resolve_backend",
 ]

@@ -1,0 +1,99 @@
+"""The water level: the fast versions against the sort-based oracle, and the oracle against
+its definition (sum_i max(0, gamma - c_i) = volume; for the bias, the best level over b)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from gpusvm import find_gamma, find_gamma_and_bias
+from gpusvm.water_level import (
+    find_gamma_and_bias_partition,
+    find_gamma_and_bias_sorted,
+    find_gamma_partition,
+    find_gamma_sorted,
+)
+
+# Small integers make ties and repeated values common; floats cover the rest.
+heights = st.one_of(
+    arrays(np.float64, st.integers(1, 60), elements=st.integers(-4, 4).map(float)),
+    arrays(np.float64, st.integers(1, 60), elements=st.floats(-1e3, 1e3, allow_nan=False, width=64)),
+)
+volumes = st.one_of(st.just(0.0), st.floats(0, 10), st.floats(0, 1e6))
+
+
+def close(a, b, scale=1.0):
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b), scale)
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=heights, volume=volumes, dtype=st.sampled_from([np.float32, np.float64]))
+def test_find_gamma_versions_agree_with_oracle(c, volume, dtype):
+    c = c.astype(dtype)
+    expected = find_gamma_sorted(c, volume)
+    covered = np.maximum(0.0, expected - c.astype(np.float64)).sum()
+    assert close(covered, volume, np.abs(c).sum())  # the oracle solves the equation
+    assert close(find_gamma_partition(c, volume), expected, np.abs(c).max())
+    assert close(find_gamma(c, volume), expected, np.abs(c).max())
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=heights, volume=volumes, offset=st.floats(0, 100))
+def test_warm_start_from_any_previous_level(c, volume, offset):
+    expected = find_gamma_sorted(c, volume)
+    for start in (expected + offset, expected - offset, expected):
+        assert close(find_gamma(c, volume, start=start), expected, np.abs(c).max())
+
+
+def test_special_volumes_and_sizes():
+    c = np.array([3.0, -1.0, 2.0, 2.0])
+    assert find_gamma(c, 0.0) == -1.0  # nu = 0: the lowest response
+    assert find_gamma(np.array([5.0]), 2.5) == 7.5  # n = 1
+    flood = 1e6
+    assert find_gamma(c, flood) == pytest.approx((flood + c.sum()) / c.size)  # covers everything
+    assert find_gamma(np.full(7, 2.0), 0.7) == pytest.approx(2.1)  # all tied
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_responses_raise(bad):
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        find_gamma(np.array([1.0, bad]), 1.0)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        find_gamma_and_bias(np.array([1, -1]), np.array([1.0, bad]), 1.0)
+
+
+def test_bad_volume_and_empty_raise():
+    with pytest.raises(ValueError, match="volume.*-1.0"):
+        find_gamma(np.ones(3), -1.0)
+    with pytest.raises(ValueError, match="empty"):
+        find_gamma(np.ones(0), 1.0)
+
+
+labelled = heights.flatmap(lambda c: st.tuples(
+    st.just(c), arrays(np.int64, c.shape, elements=st.sampled_from([-1, 1]))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=labelled, volume=volumes)
+def test_bias_version_agrees_with_oracle_and_definition(data, volume):
+    c, y = data
+    if not ((y == 1).any() and (y == -1).any()):
+        with pytest.raises(ValueError, match="needs both classes"):
+            find_gamma_and_bias(y, c, volume)
+        return
+    gamma, bias = find_gamma_and_bias_sorted(y, c, volume)
+    fast_gamma, fast_bias = find_gamma_and_bias_partition(y, c, volume)
+    scale = np.abs(c).max() + volume
+    assert close(fast_gamma, gamma, scale) and close(fast_bias, bias, scale)
+    # gamma is the best level over all biases: attained at `bias`, never beaten
+    assert close(find_gamma_sorted(c + y * bias, volume), gamma, scale)
+    for b in np.linspace(bias - 10, bias + 10, 41):
+        assert find_gamma_sorted(c + y * b, volume) <= gamma + 1e-9 * max(1.0, scale)
+
+
+def test_bias_with_one_class_raises_clearly():
+    with pytest.raises(ValueError, match="needs both classes: y holds only \\+1"):
+        find_gamma_and_bias(np.ones(4), np.arange(4.0), 1.0)
+    with pytest.raises(ValueError, match="labels in"):
+        find_gamma_and_bias(np.array([0, 1]), np.arange(2.0), 1.0)
