@@ -1,8 +1,8 @@
 """Pegasos steps on the GPU: the launches of ``kernels/pegasos.cu``.
 
-One step is four launches: margins, accumulate, finish, and maintain (which exits
-at once unless ``finish`` marked a class for a fold or a renormalization).  Nothing is copied to the host
-during an epoch: the batch is drawn on the device from the shared random stream and the
+One step is four launches: margins, accumulate, finish, and maintain (which exits at
+once unless ``finish`` marked a class for a fold or a renormalization).  Nothing is
+copied to the host during an epoch: the batch is drawn on the device from the shared random stream and the
 scalars ``a``, ``||v||^2`` and the average's ``B`` live on the device.
 """
 
@@ -54,7 +54,6 @@ class CupyPegasosSteps:
         n_classes, v_stride = state.v.shape
         data, indices, indptr, is_csr = self.rows
         common = (np.int32(n_classes), np.int32(v_stride), np.int32(problem.fit_intercept))
-        averaging = problem.averaging_at(t)
         average_weight = problem.average_weight(t)
         step_scale = 1.0 - 1.0 / t if t > 1 else 1.0
         with nvtx.annotate("pegasos.margins", color="blue"):
@@ -70,7 +69,7 @@ class CupyPegasosSteps:
                 (k, n_classes), (_THREADS,),
                 (data, indices, indptr, is_csr, np.int32(problem.n_features), self.batch_index, self.coef,
                  *common, state.scale_a, np.float64(step_scale), state.v, state.sq_norm_v,
-                 state.avg_p, state.avg_b, np.int32(averaging)),
+                 state.avg_p, state.avg_b, np.int32(average_weight > 0)),
             )
             radius = problem.radius if problem.projection else 0.0
             weight_sum = state.avg_weight_sum + average_weight

@@ -234,9 +234,10 @@ class NumpyPegasosSteps:
                 radius = problem.radius
                 over = norm_w > radius
                 state.scale_a[over] *= radius / norm_w[over]
-            if problem.averaging_at(t):
-                state.avg_b += problem.average_weight(t) * state.scale_a
-                state.avg_weight_sum += problem.average_weight(t)
+            average_weight = problem.average_weight(t)
+            if average_weight:
+                state.avg_b += average_weight * state.scale_a
+                state.avg_weight_sum += average_weight
             self._maintain()
         state.step = t
 
