@@ -6,6 +6,7 @@ gpusvm never imports CuPy.
 """
 
 from ._backend import config_context, get_config, resolve_backend
+from .sbp import SBPClassifier, nu_from_svc
 from .svm import KernelPegasosSVC, PegasosSVC
 from .water_level import find_gamma, find_gamma_and_bias
 
@@ -14,10 +15,12 @@ __version__ = "0.1.0"
 __all__ = [
     "KernelPegasosSVC",
     "PegasosSVC",
+    "SBPClassifier",
     "__version__",
     "config_context",
     "find_gamma",
     "find_gamma_and_bias",
     "get_config",
+    "nu_from_svc",
     "resolve_backend",
 ]

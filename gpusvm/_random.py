@@ -60,6 +60,17 @@ def random_indices(seed, step, count, n, xp=np):
     return ((high * np.uint64(n)) >> np.uint64(32)).astype(xp.int64)
 
 
+def random_positions(seed, step, lanes, bounds, xp=np):
+    """One index per lane, drawn uniformly from ``[0, bounds[lane])``.
+
+    ``lanes`` are the lane numbers (uint64); each lane has its own bound, as when
+    several classes each draw from their own set at the same step.  Lane ``l`` with
+    bound ``n`` gives the same index as lane ``l`` of ``random_indices(..., n)``.
+    """
+    high = random_bits(seed, step, xp.asarray(lanes, dtype=xp.uint64), xp) >> np.uint64(32)
+    return ((high * xp.asarray(bounds, dtype=xp.uint64)) >> np.uint64(32)).astype(xp.int64)
+
+
 def random_index_block(seed, first_step, n_steps, count, n, xp=np):
     """Indices of steps ``first_step .. first_step + n_steps - 1`` at once, shape (n_steps, count).
 

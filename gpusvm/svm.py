@@ -8,22 +8,14 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._backend import get_namespace, is_cupy_array, issparse, to_numpy
+from ._backend import get_namespace, to_numpy
 from ._estimator import GPUClassifierMixin, restore_on_error
+from ._kernel_model import KernelModelMixin, output_like
 from ._random import seed_from_random_state
 from ._validation import check_is_fitted, check_X, check_X_y, to_backend
-from .kernel_functions import KERNELS, compute_layout, kernel_block, resolve_gamma, squared_row_norms
+from .kernel_functions import KERNELS, resolve_gamma
 from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
 from .solvers.pegasos import PegasosProblem, PegasosState, run_pegasos
-
-_PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
-
-
-def _output_like(scores, X):
-    """Return device results for device input, host results otherwise."""
-    if is_cupy_array(scores) and not is_cupy_array(X):
-        return scores.get()
-    return scores
 
 
 def _regularization(lam, C, n_samples):
@@ -239,10 +231,10 @@ class PegasosSVC(GPUClassifierMixin):
         scores = X_dev @ xp.asarray(self.coef_).T + xp.asarray(self.intercept_)
         scores = xp.asarray(scores)
         scores = scores.ravel() if scores.shape[1] == 1 else scores
-        return _output_like(scores, X)
+        return output_like(scores, X)
 
 
-class KernelPegasosSVC(GPUClassifierMixin):
+class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
     """Kernel SVM trained by kernelized mini-batch Pegasos (integer violation counts).
 
     Minimizes ``lam/2 ||w||^2 + 1/n sum_i s_i hinge_i`` in the kernel's feature space,
@@ -354,34 +346,3 @@ class KernelPegasosSVC(GPUClassifierMixin):
             self.intercept_ = dual_coef.sum(axis=1) if self.fit_intercept else np.zeros(dual_coef.shape[0])
             self.n_iter_, self.t_ = self.max_iter, n_steps
         return self
-
-    def decision_function(self, X):
-        """``sum_j dual_coef_[:, j] K(support_vectors_[j], x) + intercept_``.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-        """
-        check_is_fitted(self)
-        X = check_X(self, X, reset=False)
-        xp = self._predict_namespace(X)
-        name = "cupy" if xp is not np else "numpy"
-        X_dev = to_backend(X, name)
-        support_vectors = compute_layout(to_backend(self.support_vectors_.astype(X.dtype), name))
-        if not issparse(support_vectors):  # dense support vectors: dense blocks of X too, for BLAS
-            X_dev = compute_layout(X_dev)
-        dual_coef = xp.asarray(self.dual_coef_)
-        scores = xp.empty((X.shape[0], dual_coef.shape[0]))
-        if support_vectors.shape[0] == 0:
-            scores[:] = xp.asarray(self.intercept_)
-        else:
-            sv_sq_norms = squared_row_norms(support_vectors)
-            chunk = max(1, _PREDICT_BLOCK_ELEMENTS // support_vectors.shape[0])
-            for start in range(0, X.shape[0], chunk):
-                block = kernel_block(
-                    X_dev[start:start + chunk], support_vectors, kernel=self.kernel, gamma=self.gamma_,
-                    degree=self.degree, coef0=self.coef0, Y_sq_norms=sv_sq_norms,
-                )
-                scores[start:start + chunk] = block @ dual_coef.T + xp.asarray(self.intercept_)
-        scores = scores.ravel() if scores.shape[1] == 1 else scores
-        return _output_like(scores, X)

@@ -21,16 +21,21 @@ in ``k``, so ``k*`` can be found
    the open part, so O(n) in all;
 3. for ``find_gamma`` with a previous level at hand, by Newton steps
    ``g <- (volume + S(g)) / k(g)`` (``k(g)``, ``S(g)``: count and sum of the heights below
-   ``g``), which from any ``g`` at or above the level decrease to it exactly; a few steps
-   from the previous iteration's level usually suffice, and the partition search bounds
-   the worst case.
+   ``g``).  From a start below the level the first step lands at or above it (the
+   tangent of a convex function lies below it); from there the steps decrease to the
+   level exactly.  A step that leaves the covered set unchanged has found the level, so
+   a few steps from the previous iteration's level usually suffice, and the partition
+   search bounds the worst case.
+
+CuPy input runs on the GPU (``gpusvm/_water_level_cuda.py``): a radix select over
+the responses' bits for ``find_gamma``, and a device sort for ``find_gamma_and_bias``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._backend import to_numpy
+from ._backend import is_cupy_array, to_numpy
 
 # Newton steps tried from a warm start before the partition search takes over.
 MAX_NEWTON_STEPS = 8
@@ -148,24 +153,19 @@ def _partition_level(values, volume):
 
 def find_gamma_and_bias_partition(y, responses, volume):
     """Water level and bias in O(n): one rank search over both basins at once."""
-    positive, negative, volume = _split_by_label(y, responses, volume)
-    covered, covered_sum = _covered_rank([positive, negative], volume, min(positive.size, negative.size))
-    two_gamma = (volume + covered_sum) / covered
-    p_k, p_next = _kth_and_next(positive, covered)
-    m_k, m_next = _kth_and_next(negative, covered)
-    return two_gamma / 2, _bias(two_gamma, p_k, p_next, m_k, m_next)
+    return level_and_bias_of(*_split_by_label(y, responses, volume))
 
 
 # --- 3. warm-started Newton ----------------------------------------------------------
 
 def _newton(values, volume, start):
-    """Newton steps down to the level from ``start``; None if ``start`` is below the level
+    """Newton steps to the level from ``start``; None if no height lies below ``start``
     or the steps do not settle within ``MAX_NEWTON_STEPS``."""
     level = float(start)
     below = values < level
     count = int(below.sum())
-    if count == 0 or count * level - float(values[below].sum()) < volume:
-        return None  # start is below the level: Newton would not descend to it
+    if count == 0:
+        return None  # no slope to step along
     for _ in range(MAX_NEWTON_STEPS):
         level = (volume + float(values[below].sum())) / count
         below = values < level
@@ -187,15 +187,25 @@ def find_gamma(responses, volume, *, start=None):
     volume : float
         ``n * nu``, at least 0; 0 gives ``min(responses)``.
     start : float, optional
-        A previous level. When it is at or above the new level (the usual case between
-        two SBP steps), a few Newton steps land on the level exactly; otherwise the
-        O(n) partition search runs.
+        A previous level (NumPy only). Newton steps from it usually land on the new
+        level exactly within a few passes; when they do not, the O(n) partition search
+        runs. On CuPy input the radix select needs no start.
 
     Returns
     -------
     float
     """
-    values, volume = _check_responses(responses, volume)
+    if is_cupy_array(responses):
+        from ._water_level_cuda import find_gamma_cuda
+
+        return float(find_gamma_cuda(*_check_device_responses(responses, volume)))
+    return level_of(*_check_responses(responses, volume), start=start)
+
+
+def level_of(values, volume, start=None):
+    """:func:`find_gamma` on checked float64 NumPy values (the solvers' entry point)."""
+    if volume == 0:
+        return float(values.min())  # exactly, not through a sum divided by a count
     if start is not None:
         level = _newton(values, volume, start)
         if level is not None:
@@ -218,7 +228,56 @@ def find_gamma_and_bias(y, responses, volume):
     (float, float)
         The level (unique) and a bias (the midpoint of the optimal interval).
     """
+    if is_cupy_array(responses):
+        from ._water_level_cuda import find_gamma_and_bias_cuda
+
+        values, volume = _check_device_responses(responses, volume)
+        labels = _check_device_labels(y, values)
+        gamma, bias = find_gamma_and_bias_cuda(labels, values, volume)
+        return float(gamma), float(bias)
     return find_gamma_and_bias_partition(y, responses, volume)
+
+
+def level_and_bias_of(positive, negative, volume):
+    """:func:`find_gamma_and_bias` on the checked float64 responses of each class."""
+    covered, covered_sum = _covered_rank([positive, negative], volume, min(positive.size, negative.size))
+    two_gamma = (volume + covered_sum) / covered
+    p_k, p_next = _kth_and_next(positive, covered)
+    m_k, m_next = _kth_and_next(negative, covered)
+    return two_gamma / 2, _bias(two_gamma, p_k, p_next, m_k, m_next)
+
+
+# --- checks of device input (one synchronisation each, public functions only) ---------
+
+def _check_device_responses(responses, volume):
+    import cupy
+
+    values = cupy.asarray(responses, dtype=cupy.float64).ravel()
+    if values.size == 0:
+        raise ValueError("responses is empty; the water level needs at least one response.")
+    if not bool(cupy.isfinite(values).all()):
+        raise ValueError("responses contains NaN or infinity.")
+    volume = float(volume)
+    if not volume >= 0 or not np.isfinite(volume):
+        raise ValueError(f"volume must be a finite number >= 0 (n * nu), got {volume!r}.")
+    return values, volume
+
+
+def _check_device_labels(y, values):
+    import cupy
+
+    labels = cupy.asarray(y).ravel()
+    if labels.shape != values.shape:
+        raise ValueError(f"y has shape {labels.shape} but responses has shape {values.shape}.")
+    n_positive, n_negative = int((labels == 1).sum()), int((labels == -1).sum())
+    if n_positive + n_negative != labels.size:
+        raise ValueError(f"y must hold labels in {{-1, +1}}, got {cupy.unique(labels)[:5].tolist()!r}.")
+    if n_positive == 0 or n_negative == 0:
+        raise ValueError(
+            "find_gamma_and_bias needs both classes: y holds only "
+            f"{'+1' if n_negative == 0 else '-1'} ({labels.size} labels)."
+        )
+    return labels
 
 
 __all__ = [

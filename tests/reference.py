@@ -47,3 +47,47 @@ def reference_kernel_pegasos(K, Y, sample_weight, lam, batch_size, n_steps, seed
         for position, row in enumerate(rows):
             counts[:, row] += np.where(violating[:, position], sample_weight[row], 0.0)
     return counts, n_steps
+
+
+def reference_sbp(K, n_train, targets, nu, batch_size, fit_intercept, seed, n_steps):
+    """The SBP of algorithms.md section 2 (Algorithm 1) with B draws per step, written
+    plainly: dense alpha, c and h, explicit projection, sort-based water levels.
+
+    ``K`` is the kernel matrix of the training rows against training then holdout rows.
+    Returns the uniform averages of alpha (k, n), c (k, n) and h (k, n_holdout).
+    """
+    from gpusvm._random import random_positions
+    from gpusvm.water_level import find_gamma_and_bias_sorted, find_gamma_sorted
+
+    n, k, B = n_train, targets.shape[1], batch_size
+    volume = n * nu
+    eta0 = 1 / np.sqrt(np.diag(K[:, :n]).max())
+    alpha, c, h = np.zeros((k, n)), np.zeros((k, n)), np.zeros((k, K.shape[1] - n))
+    r2 = np.zeros(k)
+    sums = [np.zeros_like(alpha), np.zeros_like(c), np.zeros_like(h)]
+    for t in range(1, n_steps + 1):
+        eta = eta0 / np.sqrt(t)
+        for p in range(k):
+            y = targets[:, p]
+            if fit_intercept:
+                gamma, b = find_gamma_and_bias_sorted(y, c[p], volume)
+            else:
+                gamma, b = (c[p].min() if volume == 0 else find_gamma_sorted(c[p], volume)), 0.0
+            heights = c[p] + y * b
+            below = np.flatnonzero(heights <= max(gamma, heights.min()))
+            lanes = np.arange(p * B, (p + 1) * B, dtype=np.uint64)
+            drawn = below[random_positions(seed, t, lanes, below.size)]
+            u = (y[drawn][:, None] * K[drawn]).mean(axis=0)  # <u, Phi(x_j)> for every column j
+            r2[p] += 2 * eta * c[p, drawn].mean() + eta**2 * (y[drawn] * u[drawn]).mean()
+            np.add.at(alpha[p], drawn, eta / B)
+            c[p] += eta * y * u[:n]
+            h[p] += eta * u[n:]
+            if r2[p] > 1:
+                r = np.sqrt(r2[p])
+                alpha[p] /= r
+                c[p] /= r
+                h[p] /= r
+                r2[p] = 1.0
+        for total, value in zip(sums, (alpha, c, h), strict=True):
+            total += value
+    return [total / n_steps for total in sums]

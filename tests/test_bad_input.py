@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from gpusvm import KernelPegasosSVC, PegasosSVC
+from gpusvm import KernelPegasosSVC, PegasosSVC, SBPClassifier
 
-ESTIMATORS = [PegasosSVC, KernelPegasosSVC]
+ESTIMATORS = [PegasosSVC, KernelPegasosSVC, SBPClassifier]
 X_GOOD = np.random.default_rng(0).normal(size=(20, 3))
 Y_GOOD = np.array([0, 1] * 10)
 
@@ -63,7 +63,7 @@ def test_object_dtype(Estimator):
         Estimator().fit(X, Y_GOOD)
 
 
-@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("Estimator", [PegasosSVC, KernelPegasosSVC])
 @pytest.mark.parametrize("name,value", [
     ("C", 0), ("C", -1.0), ("lam", 0.0), ("lam", -2), ("batch_size", 0), ("max_iter", 0),
     ("backend", "tpu"), ("class_weight", "heavy"),

@@ -2,7 +2,7 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from gpusvm import KernelPegasosSVC, PegasosSVC
+from gpusvm import KernelPegasosSVC, PegasosSVC, SBPClassifier
 
 # Why each listed check is expected to fail.
 EXPECTED_FAILURES = {
@@ -30,7 +30,7 @@ def expected_failed_checks(estimator):
 
 
 @parametrize_with_checks(
-    [PegasosSVC(random_state=0), KernelPegasosSVC(random_state=0)],
+    [PegasosSVC(random_state=0), KernelPegasosSVC(random_state=0), SBPClassifier(random_state=0)],
     expected_failed_checks=expected_failed_checks,
 )
 def test_scikit_learn_estimator_checks(estimator, check):

@@ -1,0 +1,59 @@
+"""Prediction for kernel models: ``f(x) = sum_j dual_coef_[:, j] K(support_vectors_[j], x) + intercept_``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._backend import is_cupy_array, issparse
+from ._validation import check_is_fitted, check_X, to_backend
+from .kernel_functions import compute_layout, kernel_block, squared_row_norms
+
+_PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
+
+
+def output_like(scores, X):
+    """Return device results for device input, host results otherwise."""
+    if is_cupy_array(scores) and not is_cupy_array(X):
+        return scores.get()
+    return scores
+
+
+class KernelModelMixin:
+    """``decision_function`` from ``support_vectors_``, ``dual_coef_``, ``intercept_`` and
+    the kernel parameters ``kernel``, ``gamma_``, ``degree``, ``coef0``."""
+
+    def decision_function(self, X):
+        """``sum_j dual_coef_[:, j] K(support_vectors_[j], x) + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), NumPy or CuPy
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = check_X(self, X, reset=False)
+        xp = self._predict_namespace(X)
+        name = "cupy" if xp is not np else "numpy"
+        X_dev = to_backend(X, name)
+        support_vectors = compute_layout(to_backend(self.support_vectors_.astype(X.dtype), name))
+        if not issparse(support_vectors):  # dense support vectors: dense blocks of X too, for BLAS
+            X_dev = compute_layout(X_dev)
+        dual_coef = xp.asarray(self.dual_coef_)
+        intercept = xp.asarray(self.intercept_)
+        scores = xp.empty((X.shape[0], dual_coef.shape[0]))
+        if support_vectors.shape[0] == 0:
+            scores[:] = intercept
+        else:
+            sv_sq_norms = squared_row_norms(support_vectors)
+            chunk = max(1, _PREDICT_BLOCK_ELEMENTS // support_vectors.shape[0])
+            for start in range(0, X.shape[0], chunk):
+                block = kernel_block(
+                    X_dev[start:start + chunk], support_vectors, kernel=self.kernel, gamma=self.gamma_,
+                    degree=self.degree, coef0=self.coef0, Y_sq_norms=sv_sq_norms,
+                )
+                scores[start:start + chunk] = block @ dual_coef.T + intercept
+        scores = scores.ravel() if scores.shape[1] == 1 else scores
+        return output_like(scores, X)

@@ -1,0 +1,251 @@
+"""SBPClassifier: the kernelized Stochastic Batch Perceptron as a scikit-learn estimator."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.model_selection import train_test_split
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._backend import get_namespace, to_numpy
+from ._estimator import GPUClassifierMixin, restore_on_error
+from ._kernel_model import KernelModelMixin
+from ._random import seed_from_random_state
+from ._validation import check_X_y, one_vs_rest_targets, to_backend
+from .kernel_functions import KERNELS, resolve_gamma
+from .solvers.sbp import NumpySBPSteps, SBPProblem, StoppingRules, positive_level, run_sbp
+
+
+class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
+    """Kernel SVM trained by the Stochastic Batch Perceptron (Cotter et al., 2012).
+
+    SBP solves the SVM problem in its slack-constrained form: among predictors of norm
+    at most 1 in the kernel's feature space, find the one with the largest margin
+    ``gamma`` when the examples may share a total slack of ``n * nu``::
+
+        max_{||w|| <= 1, xi >= 0, sum_i xi_i <= n nu}  min_i  y_i (<w, Phi(x_i)> + b) + xi_i
+
+    Each step pours the slack onto the current responses (the "water level"), draws
+    examples from those it covers, and adds their kernel rows to every response: ``n``
+    kernel evaluations per drawn example, and no growing support set to gather.  The
+    model is the average of the iterates, divided by its level so that the margin is 1
+    as in SVC.
+
+    **nu and C.** Both pick a point on the same regularization path. If ``w*`` is the
+    optimum of SVC with parameter ``C`` (margin 1), then ``w* / ||w*||`` solves SBP with
+    ``nu = mean_i hinge_i(w*) / ||w*||``: the average slack of the unit-norm predictor.
+    Larger ``nu`` means more slack, a softer margin: a smaller ``C``. To match an SVC,
+    fit it once on a subsample and read ``nu`` off it (:func:`nu_from_svc`). On
+    standardized data and an rbf kernel, values from 1e-3 to 1e-1 are typical; the
+    default 1e-2 is of the order the SBP paper used on Adult.
+
+    Parameters
+    ----------
+    nu : float, default=1e-2
+        Average slack allowed to a unit-norm predictor, at least 0.
+    kernel : {'rbf', 'linear', 'poly'}, default='rbf'
+    gamma : {'scale', 'auto'} or float, default='scale'
+        As in SVC; the Gaussian kernel ``exp(-||x - x'||^2 / (2 sigma^2))`` is
+        ``gamma = 1 / (2 sigma^2)``.
+    degree : int, default=3
+    coef0 : float, default=0.0
+    fit_intercept : bool, default=True
+        An unregularized bias (the paper's section 3.6): the level and the bias are
+        found together at every step.
+    max_iter : int, default=10
+        Maximum number of epochs; an epoch is ``ceil(n_train / batch_size)`` steps.
+    batch_size : int, default=1
+        Examples drawn per step. 1 is the paper's algorithm. With ``B > 1`` the step
+        goes along the mean of the ``B`` drawn examples' feature vectors, with the same
+        step size ``eta_0 / sqrt(t)``: the ``B`` kernel rows are one matrix product, a
+        step costs ``B n`` kernel evaluations, and an epoch has ``B`` times fewer steps.
+    average : bool, default=True
+        Return the average of the iterates (the paper's predictor); False returns the
+        last iterate, divided by its own level.
+    validation_fraction : float, default=0.1
+        Share of the training rows held out (stratified) to measure the error at each
+        checkpoint (ten per epoch). 0 trains on every row and stops on ``max_iter``,
+        ``time_budget`` or ``max_kernel_evals`` only. When the holdout would have fewer
+        rows than there are classes, no holdout is used.
+    n_iter_no_change : int, default=10
+        Stop when the holdout error has not improved on its best for this many
+        checkpoints in a row (10 = one epoch).
+    time_budget : float, default=None
+        Stop after this many seconds (checked after every step): anytime training.
+    max_kernel_evals : int, default=None
+        Stop before the step that would pass this many kernel evaluations, counted as
+        the algorithm asks for them (``problems * batch_size * n`` per step, with no
+        credit for the row cache). At least one step is taken.
+    cache_size : float, default=1024
+        Megabytes of kernel rows kept on the host (the numpy backend), as SVC's
+        ``cache_size``. SBP draws from the few examples below the level, so most rows
+        are reused; when all rows fit this is the full kernel matrix, filled lazily.
+    random_state : int, RandomState or None, default=None
+        Seeds the shared random stream: the same int draws the same examples on the
+        numpy and cupy backends.
+    backend : {'auto', 'numpy', 'cupy'}, default='auto'
+    verbose : int, default=0
+        1 shows a progress bar with the holdout error.
+
+    Attributes
+    ----------
+    support_ : ndarray of shape (n_SV,)
+        Indices (into the X given to ``fit``) of rows with a nonzero coefficient.
+    support_vectors_ : ndarray or sparse matrix of shape (n_SV, n_features)
+    dual_coef_ : ndarray of shape (n_classes_or_1, n_SV)
+        ``alpha_bar_j y_j / level``.
+    intercept_ : ndarray of shape (n_classes_or_1,)
+        ``b / level``.
+    n_support_ : ndarray of shape (n_classes,)
+        Support vectors of each class.
+    water_level_ : ndarray of shape (n_classes_or_1,)
+        The level (margin of the unit-norm predictor) of the returned model.
+    history_ : list of dict
+        One record per checkpoint: ``steps``, ``kernel_evals``, ``kernel_rows_computed``
+        (rows actually computed, after the cache), ``seconds``, ``objective`` (the
+        level of the averaged model, the mean over classes) and ``holdout_error``.
+    classes_, n_iter_ (epochs run, fractional), t_ (steps), gamma_, backend_, n_features_in_
+    """
+
+    _parameter_constraints = {
+        "nu": [Interval(Real, 0, None, closed="left")],
+        "kernel": [StrOptions(set(KERNELS))],
+        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Real],
+        "fit_intercept": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "average": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "time_budget": [Interval(Real, 0, None, closed="neither"), None],
+        "max_kernel_evals": [Interval(Integral, 1, None, closed="left"), None],
+        "cache_size": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "backend": GPUClassifierMixin._backend_constraint,
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, nu=1e-2, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
+                 max_iter=10, batch_size=1, average=True, validation_fraction=0.1, n_iter_no_change=10,
+                 time_budget=None, max_kernel_evals=None, cache_size=1024, random_state=None,
+                 backend="auto", verbose=0):
+        self.nu = nu
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.average = average
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.time_budget = time_budget
+        self.max_kernel_evals = max_kernel_evals
+        self.cache_size = cache_size
+        self.random_state = random_state
+        self.backend = backend
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train on X, y.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), NumPy or CuPy
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        with restore_on_error(self):
+            self.__dict__.pop("backend_", None)
+            backend = self._fit_backend()
+            X, y = check_X_y(self, X, y, reset=True)
+            classes = self._classes_for_fit(y)
+            seed = seed_from_random_state(self.random_state)
+            train, holdout = self._split(y, classes, seed)
+            order = np.concatenate([train, holdout])
+            X_dev = to_backend(X[order], backend)
+            gamma = resolve_gamma(self.gamma, to_backend(X[train], backend))
+            targets = one_vs_rest_targets(y[train], classes)
+            xp = get_namespace(backend)
+            problem = SBPProblem(
+                X=X_dev, n_train=train.size, targets=xp.asarray(targets),
+                holdout_labels=np.searchsorted(classes, y[holdout]), nu=float(self.nu),
+                batch_size=self.batch_size, kernel=self.kernel, gamma=gamma, degree=self.degree,
+                coef0=self.coef0, fit_intercept=self.fit_intercept, seed=seed,
+            )
+            rules = StoppingRules(max_epochs=self.max_iter, time_budget=self.time_budget,
+                                  max_kernel_evals=self.max_kernel_evals, n_iter_no_change=self.n_iter_no_change)
+            result = run_sbp(problem, self._steps(problem, backend), rules, average=self.average, verbose=self.verbose)
+            self._set_model(result, X, y, train, targets, classes)
+            self.backend_, self.classes_, self.gamma_ = backend, classes, gamma
+            self.t_ = result.n_steps
+            self.n_iter_ = result.n_steps / max(1, -(-train.size // self.batch_size))
+        return self
+
+    def _split(self, y, classes, seed):
+        """Indices of the training rows and of the stratified holdout rows."""
+        everything = np.arange(y.shape[0])
+        n_holdout = int(self.validation_fraction * y.shape[0])
+        if n_holdout < classes.size or y.shape[0] - n_holdout < classes.size:
+            return everything, everything[:0]
+        train, holdout = train_test_split(
+            everything, test_size=n_holdout, stratify=y, random_state=seed % 2**32
+        )
+        return np.sort(train), np.sort(holdout)
+
+    def _steps(self, problem, backend):
+        if backend == "cupy":
+            from .solvers._sbp_cuda import CupySBPSteps
+
+            return CupySBPSteps(problem)
+        return NumpySBPSteps(problem, cache_bytes=int(self.cache_size * 2**20))
+
+    def _set_model(self, result, X, y, train, targets, classes):
+        """Support vectors and coefficients of the averaged model, scaled to margin 1."""
+        divisor = positive_level(result.level)
+        support = np.flatnonzero((result.alpha != 0).any(axis=0))
+        self.support_ = train[support]
+        self.support_vectors_ = to_numpy(X[self.support_])
+        self.dual_coef_ = result.alpha[:, support] * targets[support].T / divisor[:, None]
+        self.intercept_ = result.bias / divisor
+        self.water_level_ = result.level
+        self.history_ = result.history
+        self.n_support_ = np.bincount(np.searchsorted(classes, y[self.support_]), minlength=classes.size)
+
+
+def nu_from_svc(svc, X, y):
+    """The ``nu`` at which SBP solves the same problem as a fitted binary SVC.
+
+    ``nu = mean_i max(0, 1 - y_i f(x_i)) / ||w||`` with ``f`` the SVC's decision
+    function and ``||w||^2 = dual_coef K(SV, SV) dual_coef^T`` (the paper's recipe).
+
+    Parameters
+    ----------
+    svc : fitted sklearn.svm.SVC (or any model with ``dual_coef_``,
+        ``support_vectors_``, ``decision_function`` and a kernel SBPClassifier knows)
+    X, y : the data it was fitted on; y with two classes.
+
+    Returns
+    -------
+    float
+    """
+    from .kernel_functions import kernel_block
+
+    classes = np.unique(y)
+    if classes.size != 2:
+        raise ValueError(f"nu_from_svc needs two classes, got {classes.size}.")
+    signs = np.where(np.asarray(y) == classes[1], 1.0, -1.0)
+    margins = signs * svc.decision_function(X)
+    gram = kernel_block(svc.support_vectors_, svc.support_vectors_, kernel=svc.kernel, gamma=svc._gamma,
+                        degree=svc.degree, coef0=svc.coef0)
+    norm = float(np.sqrt(svc.dual_coef_ @ gram @ svc.dual_coef_.T).item())
+    return float(np.maximum(0.0, 1.0 - margins).mean() / norm)

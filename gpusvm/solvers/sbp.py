@@ -1,0 +1,305 @@
+"""The kernelized Stochastic Batch Perceptron (Cotter, Shalev-Shwartz and Srebro 2012).
+
+Algorithm 1 of the paper (``algorithms.md``, section 2), one-vs-rest, with mini-batches.
+Per binary problem the state is ``w = sum_i alpha_i y_i Phi(x_i)``, kept through the
+responses ``c_j = y_j <w, Phi(x_j)>`` of every training row, the squared norm
+``r2 = ||w||^2``, and the holdout responses ``h_v = <w, Phi(x_v)>``.  Step ``t``:
+
+1. the water level ``gamma`` of ``c`` (and with an intercept, the bias ``b``): the
+   examples below it, ``c_j + y_j b <= gamma``, carry the subgradient ``p*``;
+2. draw ``B`` of them uniformly (lane ``k B + b`` of the shared random stream at step
+   ``t`` for problem ``k``), so each class draws from its own set;
+3. step along the mean ``u = 1/B sum_b y_b Phi(x_b)`` with ``eta_t = eta_0 / sqrt(t)``:
+   one combined kernel row ``g = 1/B sum_b y_b K(x_b, .)`` updates every response, and
+   ``r2 += 2 eta <w, u> + eta^2 ||u||^2``, read off the old responses and ``g``;
+4. project back onto the unit ball when ``r2 > 1``.
+
+The iterates are averaged uniformly (the paper's ``alpha_bar``); the model is the
+average divided by the level of the averaged responses.
+
+Cheap bookkeeping, so a step costs one combined kernel row plus O(n):
+
+* ``alpha = s A`` and ``c = s C`` share a scale ``s``: a projection is O(1).  Folded
+  into ``A`` and ``C`` when ``s`` gets tiny (``RENORMALIZE_BELOW``).
+* ``sum_t alpha^(t)`` is ``A S - stamps``, with ``S`` the running sum of ``s`` and
+  ``stamps`` each increment of ``A`` times ``S`` before it (``A`` changes in ``B``
+  places per step); the sums of ``c`` and ``h`` change everywhere anyway and are added
+  up directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+import nvtx
+from tqdm.auto import tqdm
+
+from .._backend import to_numpy
+from .._random import random_positions
+from ..kernel_functions import kernel_block, squared_row_norms
+from ..water_level import level_and_bias_of, level_of
+from .row_cache import KernelRowCache
+
+RENORMALIZE_BELOW = 1e-150
+CHECKPOINTS_PER_EPOCH = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class SBPProblem:
+    """The data and settings of one SBP fit, on the training backend.
+
+    ``X`` holds the training rows, then the holdout rows; kernel rows run over both, so
+    that the holdout responses are kept up to date like the training ones.
+    """
+
+    X: object  # (n_train + n_holdout, n_features), dense or CSR
+    n_train: int
+    targets: object  # (n_train, n_problems) in {-1, +1}, float64
+    holdout_labels: np.ndarray  # (n_holdout,) positions in classes_, on the host
+    nu: float
+    batch_size: int
+    kernel: str
+    gamma: float
+    degree: int
+    coef0: float
+    fit_intercept: bool
+    seed: int
+
+    @property
+    def volume(self):
+        """``n nu``: the total slack (water) poured at the level."""
+        return self.n_train * self.nu
+
+    @property
+    def n_problems(self):
+        return self.targets.shape[1]
+
+    @property
+    def n_holdout(self):
+        return self.X.shape[0] - self.n_train
+
+    def kernel_rows(self, rows, sq_norms):
+        """``K(X[rows], X)`` over training and holdout columns, in X's dtype."""
+        return kernel_block(
+            self.X[rows], self.X, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+            coef0=self.coef0, X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms,
+        )
+
+    def first_step_size(self, sq_norms):
+        """``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over the training rows."""
+        norms = sq_norms[: self.n_train].astype("float64")
+        if self.kernel == "rbf":
+            largest = 1.0
+        elif self.kernel == "poly":
+            largest = float(((self.gamma * norms + self.coef0) ** self.degree).max())
+        else:
+            largest = float(norms.max())
+        return 1.0 / math.sqrt(largest) if largest > 0 else 1.0
+
+
+@dataclasses.dataclass
+class SBPResult:
+    """The averaged model after ``n_steps`` steps, on the host."""
+
+    alpha: np.ndarray  # (n_problems, n_train) averaged coefficients of y_i Phi(x_i)
+    level: np.ndarray  # (n_problems,) water level of the averaged responses
+    bias: np.ndarray  # (n_problems,) bias of the averaged responses (0 without intercept)
+    n_steps: int
+    history: list
+
+
+def sampling_threshold(level, heights_min):
+    """Rows with ``height <= threshold`` are drawn: the level, or the lowest height when
+    rounding leaves nothing at or below the level (possible only when ``nu = 0``)."""
+    return max(level, heights_min)
+
+
+class NumpySBPSteps:
+    """SBP steps on the host: a kernel-row cache and BLAS products for batches."""
+
+    def __init__(self, problem, cache_bytes):
+        self.problem = problem
+        n, k = problem.n_train, problem.n_problems
+        self.labels = np.ascontiguousarray(problem.targets.T)  # (k, n)
+        self.positive = self.labels > 0
+        sq_norms = squared_row_norms(problem.X)
+        self.eta0 = problem.first_step_size(sq_norms)
+        self.cache = KernelRowCache(
+            lambda rows: problem.kernel_rows(rows, sq_norms), n, problem.X.shape[0],
+            problem.X.dtype, cache_bytes,
+        )
+        self.A, self.stamps = np.zeros((k, n)), np.zeros((k, n))
+        self.C, self.c_sum = np.zeros((k, n)), np.zeros((k, n))
+        self.H, self.h_sum = np.zeros((k, problem.n_holdout)), np.zeros((k, problem.n_holdout))
+        self.scale, self.r2, self.scale_sum = np.ones(k), np.zeros(k), np.zeros(k)
+        self.previous_level = [None] * k
+        self.n_steps = 0
+
+    @property
+    def kernel_rows_computed(self):
+        return self.cache.rows_computed
+
+    def levels(self, responses):
+        """Water level and bias of each problem's responses, shape (k,) each."""
+        k = self.problem.n_problems
+        level, bias = np.empty(k), np.zeros(k)
+        for p in range(k):
+            if self.problem.fit_intercept:
+                c, positive = responses[p], self.positive[p]
+                level[p], bias[p] = level_and_bias_of(c[positive], c[~positive], self.problem.volume)
+            else:
+                level[p] = level_of(responses[p], self.problem.volume, start=self.previous_level[p])
+        return level, bias
+
+    def draw(self, step, level, bias):
+        """``B`` rows per problem, uniformly from those at or below its level, (k, B)."""
+        problem, batch = self.problem, self.problem.batch_size
+        drawn = np.empty((problem.n_problems, batch), dtype=np.int64)
+        for p in range(problem.n_problems):
+            heights = self.scale[p] * self.C[p] + bias[p] * self.labels[p]
+            below = np.flatnonzero(heights <= sampling_threshold(level[p], heights.min()))
+            lanes = np.arange(p * batch, (p + 1) * batch, dtype=np.uint64)
+            drawn[p] = below[random_positions(problem.seed, step, lanes, below.size)]
+        return drawn
+
+    def step(self, step, eta):
+        """One SBP step ``t = step`` (from 1) with step size ``eta``."""
+        problem, batch = self.problem, self.problem.batch_size
+        k, n = problem.n_problems, problem.n_train
+        with nvtx.annotate("sbp.water_level", color="purple"):
+            level, bias = self.levels(self.scale[:, None] * self.C)
+            self.previous_level = list(level)
+        drawn = self.draw(step, level, bias)
+        problem_of = np.repeat(np.arange(k), batch).reshape(k, batch)
+        drawn_labels = self.labels[problem_of, drawn]
+        with nvtx.annotate("sbp.kernel_row", color="orange"):
+            distinct, position = np.unique(drawn, return_inverse=True)
+            rows = self.cache.rows(distinct)
+            weights = np.zeros((k, distinct.size))
+            np.add.at(weights, (problem_of, position.reshape(k, batch)), drawn_labels / batch)
+            combined = weights @ rows  # (k, n_train + n_holdout), float64
+        with nvtx.annotate("sbp.update", color="green"):
+            old = self.scale[:, None] * self.C[problem_of, drawn]
+            self.r2 += 2 * eta * old.mean(axis=1) + eta**2 * (drawn_labels * combined[problem_of, drawn]).mean(axis=1)
+            increment = eta / (batch * self.scale)
+            np.add.at(self.A, (problem_of, drawn), np.repeat(increment, batch).reshape(k, batch))
+            np.add.at(self.stamps, (problem_of, drawn), np.repeat(increment * self.scale_sum, batch).reshape(k, batch))
+            self.C += (eta / self.scale)[:, None] * self.labels * combined[:, :n]
+            self.H += (eta / self.scale)[:, None] * combined[:, n:]
+            outside = self.r2 > 1
+            self.scale[outside] /= np.sqrt(self.r2[outside])
+            self.r2[outside] = 1.0
+            self.scale_sum += self.scale
+            self.c_sum += self.scale[:, None] * self.C
+            self.h_sum += self.scale[:, None] * self.H
+            if (self.scale < RENORMALIZE_BELOW).any():
+                self._renormalize()
+        self.n_steps = step
+
+    def _renormalize(self):
+        """Fold the scale into A, C and H, keeping the running sums unchanged."""
+        self.stamps -= self.A * self.scale_sum[:, None]  # now: minus the sum so far
+        for array in (self.A, self.C, self.H):
+            array *= self.scale[:, None]
+        self.scale[:] = 1.0
+        self.scale_sum[:] = 0.0
+
+    def model(self, average):
+        """``alpha``, responses and holdout responses: averaged over the steps so far, or
+        of the last iterate."""
+        if not average:
+            scale = self.scale[:, None]
+            return scale * self.A, scale * self.C, scale * self.H
+        steps = max(1, self.n_steps)
+        alpha = (self.A * self.scale_sum[:, None] - self.stamps) / steps
+        return alpha, self.c_sum / steps, self.h_sum / steps
+
+
+def holdout_error(problem, holdout_responses, level, bias):
+    """Error rate on the holdout rows of the model ``(h + b) / level``, or None."""
+    if problem.n_holdout == 0:
+        return None
+    scores = (holdout_responses + bias[:, None]) / positive_level(level)[:, None]
+    predicted = (scores[0] > 0).astype(int) if scores.shape[0] == 1 else scores.argmax(axis=0)
+    return float((predicted != problem.holdout_labels).mean())
+
+
+def positive_level(level):
+    """The divisor of the final model: the level where it is positive, else 1 (the
+    predictor's signs are the same; only the margin-1 scaling is lost)."""
+    level = np.asarray(level, dtype=float)
+    return np.where(level > 0, level, 1.0)
+
+
+@dataclasses.dataclass
+class StoppingRules:
+    """When to stop: epochs, wall-clock seconds, kernel evaluations, holdout error."""
+
+    max_epochs: int
+    time_budget: float | None = None
+    max_kernel_evals: int | None = None
+    n_iter_no_change: int = 10
+
+
+def run_sbp(problem, steps, rules, *, average=True, verbose=0):
+    """Run SBP steps until a stopping rule fires; checkpoint ten times per epoch.
+
+    ``steps`` is a ``NumpySBPSteps`` or ``CupySBPSteps``; ``average`` picks the model
+    that checkpoints evaluate and that is returned.  Returns an :class:`SBPResult`.
+    """
+    n_train, batch = problem.n_train, problem.batch_size
+    steps_per_epoch = max(1, math.ceil(n_train / batch))
+    checkpoint_every = max(1, steps_per_epoch // CHECKPOINTS_PER_EPOCH)
+    evals_per_step = problem.n_problems * batch * problem.X.shape[0]
+    max_steps = rules.max_epochs * steps_per_epoch
+    if rules.max_kernel_evals is not None:
+        max_steps = min(max_steps, max(1, rules.max_kernel_evals // evals_per_step))
+    history, best_error, checkpoints_since_best = [], math.inf, 0
+    started = time.perf_counter()
+    bar = tqdm(total=max_steps, desc="SBP", unit="step", disable=not verbose, leave=False, mininterval=0.5)
+    t = 0
+    while t < max_steps:
+        t += 1
+        steps.step(t, steps.eta0 / math.sqrt(t))
+        bar.update()
+        out_of_time = rules.time_budget is not None and time.perf_counter() - started >= rules.time_budget
+        if t % checkpoint_every and t < max_steps and not out_of_time:
+            continue
+        record = checkpoint(problem, steps, average, t, evals_per_step * t, time.perf_counter() - started)
+        history.append(record)
+        if record["holdout_error"] is not None:
+            bar.set_postfix(holdout_error=f"{record['holdout_error']:.4f}", refresh=False)
+            if record["holdout_error"] < best_error:
+                best_error, checkpoints_since_best = record["holdout_error"], 0
+            else:
+                checkpoints_since_best += 1
+        if out_of_time or checkpoints_since_best >= rules.n_iter_no_change:
+            break
+    bar.close()
+    alpha, _, _ = steps.model(average)
+    level, bias = history[-1]["_level"], history[-1]["_bias"]
+    for record in history:
+        del record["_level"], record["_bias"]
+    return SBPResult(alpha=to_numpy(alpha), level=level, bias=bias, n_steps=t, history=history)
+
+
+def checkpoint(problem, steps, average, n_steps, kernel_evals, seconds):
+    """A history record: the model's level (the objective) and holdout error."""
+    with nvtx.annotate("sbp.checkpoint", color="gray"):
+        _, responses, holdout_responses = steps.model(average)
+        level, bias = steps.levels(responses)
+        level, bias = to_numpy(level), to_numpy(bias)
+        error = holdout_error(problem, to_numpy(holdout_responses), level, bias)
+    return {
+        "steps": n_steps,
+        "kernel_evals": int(kernel_evals),
+        "kernel_rows_computed": int(steps.kernel_rows_computed),
+        "seconds": seconds,
+        "objective": float(np.mean(level)),
+        "holdout_error": error,
+        "_level": level,
+        "_bias": bias,
+    }

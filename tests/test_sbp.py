@@ -1,0 +1,197 @@
+"""SBPClassifier and its solver: against the plain Algorithm 1, against SVC's optimum, and
+the row cache against direct computation."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from gpusvm import SBPClassifier, nu_from_svc
+from gpusvm._backend import get_namespace
+from gpusvm._validation import one_vs_rest_targets, to_backend
+from gpusvm.kernel_functions import kernel_block
+from gpusvm.solvers import sbp as sbp_solver
+from gpusvm.solvers.row_cache import KernelRowCache
+from gpusvm.solvers.sbp import NumpySBPSteps, SBPProblem
+
+from .reference import reference_sbp
+
+
+def make_problem(rng, backend, *, n_train=40, n_holdout=7, n_classes=2, sparse=False, kernel="rbf",
+                 batch_size=1, fit_intercept=True, nu=0.05, dtype=np.float64):
+    X = rng.normal(size=(n_train + n_holdout, 5)).astype(dtype)
+    if sparse:
+        X[:, 1:][rng.random((X.shape[0], X.shape[1] - 1)) < 0.5] = 0.0  # column 0 keeps rows distinct:
+        # equal rows have equal responses, and ties at the level make the draws depend on rounding
+    y = rng.integers(0, n_classes, size=n_train + n_holdout)
+    y[:n_classes] = np.arange(n_classes)  # every class in the training rows
+    classes = np.arange(n_classes)
+    targets = one_vs_rest_targets(y[:n_train], classes)
+    X_dev = to_backend(sp.csr_matrix(X) if sparse else X, backend)
+    problem = SBPProblem(
+        X=X_dev, n_train=n_train, targets=get_namespace(backend).asarray(targets),
+        holdout_labels=y[n_train:], nu=nu, batch_size=batch_size, kernel=kernel, gamma=0.3, degree=2,
+        coef0=1.0, fit_intercept=fit_intercept, seed=int(rng.integers(2**32)),
+    )
+    K = kernel_block(X[:n_train].astype(np.float64), X.astype(np.float64), kernel=kernel, gamma=0.3,
+                     degree=2, coef0=1.0)
+    return problem, K, targets
+
+
+def solver_steps(problem, backend, cache_bytes=2**30):
+    if backend == "cupy":
+        from gpusvm.solvers._sbp_cuda import CupySBPSteps
+
+        return CupySBPSteps(problem)
+    return NumpySBPSteps(problem, cache_bytes=cache_bytes)
+
+
+def run_steps(steps, n_steps):
+    for t in range(1, n_steps + 1):
+        steps.step(t, steps.eta0 / np.sqrt(t))
+    return [np.asarray(a.get() if hasattr(a, "get") else a) for a in steps.model(average=True)]
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("batch_size", [1, 4])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "poly"])
+def test_steps_match_plain_algorithm(backend, rng, fit_intercept, batch_size, n_classes, sparse, kernel):
+    problem, K, targets = make_problem(rng, backend, n_classes=n_classes, sparse=sparse, kernel=kernel,
+                                       batch_size=batch_size, fit_intercept=fit_intercept)
+    got = run_steps(solver_steps(problem, backend), 60)
+    expected = reference_sbp(K, problem.n_train, targets, problem.nu, batch_size, fit_intercept, problem.seed, 60)
+    for name, a, b in zip(("alpha", "responses", "holdout"), got, expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("nu", [0.0, 1e3])
+def test_extreme_nu_matches_plain_algorithm(rng, nu):
+    """nu = 0 draws only the lowest responses; a huge nu floods every example."""
+    problem, K, targets = make_problem(rng, "numpy", nu=nu, fit_intercept=False)
+    got = run_steps(NumpySBPSteps(problem, 2**30), 30)
+    expected = reference_sbp(K, problem.n_train, targets, nu, 1, False, problem.seed, 30)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-9, atol=1e-12)
+
+
+def test_small_cache_and_renormalization_change_nothing(rng, monkeypatch):
+    problem, _, _ = make_problem(rng, "numpy", batch_size=3, n_classes=3)
+    full = run_steps(NumpySBPSteps(problem, cache_bytes=2**30), 80)
+    row_bytes = problem.X.shape[0] * 8
+    small_cache = NumpySBPSteps(problem, cache_bytes=4 * row_bytes)
+    assert small_cache.cache.capacity == 4
+    monkeypatch.setattr(sbp_solver, "RENORMALIZE_BELOW", 0.9)  # fold the scale in almost every step
+    tiny = run_steps(small_cache, 80)
+    for a, b in zip(full, tiny, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+    assert small_cache.cache.rows_computed > NumpySBPSteps(problem, 2**30).cache.rows_computed
+
+
+def test_row_cache_returns_the_rows_it_is_asked_for(rng):
+    matrix = rng.normal(size=(30, 11))
+    calls = []
+
+    def compute(rows):
+        calls.append(rows.copy())
+        return matrix[rows]
+
+    cache = KernelRowCache(compute, 30, 11, np.float64, max_bytes=5 * 11 * 8)
+    for _ in range(200):
+        rows = np.unique(rng.integers(0, 30, size=rng.integers(1, 8)))
+        np.testing.assert_array_equal(cache.rows(rows), matrix[rows])
+    assert cache.rows_computed == sum(c.size for c in calls)
+    recent = np.array([3, 4])
+    cache.rows(recent)
+    before = cache.rows_computed
+    cache.rows(recent)  # the most recently used rows are kept
+    assert cache.rows_computed == before
+
+
+@pytest.fixture(scope="module")
+def breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    scaler = StandardScaler().fit(X_train)
+    return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+
+
+def test_reaches_the_svm_optimum_of_the_matching_svc(breast_cancer):
+    """With nu read off an SVC, the level of SBP's model approaches that SVC's 1/||w*||
+    from below, and the test accuracies agree."""
+    X_train, X_test, y_train, y_test = breast_cancer
+    svc = SVC(C=1.0, gamma=0.02).fit(X_train, y_train)
+    nu = nu_from_svc(svc, X_train, y_train)
+    model = SBPClassifier(nu=nu, gamma=0.02, max_iter=30, validation_fraction=0.0, batch_size=4,
+                          random_state=0).fit(X_train, y_train)
+    svc_level = nu / (np.maximum(0, 1 - np.where(y_train == 1, 1, -1) * svc.decision_function(X_train)).mean())
+    objective = [record["objective"] for record in model.history_]
+    assert objective[-1] <= svc_level * (1 + 1e-6)
+    assert objective[-1] >= 0.9 * svc_level
+    assert abs(model.score(X_test, y_test) - svc.score(X_test, y_test)) <= 0.02
+    agreement = (model.predict(X_test) == svc.predict(X_test)).mean()
+    assert agreement >= 0.97
+
+
+def test_multiclass_and_sparse_input(rng):
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    dense = SBPClassifier(random_state=0, max_iter=20).fit(X, y)
+    assert dense.score(X, y) >= 0.93
+    assert dense.dual_coef_.shape == (3, dense.support_.size)
+    assert dense.n_support_.sum() == dense.support_.size
+    # iris repeats rows, so responses tie at the level and rounding picks the drawn rows:
+    # exact sparse-dense agreement is tested on random data above; here the models agree.
+    sparse = SBPClassifier(random_state=0, max_iter=20).fit(sp.csr_matrix(X), y)
+    assert sparse.score(X, y) >= 0.93
+    assert (sparse.predict(X) == dense.predict(X)).mean() >= 0.95
+
+
+def test_decision_function_is_the_averaged_model(rng):
+    """dual_coef_ and intercept_ are alpha_bar y / level and b / level of the oracle."""
+    problem, K, targets = make_problem(rng, "numpy", n_holdout=0)
+    X = problem.X
+    y = np.where(targets[:, 0] > 0, 1, 0)
+    model = SBPClassifier(nu=problem.nu, gamma=problem.gamma, validation_fraction=0.0, max_iter=1,
+                          random_state=problem.seed).fit(X, y)
+    alpha, c, _ = reference_sbp(K, problem.n_train, targets, problem.nu, 1, True, problem.seed, model.t_)
+    from gpusvm.water_level import find_gamma_and_bias_sorted
+
+    level, bias = find_gamma_and_bias_sorted(targets[:, 0], c[0], problem.volume)
+    expected = (K[:, : problem.n_train].T @ (alpha[0] * targets[:, 0]) + bias) / level
+    np.testing.assert_allclose(model.decision_function(X), expected, rtol=1e-8, atol=1e-10)
+
+
+def test_stopping_rules(breast_cancer):
+    X_train, _, y_train, _ = breast_cancer
+    n_train = X_train.shape[0]
+    budget = 25 * n_train
+    model = SBPClassifier(max_kernel_evals=budget, validation_fraction=0.0, random_state=0).fit(X_train, y_train)
+    assert model.t_ == 25 and model.history_[-1]["kernel_evals"] == budget
+    early = SBPClassifier(n_iter_no_change=2, max_iter=50, random_state=0).fit(X_train, y_train)
+    assert early.n_iter_ < 50
+    errors = [record["holdout_error"] for record in early.history_]
+    assert min(errors[:-2]) <= min(errors[-2:])  # stopped after two checkpoints without improvement
+    timed = SBPClassifier(time_budget=1e-3, max_iter=1000, random_state=0).fit(X_train, y_train)
+    assert timed.history_[-1]["seconds"] < 1.0 and timed.n_iter_ < 1000
+
+
+def test_last_iterate_and_verbose(breast_cancer, capsys):
+    X_train, X_test, y_train, y_test = breast_cancer
+    model = SBPClassifier(average=False, max_iter=3, random_state=0, verbose=1).fit(X_train, y_train)
+    assert model.score(X_test, y_test) > 0.9
+    assert "SBP" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name,value", [("nu", -0.1), ("kernel", "sigmoid"), ("gamma", -1.0),
+                                        ("batch_size", 0), ("validation_fraction", 1.0),
+                                        ("max_iter", 0), ("backend", "tpu"), ("max_kernel_evals", 0)])
+def test_bad_parameters(name, value, breast_cancer):
+    X_train, _, y_train, _ = breast_cancer
+    with pytest.raises(ValueError, match=f"'{name}' parameter of SBPClassifier.*Got {value!r}"):
+        SBPClassifier(**{name: value}).fit(X_train, y_train)
