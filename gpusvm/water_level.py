@@ -178,6 +178,104 @@ def _newton(values, volume, start):
     return None
 
 
+# --- 4. the lowest heights only, for a sequence of slowly changing responses ----------
+
+# Ranks kept as candidates for the next call: twice the covered count, plus this many.
+TRACKER_SLACK = 32
+
+
+def _covered_sorted(u, volume):
+    """``(k*, U_k*)`` for ascending heights ``u``, and whether ``k* + 1`` was tested."""
+    prefix = np.cumsum(u)
+    fits = np.arange(1, u.size + 1) * u - prefix <= volume  # true, then false: monotone
+    covered = int(np.count_nonzero(fits))
+    return covered, float(prefix[covered - 1]), covered < u.size
+
+
+class LevelTracker:
+    """Water levels (and biases) of one SBP problem, step after step.
+
+    Between two SBP steps the responses move a little, and only the lowest ones
+    decide the level.  The tracker keeps a height threshold below which lie about
+    ``2 k* + TRACKER_SLACK`` responses (``k*`` the covered count), sorts only those
+    at the next call, and accepts the answer when the first uncovered rank is among
+    them: then the criterion, monotone in the rank, has been seen to fail, and the
+    answer is exact.  Otherwise (and at the first call) it runs the O(n) partition
+    search and sets the threshold anew.  A call costs one pass plus a small sort.
+
+    Parameters
+    ----------
+    volume : float
+        ``n * nu``.
+    """
+
+    def __init__(self, volume):
+        self.volume = float(volume)
+        self.thresholds = None
+
+    def level(self, values):
+        """:func:`find_gamma` of checked float64 ``values``."""
+        if self.volume == 0:
+            return float(values.min())
+        if self.thresholds is not None:
+            low = np.sort(values[values < self.thresholds[0]])
+            if low.size:
+                covered, covered_sum, tested = _covered_sorted(low, self.volume)
+                if tested:
+                    self.thresholds = (_threshold_for(low, covered, values.size, self.thresholds[0]),)
+                    return (self.volume + covered_sum) / covered
+        level = _partition_level(values, self.volume)
+        covered = int(np.count_nonzero(values < level)) or 1
+        self.thresholds = (_rank_value(values, covered),)
+        return level
+
+    def level_and_bias(self, positive, negative):
+        """:func:`find_gamma_and_bias` of checked float64 responses of each class."""
+        if self.thresholds is not None:
+            low = [np.sort(v[v < t]) for v, t in zip((positive, negative), self.thresholds, strict=True)]
+            n_pairs = min(a.size for a in low)
+            complete = [a.size == v.size for a, v in zip(low, (positive, negative), strict=True)]
+            if n_pairs:
+                covered, covered_sum, tested = _covered_sorted(low[0][:n_pairs] + low[1][:n_pairs], self.volume)
+                # exact when rank k*+1 was tested (or cannot exist: the smaller class is
+                # complete), and rank k*+1 of each class is a candidate or does not exist
+                limited = any(c and a.size == n_pairs for c, a in zip(complete, low, strict=True))
+                if (tested or limited) and all(c or covered < a.size for c, a in zip(complete, low, strict=True)):
+                    self.thresholds = tuple(
+                        _threshold_for(a, covered, v.size, t)
+                        for a, v, t in zip(low, (positive, negative), self.thresholds, strict=True))
+                    two_gamma = (self.volume + covered_sum) / covered
+                    p_k, p_next = low[0][covered - 1], _next(low[0], covered)
+                    m_k, m_next = low[1][covered - 1], _next(low[1], covered)
+                    return two_gamma / 2, _bias(two_gamma, p_k, p_next, m_k, m_next)
+        level, bias = level_and_bias_of(positive, negative, self.volume)
+        covered = max(1, int(np.count_nonzero(positive + bias < level)))
+        self.thresholds = (_rank_value(positive, covered), _rank_value(negative, covered))
+        return level, bias
+
+
+def _next(sorted_values, rank):
+    return float(sorted_values[rank]) if rank < sorted_values.size else np.inf
+
+
+def _threshold_for(low, covered, n_total, old):
+    """Next threshold from this call's sorted candidates: the value of rank
+    ``2 k* + TRACKER_SLACK`` when they reach it, else the old one (+inf when the
+    candidates are all there is)."""
+    rank = 2 * covered + TRACKER_SLACK
+    if rank < low.size:
+        return float(low[rank])
+    return np.inf if low.size == n_total else old
+
+
+def _rank_value(values, covered):
+    """The value of rank ``2 k* + TRACKER_SLACK`` (O(n) partition), or +inf past the end."""
+    rank = 2 * covered + TRACKER_SLACK
+    if rank >= values.size:
+        return np.inf
+    return float(np.partition(values, rank)[rank])
+
+
 def find_gamma(responses, volume, *, start=None):
     """The water level ``gamma`` with ``sum_i max(0, gamma - responses_i) = volume``.
 

@@ -97,3 +97,61 @@ def test_bias_with_one_class_raises_clearly():
         find_gamma_and_bias(np.ones(4), np.arange(4.0), 1.0)
     with pytest.raises(ValueError, match="labels in"):
         find_gamma_and_bias(np.array([0, 1]), np.arange(2.0), 1.0)
+
+
+drifts = st.lists(st.floats(-0.5, 0.5), min_size=1, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(c=heights, volume=volumes, drift=drifts, seed=st.integers(0, 2**16))
+def test_tracker_follows_a_changing_sequence(c, volume, drift, seed):
+    """The tracker's candidates-only answers equal the oracle's at every step of a sequence
+    of responses that move (a little or a lot) between calls."""
+    from gpusvm.water_level import LevelTracker
+
+    rng = np.random.default_rng(seed)
+    tracker = LevelTracker(volume)
+    for size in drift:
+        c = c + size * rng.standard_normal(c.size) * rng.integers(0, 2, c.size)
+        assert close(tracker.level(c), find_gamma_sorted(c, volume), np.abs(c).max())
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=labelled, volume=volumes, drift=drifts, seed=st.integers(0, 2**16))
+def test_tracker_with_bias_follows_a_changing_sequence(data, volume, drift, seed):
+    from gpusvm.water_level import LevelTracker
+
+    c, y = data
+    if not ((y == 1).any() and (y == -1).any()):
+        return
+    rng = np.random.default_rng(seed)
+    tracker = LevelTracker(volume)
+    for size in drift:
+        c = c + size * rng.standard_normal(c.size) * rng.integers(0, 2, c.size)
+        gamma, bias = tracker.level_and_bias(c[y == 1], c[y == -1])
+        expected_gamma, expected_bias = find_gamma_and_bias_sorted(y, c, volume)
+        scale = np.abs(c).max() + volume
+        assert close(gamma, expected_gamma, scale) and close(bias, expected_bias, scale)
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_tracker_uses_its_candidates_on_small_drifts(with_bias, monkeypatch):
+    """With many responses and small moves, the tracker answers from its candidates
+    (the partition search runs only at the start) and stays exact."""
+    import gpusvm.water_level as wl
+
+    searches = []
+    original = wl._covered_rank
+    monkeypatch.setattr(wl, "_covered_rank", lambda *a: searches.append(1) or original(*a))
+    rng = np.random.default_rng(0)
+    c, y = rng.normal(size=3000), rng.choice([-1, 1], size=3000)
+    tracker = wl.LevelTracker(volume=30.0)
+    for _ in range(50):
+        c = c + 0.01 * rng.standard_normal(c.size)
+        if with_bias:
+            got, expected = tracker.level_and_bias(c[y == 1], c[y == -1]), find_gamma_and_bias_sorted(y, c, 30.0)
+        else:
+            got, expected = tracker.level(c), find_gamma_sorted(c, 30.0)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+        assert np.isfinite(tracker.thresholds).all()
+    assert len(searches) <= 3

@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from .._backend import to_numpy
 from .._random import random_positions
 from ..kernel_functions import kernel_block, squared_row_norms
-from ..water_level import level_and_bias_of, level_of
+from ..water_level import LevelTracker
 from .row_cache import KernelRowCache
 
 RENORMALIZE_BELOW = 1e-150
@@ -135,23 +135,28 @@ class NumpySBPSteps:
         self.C, self.c_sum = np.zeros((k, n)), np.zeros((k, n))
         self.H, self.h_sum = np.zeros((k, problem.n_holdout)), np.zeros((k, problem.n_holdout))
         self.scale, self.r2, self.scale_sum = np.ones(k), np.zeros(k), np.zeros(k)
-        self.previous_level = [None] * k
+        self.trackers = [LevelTracker(problem.volume) for _ in range(k)]
         self.n_steps = 0
 
     @property
     def kernel_rows_computed(self):
         return self.cache.rows_computed
 
-    def levels(self, responses):
-        """Water level and bias of each problem's responses, shape (k,) each."""
+    def levels(self, responses, trackers=None):
+        """Water level and bias of each problem's responses, shape (k,) each.
+
+        ``trackers`` (one :class:`LevelTracker` per problem) carry candidates from one
+        call to the next; by default each call starts afresh.
+        """
         k = self.problem.n_problems
+        trackers = trackers or [LevelTracker(self.problem.volume) for _ in range(k)]
         level, bias = np.empty(k), np.zeros(k)
         for p in range(k):
             if self.problem.fit_intercept:
                 c, positive = responses[p], self.positive[p]
-                level[p], bias[p] = level_and_bias_of(c[positive], c[~positive], self.problem.volume)
+                level[p], bias[p] = trackers[p].level_and_bias(c[positive], c[~positive])
             else:
-                level[p] = level_of(responses[p], self.problem.volume, start=self.previous_level[p])
+                level[p] = trackers[p].level(responses[p])
         return level, bias
 
     def draw(self, step, level, bias):
@@ -170,8 +175,7 @@ class NumpySBPSteps:
         problem, batch = self.problem, self.problem.batch_size
         k, n = problem.n_problems, problem.n_train
         with nvtx.annotate("sbp.water_level", color="purple"):
-            level, bias = self.levels(self.scale[:, None] * self.C)
-            self.previous_level = list(level)
+            level, bias = self.levels(self.scale[:, None] * self.C, self.trackers)
         drawn = self.draw(step, level, bias)
         problem_of = np.repeat(np.arange(k), batch).reshape(k, batch)
         drawn_labels = self.labels[problem_of, drawn]
