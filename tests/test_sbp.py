@@ -17,6 +17,7 @@ from gpusvm.solvers import sbp as sbp_solver
 from gpusvm.solvers.row_cache import KernelRowCache
 from gpusvm.solvers.sbp import NumpySBPSteps, SBPProblem
 
+from .conftest import needs_device
 from .reference import reference_sbp
 
 
@@ -195,3 +196,16 @@ def test_bad_parameters(name, value, breast_cancer):
     X_train, _, y_train, _ = breast_cancer
     with pytest.raises(ValueError, match=f"'{name}' parameter of SBPClassifier.*Got {value!r}"):
         SBPClassifier(**{name: value}).fit(X_train, y_train)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@needs_device
+def test_numpy_and_cupy_models_agree(breast_cancer, fit_intercept):
+    X_train, X_test, y_train, _ = breast_cancer
+    params = dict(fit_intercept=fit_intercept, batch_size=4, max_iter=3, random_state=3)
+    host = SBPClassifier(backend="numpy", **params).fit(X_train, y_train)
+    device = SBPClassifier(backend="cupy", **params).fit(X_train, y_train)
+    np.testing.assert_array_equal(host.support_, device.support_)
+    np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), rtol=1e-6, atol=1e-8)
+    assert [r["holdout_error"] for r in device.history_] == [r["holdout_error"] for r in host.history_]

@@ -15,6 +15,8 @@ from gpusvm.water_level import (
     find_gamma_sorted,
 )
 
+from .conftest import needs_device
+
 # Small integers make ties and repeated values common; floats cover the rest.
 heights = st.one_of(
     arrays(np.float64, st.integers(1, 60), elements=st.integers(-4, 4).map(float)),
@@ -155,3 +157,44 @@ def test_tracker_uses_its_candidates_on_small_drifts(with_bias, monkeypatch):
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
         assert np.isfinite(tracker.thresholds).all()
     assert len(searches) <= 3
+
+
+@needs_device
+@settings(max_examples=200, deadline=None)
+@given(c=heights, volume=volumes, dtype=st.sampled_from([np.float32, np.float64]))
+def test_gpu_radix_select_agrees_with_oracle(c, volume, dtype):
+    import cupy
+
+    c = c.astype(dtype)
+    expected = find_gamma_sorted(c, volume)
+    assert close(find_gamma(cupy.asarray(c), volume), expected, np.abs(c).max())
+
+
+@needs_device
+@settings(max_examples=200, deadline=None)
+@given(data=labelled, volume=volumes)
+def test_gpu_bias_version_agrees_with_oracle(data, volume):
+    import cupy
+
+    c, y = data
+    if not ((y == 1).any() and (y == -1).any()):
+        with pytest.raises(ValueError, match="needs both classes"):
+            find_gamma_and_bias(cupy.asarray(y), cupy.asarray(c), volume)
+        return
+    gamma, bias = find_gamma_and_bias_sorted(y, c, volume)
+    got_gamma, got_bias = find_gamma_and_bias(cupy.asarray(y), cupy.asarray(c), volume)
+    scale = np.abs(c).max() + volume
+    assert close(got_gamma, gamma, scale) and close(got_bias, bias, scale)
+
+
+@needs_device
+@pytest.mark.parametrize("n", [1, 1000, 100_003])
+def test_gpu_radix_select_on_spread_and_clustered_values(n):
+    """Values spread over many exponents, and values that share all but their last bits."""
+    import cupy
+
+    rng = np.random.default_rng(n)
+    for c in (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n), 1.0 + rng.integers(0, 5, n) * 2**-50):
+        for volume in (0.0, 1e-12, 0.5, float(n)):
+            expected = find_gamma_sorted(c, volume)
+            assert close(find_gamma(cupy.asarray(c), volume), expected, np.abs(c).max())

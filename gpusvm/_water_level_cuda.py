@@ -1,0 +1,89 @@
+"""Launchers of ``kernels/water_level.cu`` and the device version of the bias search.
+
+``find_gamma_cuda`` runs the radix select of ``water_level.cu``: 14 launches, no host
+synchronisation, the answer a device scalar.  ``find_gamma_and_bias_cuda`` pairs the
+k-th smallest response of each class, which a radix select over one array cannot do;
+it sorts each class on the device (CUB radix sort) and applies the sort-based formula
+of ``water_level.py`` with device arrays, again without synchronising.
+"""
+
+from __future__ import annotations
+
+import cupy
+import numpy as np
+
+from ._kernels import get_kernel
+
+_SOURCE = "water_level.cu"
+_ROUNDS = 6
+_BUCKETS = 2048
+_THREADS = 256
+_STATE_WORDS = 8  # sizeof(WaterLevelState) / 8; scratch counts are words 6 and 7
+
+
+class DeviceWaterLevel:
+    """State and scratch for repeated level searches over arrays of at most ``n`` values."""
+
+    def __init__(self, n):
+        self.n = int(n)
+        self.state = cupy.zeros(_STATE_WORDS, dtype=np.int64)
+        self.hist_count = cupy.zeros(_BUCKETS, dtype=np.int64)
+        self.hist_sum = cupy.zeros(_BUCKETS, dtype=np.float64)
+        self.scratch = cupy.empty((2, max(1, self.n)), dtype=np.float64)
+        self.level = cupy.empty(1, dtype=np.float64)
+        device = cupy.cuda.Device()
+        self.blocks = int(max(1, min(4 * device.attributes["MultiProcessorCount"], -(-self.n // (_THREADS * 8)))))
+
+    def __call__(self, values, volume):
+        """The level of float64 device ``values`` (contiguous, ``size <= n``) as a 0-d device array."""
+        if volume == 0:
+            return values.min()
+        start = get_kernel(_SOURCE, "water_level_start")
+        histogram = get_kernel(_SOURCE, "water_level_histogram")
+        select = get_kernel(_SOURCE, "water_level_select")
+        start((1,), (_THREADS,), (self.state, np.float64(volume), self.hist_count, self.hist_sum))
+        counts = [self.state[6:], self.state[7:]]
+        null = np.uint64(0)
+        for r in range(_ROUNDS):
+            if r == 0:
+                source, source_count, target, target_count = values, null, null, null
+            else:
+                target, target_count = self.scratch[(r - 1) % 2], counts[(r - 1) % 2]
+                if r == 1:
+                    source, source_count = values, null
+                else:
+                    source, source_count = self.scratch[r % 2], counts[r % 2]
+            histogram((self.blocks,), (_THREADS,), (
+                source, np.int64(values.size), source_count, self.state, np.int32(r),
+                self.hist_count, self.hist_sum, target, target_count))
+            select((1,), (1024,), (self.state, np.int32(r), self.hist_count, self.hist_sum))
+        get_kernel(_SOURCE, "water_level_result")((1,), (1,), (self.state, self.level))
+        return self.level[0]
+
+
+def find_gamma_cuda(values, volume):
+    """The water level of a float64 CuPy array, as a 0-d device array."""
+    values = cupy.ascontiguousarray(values, dtype=np.float64)
+    return DeviceWaterLevel(values.size)(values, volume)
+
+
+def find_gamma_and_bias_cuda(labels, values, volume, n_positive=None, n_negative=None):
+    """``(gamma, b)`` as 0-d device arrays; the class sizes, when given, save a synchronisation."""
+    positive = labels > 0
+    if n_positive is None:
+        n_positive = int(positive.sum())
+        n_negative = values.size - n_positive
+    p = cupy.sort(cupy.where(positive, values, np.inf))[:n_positive]
+    m = cupy.sort(cupy.where(positive, np.inf, values))[:n_negative]
+    n_pairs = min(n_positive, n_negative)
+    u = p[:n_pairs] + m[:n_pairs]
+    prefix = cupy.cumsum(u)
+    fits = cupy.arange(1, n_pairs + 1, dtype=np.float64) * u - prefix <= volume
+    covered = cupy.count_nonzero(fits)  # k*: the criterion is monotone in k
+    two_gamma = (volume + cupy.take(prefix, covered - 1)) / covered
+    infinity = cupy.full(1, np.inf)
+    p_k, p_next = cupy.take(p, covered - 1), cupy.take(cupy.concatenate([p, infinity]), covered)
+    m_k, m_next = cupy.take(m, covered - 1), cupy.take(cupy.concatenate([m, infinity]), covered)
+    low = cupy.maximum(p_k, two_gamma - m_next)
+    high = cupy.minimum(p_next, two_gamma - m_k)
+    return two_gamma / 2, (two_gamma - (low + high)) / 2
