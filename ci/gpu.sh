@@ -25,4 +25,7 @@ python3 -m pytest -q -rs tests 2>&1 | tee bench/results/gpu-tests.log || status=
 python3 bench/adult_linear.py --backends numpy cupy $quick || status=1
 # SVC (the peer) runs on the CPU beside the cupy runs; the numpy sweep is recorded on CPU machines
 python3 bench/mnist_kernel.py --backends cupy $quick || status=1
+python3 bench/water_level.py --backends numpy cupy $quick || status=1
+python3 bench/sbp_kernel.py --datasets adult --backends cupy $quick || status=1
+python3 bench/sbp_kernel.py --datasets mnist8 --settings "no bias" --backends cupy --max-epochs 4 $quick || status=1
 exit $status

@@ -187,7 +187,7 @@ extern "C" __global__ void water_level_select(WaterLevelState* state, int round,
     const bool reach0 = 2 * t < n_buckets && (below0 == 0 || (double)below0 * edge0 - below0_sum <= volume);
     const bool reach1 = 2 * t + 1 < n_buckets && (below1 == 0 || (double)below1 * edge1 - below1_sum <= volume);
     const int reached = __syncthreads_count(reach0) + __syncthreads_count(reach1);
-    if (t == 0) chosen = reached - 1;
+    if (t == 0) chosen = max(reached - 1, 0);  // bucket 0 always qualifies; guard rounding
     __syncthreads();
     const int j = chosen;
     if (j == 2 * t || j == 2 * t + 1) {

@@ -75,3 +75,15 @@ def test_mnist_benchmark_quick_writes_results():
     subprocess.run([sys.executable, str(ROOT / "bench" / "mnist_kernel.py"), "--quick"], check=True,
                    capture_output=True, timeout=300)
     assert sorted((ROOT / "bench" / "results").glob("mnist_kernel-*-quick.json"))
+
+
+def test_water_level_benchmark_quick_writes_results():
+    subprocess.run([sys.executable, str(ROOT / "bench" / "water_level.py"), "--quick", "--repeats", "1"],
+                   check=True, capture_output=True, timeout=300)
+    assert sorted((ROOT / "bench" / "results").glob("water_level-*-quick.json"))
+
+
+def test_sbp_benchmark_quick_writes_results_and_figure():
+    subprocess.run([sys.executable, str(ROOT / "bench" / "sbp_kernel.py"), "--quick", "--datasets", "adult",
+                    "--settings", "no bias"], check=True, capture_output=True, timeout=600)
+    assert sorted((ROOT / "bench" / "results").glob("sbp_kernel_adult-*-quick.png"))
