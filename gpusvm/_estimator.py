@@ -11,7 +11,7 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend, to_numpy
-from ._validation import check_classes, check_weights, one_vs_rest_targets
+from ._validation import check_classes, check_is_fitted, check_weights, check_X, one_vs_rest_targets, to_backend
 
 
 @contextlib.contextmanager
@@ -69,6 +69,13 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         if self.backend_ == "cupy" and cupy_device_count() > 0:
             return get_namespace("cupy")
         return np
+
+    def _prediction_input(self, X):
+        """Check a fitted model's input; return the namespace to predict in and X there."""
+        check_is_fitted(self)
+        X = check_X(self, X, reset=False)
+        xp = self._predict_namespace(X)
+        return xp, to_backend(X, "cupy" if xp is not np else "numpy"), X
 
     def predict(self, X):
         """Class labels for the rows of X.

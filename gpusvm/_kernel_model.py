@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._backend import is_cupy_array, issparse
-from ._validation import check_is_fitted, check_X, to_backend
+from ._validation import to_backend
 from .kernel_functions import compute_layout, kernel_block, squared_row_norms
 
 _PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
@@ -33,11 +33,8 @@ class KernelModelMixin:
         -------
         ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        X = check_X(self, X, reset=False)
-        xp = self._predict_namespace(X)
+        xp, X_dev, X = self._prediction_input(X)
         name = "cupy" if xp is not np else "numpy"
-        X_dev = to_backend(X, name)
         support_vectors = compute_layout(to_backend(self.support_vectors_.astype(X.dtype), name))
         if not issparse(support_vectors):  # dense support vectors: dense blocks of X too, for BLAS
             X_dev = compute_layout(X_dev)

@@ -12,7 +12,7 @@ from ._backend import get_namespace, to_numpy
 from ._estimator import GPUClassifierMixin, restore_on_error
 from ._kernel_model import KernelModelMixin, output_like
 from ._random import seed_from_random_state
-from ._validation import check_is_fitted, check_X, check_X_y, to_backend
+from ._validation import check_X_y, to_backend
 from .kernel_functions import KERNELS, resolve_gamma
 from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
 from .solvers.pegasos import PegasosProblem, PegasosState, run_pegasos
@@ -224,10 +224,7 @@ class PegasosSVC(GPUClassifierMixin):
         -------
         ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        X = check_X(self, X, reset=False)
-        xp = self._predict_namespace(X)
-        X_dev = to_backend(X, "cupy" if xp is not np else "numpy")
+        xp, X_dev, X = self._prediction_input(X)
         scores = X_dev @ xp.asarray(self.coef_).T + xp.asarray(self.intercept_)
         scores = xp.asarray(scores)
         scores = scores.ravel() if scores.shape[1] == 1 else scores
