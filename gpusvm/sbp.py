@@ -76,8 +76,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         Stop after this many seconds (checked after every step): anytime training.
     max_kernel_evals : int, default=None
         Stop before the step that would pass this many kernel evaluations, counted as
-        the algorithm asks for them (``problems * batch_size * n`` per step, with no
-        credit for the row cache). At least one step is taken.
+        the algorithm asks for them: ``problems * batch_size * n`` per step, with ``n``
+        the training plus holdout rows and no credit for the row cache (``problems`` is
+        1 for two classes). At least one step is taken.
     cache_size : float, default=1024
         Megabytes of kernel rows kept on the host (the numpy backend), as SVC's
         ``cache_size``. SBP draws from the few examples below the level, so most rows
