@@ -116,3 +116,9 @@ def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y
     if kernel == "poly":
         return (gamma * dots + coef0) ** degree
     return dots
+
+
+def kernel_rows(X, rows, sq_norms, *, kernel, gamma, degree=3, coef0=0.0):
+    """Rows ``K(X[rows], X)`` of X's kernel matrix, from X's precomputed squared norms."""
+    return kernel_block(X[rows], X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
+                        X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms)

@@ -174,7 +174,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             train, holdout = self._split(y, classes, seed)
             order = np.concatenate([train, holdout])
             X_dev = to_backend(X[order], backend)
-            gamma = resolve_gamma(self.gamma, to_backend(X[train], backend))
+            gamma = resolve_gamma(self.gamma, X_dev[: train.size])  # the training rows come first
             targets = one_vs_rest_targets(y[train], classes)
             xp = get_namespace(backend)
             problem = SBPProblem(

@@ -61,12 +61,16 @@ def _split_by_label(y, responses, volume):
     if not np.isin(labels, (-1, 1)).all():
         raise ValueError(f"y must hold labels in {{-1, +1}}, got {np.unique(labels)[:5].tolist()!r}.")
     positive, negative = values[labels == 1], values[labels == -1]
-    if positive.size == 0 or negative.size == 0:
+    _check_both_classes(positive.size, negative.size)
+    return positive, negative, volume
+
+
+def _check_both_classes(n_positive, n_negative):
+    if n_positive == 0 or n_negative == 0:
         raise ValueError(
             "find_gamma_and_bias needs both classes: y holds only "
-            f"{'+1' if negative.size == 0 else '-1'} ({labels.size} labels)."
+            f"{'+1' if n_negative == 0 else '-1'} ({n_positive + n_negative} labels)."
         )
-    return positive, negative, volume
 
 
 # --- 1. the sort-based oracles -------------------------------------------------------
@@ -370,11 +374,7 @@ def _check_device_labels(y, values):
     n_positive, n_negative = int((labels == 1).sum()), int((labels == -1).sum())
     if n_positive + n_negative != labels.size:
         raise ValueError(f"y must hold labels in {{-1, +1}}, got {cupy.unique(labels)[:5].tolist()!r}.")
-    if n_positive == 0 or n_negative == 0:
-        raise ValueError(
-            "find_gamma_and_bias needs both classes: y holds only "
-            f"{'+1' if n_negative == 0 else '-1'} ({labels.size} labels)."
-        )
+    _check_both_classes(n_positive, n_negative)
     return labels
 
 

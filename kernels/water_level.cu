@@ -126,6 +126,18 @@ extern "C" __global__ void water_level_histogram(
     }
 }
 
+// Inclusive scan of a (count, sum) pair over the 32 lanes of a warp.
+__device__ inline void wl_warp_inclusive_scan(long long& count, double& sum, unsigned lane) {
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const long long other_count = __shfl_up_sync(0xffffffffu, count, offset);
+        const double other_sum = __shfl_up_sync(0xffffffffu, sum, offset);
+        if (lane >= (unsigned)offset) {
+            count += other_count;
+            sum += other_sum;
+        }
+    }
+}
+
 // One block of 1024 threads: find the bucket that holds the level, update the state,
 // clear the histogram for the next round.
 extern "C" __global__ void water_level_select(WaterLevelState* state, int round,
@@ -141,14 +153,7 @@ extern "C" __global__ void water_level_select(WaterLevelState* state, int round,
     long long count = c0 + c1;
     double sum = s0 + s1;
     const unsigned lane = t & 31u, warp = t >> 5;
-    for (int offset = 1; offset < 32; offset <<= 1) {
-        const long long other_count = __shfl_up_sync(0xffffffffu, count, offset);
-        const double other_sum = __shfl_up_sync(0xffffffffu, sum, offset);
-        if (lane >= (unsigned)offset) {
-            count += other_count;
-            sum += other_sum;
-        }
-    }
+    wl_warp_inclusive_scan(count, sum, lane);
     if (lane == 31) {
         warp_count[warp] = count;
         warp_sum[warp] = sum;
@@ -157,14 +162,7 @@ extern "C" __global__ void water_level_select(WaterLevelState* state, int round,
     if (warp == 0) {
         long long total_count = warp_count[lane];
         double total_sum = warp_sum[lane];
-        for (int offset = 1; offset < 32; offset <<= 1) {
-            const long long other_count = __shfl_up_sync(0xffffffffu, total_count, offset);
-            const double other_sum = __shfl_up_sync(0xffffffffu, total_sum, offset);
-            if (lane >= (unsigned)offset) {
-                total_count += other_count;
-                total_sum += other_sum;
-            }
-        }
+        wl_warp_inclusive_scan(total_count, total_sum, lane);
         warp_count[lane] = total_count;  // inclusive over warps
         warp_sum[lane] = total_sum;
     }

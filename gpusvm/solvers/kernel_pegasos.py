@@ -35,7 +35,7 @@ import nvtx
 from tqdm.auto import tqdm
 
 from .._random import random_indices
-from ..kernel_functions import kernel_block, squared_row_norms
+from ..kernel_functions import kernel_rows, squared_row_norms
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,10 +56,8 @@ class KernelPegasosProblem:
 
     def kernel_rows(self, rows, sq_norms):
         """``K(X[rows], X)`` (+1 with an intercept), float64."""
-        block = kernel_block(
-            self.X[rows], self.X, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-            coef0=self.coef0, X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms,
-        ).astype("float64")
+        block = kernel_rows(self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+                            coef0=self.coef0).astype("float64")
         if self.fit_intercept:
             block += 1.0
         return block

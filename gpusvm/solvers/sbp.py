@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 
 from .._backend import to_numpy
 from .._random import random_positions
-from ..kernel_functions import kernel_block, squared_row_norms
+from ..kernel_functions import kernel_rows, squared_row_norms
 from ..water_level import LevelTracker
 from .row_cache import KernelRowCache
 
@@ -83,10 +83,8 @@ class SBPProblem:
 
     def kernel_rows(self, rows, sq_norms):
         """``K(X[rows], X)`` over training and holdout columns, in X's dtype."""
-        return kernel_block(
-            self.X[rows], self.X, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-            coef0=self.coef0, X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms,
-        )
+        return kernel_rows(self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+                           coef0=self.coef0)
 
     def first_step_size(self, sq_norms):
         """``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over the training rows."""
@@ -136,6 +134,7 @@ class NumpySBPSteps:
         self.H, self.h_sum = np.zeros((k, problem.n_holdout)), np.zeros((k, problem.n_holdout))
         self.scale, self.r2, self.scale_sum = np.ones(k), np.zeros(k), np.zeros(k)
         self.trackers = [LevelTracker(problem.volume) for _ in range(k)]
+        self.problem_of = np.repeat(np.arange(k), problem.batch_size).reshape(k, problem.batch_size)
         self.n_steps = 0
 
     @property
@@ -159,12 +158,12 @@ class NumpySBPSteps:
                 level[p] = trackers[p].level(responses[p])
         return level, bias
 
-    def draw(self, step, level, bias):
+    def draw(self, step, responses, level, bias):
         """``B`` rows per problem, uniformly from those at or below its level, (k, B)."""
         problem, batch = self.problem, self.problem.batch_size
         drawn = np.empty((problem.n_problems, batch), dtype=np.int64)
         for p in range(problem.n_problems):
-            heights = self.scale[p] * self.C[p] + bias[p] * self.labels[p]
+            heights = responses[p] + bias[p] * self.labels[p]
             below = np.flatnonzero(heights <= sampling_threshold(level[p], heights.min()))
             lanes = np.arange(p * batch, (p + 1) * batch, dtype=np.uint64)
             drawn[p] = below[random_positions(problem.seed, step, lanes, below.size)]
@@ -174,10 +173,11 @@ class NumpySBPSteps:
         """One SBP step ``t = step`` (from 1) with step size ``eta``."""
         problem, batch = self.problem, self.problem.batch_size
         k, n = problem.n_problems, problem.n_train
+        problem_of = self.problem_of
         with nvtx.annotate("sbp.water_level", color="purple"):
-            level, bias = self.levels(self.scale[:, None] * self.C, self.trackers)
-        drawn = self.draw(step, level, bias)
-        problem_of = np.repeat(np.arange(k), batch).reshape(k, batch)
+            responses = self.scale[:, None] * self.C
+            level, bias = self.levels(responses, self.trackers)
+        drawn = self.draw(step, responses, level, bias)
         drawn_labels = self.labels[problem_of, drawn]
         with nvtx.annotate("sbp.kernel_row", color="orange"):
             distinct, position = np.unique(drawn, return_inverse=True)
@@ -186,7 +186,7 @@ class NumpySBPSteps:
             np.add.at(weights, (problem_of, position.reshape(k, batch)), drawn_labels / batch)
             combined = weights @ rows  # (k, n_train + n_holdout), float64
         with nvtx.annotate("sbp.update", color="green"):
-            old = self.scale[:, None] * self.C[problem_of, drawn]
+            old = responses[problem_of, drawn]
             self.r2 += 2 * eta * old.mean(axis=1) + eta**2 * (drawn_labels * combined[problem_of, drawn]).mean(axis=1)
             increment = eta / (batch * self.scale)
             np.add.at(self.A, (problem_of, drawn), np.repeat(increment, batch).reshape(k, batch))
@@ -272,7 +272,8 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
         out_of_time = rules.time_budget is not None and time.perf_counter() - started >= rules.time_budget
         if t % checkpoint_every and t < max_steps and not out_of_time:
             continue
-        record = checkpoint(problem, steps, average, t, evals_per_step * t, time.perf_counter() - started)
+        record, level, bias = checkpoint(problem, steps, average, t, evals_per_step * t,
+                                         time.perf_counter() - started)
         history.append(record)
         if record["holdout_error"] is not None:
             bar.set_postfix(holdout_error=f"{record['holdout_error']:.4f}", refresh=False)
@@ -284,14 +285,12 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
             break
     bar.close()
     alpha, _, _ = steps.model(average)
-    level, bias = history[-1]["_level"], history[-1]["_bias"]
-    for record in history:
-        del record["_level"], record["_bias"]
     return SBPResult(alpha=to_numpy(alpha), level=level, bias=bias, n_steps=t, history=history)
 
 
 def checkpoint(problem, steps, average, n_steps, kernel_evals, seconds):
-    """A history record: the model's level (the objective) and holdout error."""
+    """A history record (the model's level, the objective, and its holdout error), and the
+    model's level and bias per problem."""
     with nvtx.annotate("sbp.checkpoint", color="gray"):
         _, responses, holdout_responses = steps.model(average)
         level, bias = steps.levels(responses)
@@ -304,6 +303,4 @@ def checkpoint(problem, steps, average, n_steps, kernel_evals, seconds):
         "seconds": seconds,
         "objective": float(np.mean(level)),
         "holdout_error": error,
-        "_level": level,
-        "_bias": bias,
-    }
+    }, level, bias
