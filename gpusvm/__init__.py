@@ -6,6 +6,7 @@ gpusvm never imports CuPy.
 """
 
 from ._backend import config_context, get_config, resolve_backend
+from .linear_model import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier
 from .sbp import SBPClassifier, nu_from_svc
 from .svm import KernelPegasosSVC, PegasosSVC
 from .water_level import find_gamma, find_gamma_and_bias
@@ -13,9 +14,13 @@ from .water_level import find_gamma, find_gamma_and_bias
 __version__ = "0.1.0"
 
 __all__ = [
+    "FOBOSClassifier",
+    "FTRLClassifier",
     "KernelPegasosSVC",
     "PegasosSVC",
+    "RDAClassifier",
     "SBPClassifier",
+    "TruncatedGradientClassifier",
     "__version__",
     "config_context",
     "find_gamma",

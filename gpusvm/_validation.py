@@ -105,8 +105,8 @@ def check_classes(y, estimator_name):
     return classes
 
 
-def one_vs_rest_targets(y, classes):
-    """Targets in {-1, +1}: one column for two classes (+1 = classes[1]), else one per class."""
+def class_positions(y, classes):
+    """The position of each label of y in the sorted ``classes``; raises on unknown labels."""
     positions = np.searchsorted(classes, y)
     unknown = (positions >= classes.shape[0]) | (classes[np.minimum(positions, classes.shape[0] - 1)] != y)
     if unknown.any():
@@ -114,6 +114,12 @@ def one_vs_rest_targets(y, classes):
             f"y contains labels {np.unique(y[unknown]).tolist()!r} that are not in "
             f"classes {classes.tolist()!r}."
         )
+    return positions
+
+
+def one_vs_rest_targets(y, classes):
+    """Targets in {-1, +1}: one column for two classes (+1 = classes[1]), else one per class."""
+    positions = class_positions(y, classes)
     if classes.shape[0] == 2:
         return np.where(positions == 1, 1.0, -1.0)[:, None]
     targets = -np.ones((y.shape[0], classes.shape[0]))
@@ -145,6 +151,7 @@ __all__ = [
     "check_X",
     "check_X_y",
     "check_classes",
+    "class_positions",
     "check_is_fitted",
     "check_weights",
     "one_vs_rest_targets",

@@ -10,7 +10,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import get_namespace, to_numpy
 from ._estimator import GPUClassifierMixin, restore_on_error
-from ._kernel_model import KernelModelMixin, output_like
+from ._kernel_model import KernelModelMixin
+from ._linear_model import LinearModelMixin
 from ._random import seed_from_random_state
 from ._validation import check_X_y, to_backend
 from .kernel_functions import KERNELS, resolve_gamma
@@ -23,7 +24,7 @@ def _regularization(lam, C, n_samples):
     return float(lam) if lam is not None else 1.0 / (C * n_samples)
 
 
-class PegasosSVC(GPUClassifierMixin):
+class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
     """Linear SVM trained by mini-batch Pegasos, on the GPU (CuPy) or the CPU (NumPy).
 
     Minimizes, per class (one-vs-rest, all classes trained together on the same
@@ -216,19 +217,6 @@ class PegasosSVC(GPUClassifierMixin):
         self.coef_ = np.ascontiguousarray(weights_matrix[:, :d])
         self.intercept_ = weights_matrix[:, d].copy() if self.fit_intercept else np.zeros(n_classes)
         self.n_iter_, self.t_, self.objective_curve_ = epochs, state.step, objectives
-
-    def decision_function(self, X):
-        """Signed distances ``X @ coef_.T + intercept_``.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-        """
-        xp, X_dev, X = self._prediction_input(X)
-        scores = X_dev @ xp.asarray(self.coef_).T + xp.asarray(self.intercept_)
-        scores = xp.asarray(scores)
-        scores = scores.ravel() if scores.shape[1] == 1 else scores
-        return output_like(scores, X)
 
 
 class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):

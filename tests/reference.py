@@ -91,3 +91,53 @@ def reference_sbp(K, n_train, targets, nu, batch_size, fit_intercept, seed, n_st
         for total, value in zip(sums, (alpha, c, h), strict=True):
             total += value
     return [total / n_steps for total in sums]
+
+
+def reference_online_logistic(kind, X, y01, order, params, fit_intercept=True):
+    """The sequential per-example algorithms of algorithms.md section 3, with a dense w.
+
+    Every coordinate is updated at every example (FOBOS and TG shrink absent features
+    too); the intercept is an extra feature of value 1 that no penalty touches.  RDA
+    keeps the running mean gradient ``gbar`` as the seed writes it.  Returns the final
+    weights, shape (n_features + 1,), the last entry the intercept (0 without one).
+    """
+    n, d = X.shape
+    l1 = params.get("l1", 0.0)
+    penalized = np.append(np.ones(d), 0.0)
+    w = np.zeros(d + 1)
+    z, n_sq, gbar = np.zeros(d + 1), np.zeros(d + 1), np.zeros(d + 1)
+    for t, i in enumerate(order, start=1):
+        x = np.append(X[i], 1.0 if fit_intercept else 0.0)
+        if kind == "ftrl":
+            alpha, beta, l2 = params["alpha"], params["beta"], params["l2"]
+            for j in range(d + 1):
+                lam1, lam2 = l1 * penalized[j], l2 * penalized[j]
+                w[j] = 0.0 if abs(z[j]) <= lam1 else -(z[j] - np.sign(z[j]) * lam1) / ((beta + np.sqrt(n_sq[j])) / alpha + lam2)
+        p = 1.0 / (1.0 + np.exp(-(w @ x)))
+        g = (p - y01[i]) * x
+        if kind == "ftrl":
+            for j in np.flatnonzero(x):
+                sigma = (np.sqrt(n_sq[j] + g[j] ** 2) - np.sqrt(n_sq[j])) / params["alpha"]
+                z[j] += g[j] - sigma * w[j]
+                n_sq[j] += g[j] ** 2
+        elif kind == "fobos":
+            eta = params["eta0"] / np.sqrt(t)
+            v = w - eta * g
+            w = np.sign(v) * np.maximum(np.abs(v) - eta * l1 * penalized, 0.0)
+        elif kind == "tg":
+            eta, k, theta = params["eta0"] / np.sqrt(t), params["truncate_every"], params["theta"]
+            v = w - eta * g
+            if t % k == 0:
+                shrunk = np.sign(v) * np.maximum(np.abs(v) - eta * l1 * k * penalized, 0.0)
+                v = np.where(np.abs(v) <= theta, shrunk, v)
+            w = v
+        elif kind == "rda":
+            gbar = (t - 1) / t * gbar + g / t
+            lam = l1 * penalized
+            w = np.where(np.abs(gbar) <= lam, 0.0,
+                         -(np.sqrt(t) / params["gamma"]) * (gbar - lam * np.sign(gbar)))
+    if kind == "ftrl":  # the weights after the last example
+        for j in range(d + 1):
+            lam1, lam2 = l1 * penalized[j], params["l2"] * penalized[j]
+            w[j] = 0.0 if abs(z[j]) <= lam1 else -(z[j] - np.sign(z[j]) * lam1) / ((params["beta"] + np.sqrt(n_sq[j])) / params["alpha"] + lam2)
+    return w

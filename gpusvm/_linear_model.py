@@ -1,0 +1,26 @@
+"""Prediction for linear models: ``X @ coef_.T + intercept_`` on the host or the device."""
+
+from __future__ import annotations
+
+from ._kernel_model import output_like
+
+
+class LinearModelMixin:
+    """``decision_function`` from ``coef_`` and ``intercept_`` (NumPy arrays on the host)."""
+
+    def decision_function(self, X):
+        """Signed distances ``X @ coef_.T + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), NumPy or CuPy
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+        """
+        xp, X_dev, X = self._prediction_input(X)
+        scores = X_dev @ xp.asarray(self.coef_).T + xp.asarray(self.intercept_)
+        scores = xp.asarray(scores)
+        scores = scores.ravel() if scores.shape[1] == 1 else scores
+        return output_like(scores, X)

@@ -1,0 +1,428 @@
+"""Online sparse logistic regression: FTRL-Proximal and its relatives TG, FOBOS and RDA.
+
+Four estimators with one interface (``fit``, ``partial_fit``, ``predict_proba``, ...),
+one per update rule of algorithms.md section 3, so that each carries only its own
+hyperparameters and its own docstring.  The rules themselves live in
+:mod:`gpusvm.solvers.online_logistic`.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, Options
+
+from ._backend import get_namespace, namespace_of, to_numpy
+from ._estimator import GPUClassifierMixin, restore_on_error
+from ._linear_model import LinearModelMixin
+from ._random import seed_from_random_state
+from ._validation import check_X_y, class_positions, to_backend
+from .solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, run_online
+
+_COMMON_CONSTRAINTS = {
+    "fit_intercept": ["boolean"],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "shuffle": ["boolean"],
+    "random_state": ["random_state"],
+    "backend": GPUClassifierMixin._backend_constraint,
+    "verbose": ["verbose"],
+}
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+
+
+def _sigmoid(scores, xp):
+    """``1 / (1 + exp(-s))`` without overflow warnings."""
+    return 0.5 * (1.0 + xp.tanh(0.5 * scores))
+
+
+class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
+    """Fit, partial_fit and probabilities shared by the four online rules."""
+
+    def _rule(self):
+        """The :class:`OnlineRule` with this estimator's hyperparameters."""
+        raise NotImplementedError
+
+    def __getstate__(self):
+        # The per-coordinate state travels on the host, so a model pickled on a GPU
+        # machine resumes anywhere.
+        state = super().__getstate__()
+        if "_state" in state:
+            state["_state"] = state["_state"].to(np)
+        return state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train from scratch for ``max_iter`` epochs.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            NumPy, SciPy CSR, CuPy or cupyx CSR; float32 or float64.
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        with restore_on_error(self):
+            for name in ("backend_", "classes_", "_state", "_seed"):
+                self.__dict__.pop(name, None)
+            self._train(X, y, classes=None, n_epochs=self.max_iter, shuffle=self.shuffle)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None):
+        """Learn from one more chunk of a stream, in the order given.
+
+        A call that raises leaves the model as it was.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            Every class the stream will contain: required on the first call; on later
+            calls it must be the same set, or None.
+
+        Returns
+        -------
+        self
+        """
+        with restore_on_error(self):
+            if not hasattr(self, "classes_"):
+                if classes is None:
+                    raise ValueError("classes must be passed on the first call to partial_fit.")
+                classes = self._classes_for_fit(np.asarray(classes))
+            elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+                raise ValueError(
+                    f"classes={np.asarray(classes).tolist()!r} is not the same as on the first call "
+                    f"to partial_fit, which was {self.classes_.tolist()!r}."
+                )
+            self._train(X, y, classes=classes, n_epochs=1, shuffle=False)
+        return self
+
+    def _train(self, X, y, *, classes, n_epochs, shuffle):
+        first = not hasattr(self, "classes_")
+        backend = self._fit_backend()
+        X, y = check_X_y(self, X, y, reset=first)
+        if first:
+            classes = self._classes_for_fit(y) if classes is None else classes
+        else:
+            classes = self.classes_
+        labels = class_positions(y, classes)
+        xp = get_namespace(backend)
+        n_models = 1 if classes.shape[0] == 2 else classes.shape[0]
+        state = OnlineState.zeros(n_models, X.shape[1], xp) if first else self._state.to(xp)
+        seed = seed_from_random_state(self.random_state) if first else self._seed
+        problem = OnlineProblem(
+            X=to_backend(X, backend), labels=xp.asarray(labels, dtype=np.int32), n_classes=classes.shape[0],
+            rule=self._rule(), batch_size=self.batch_size, fit_intercept=self.fit_intercept, seed=seed,
+        )
+        state, losses = run_online(problem, state, n_epochs=n_epochs, shuffle=shuffle, xp=xp, verbose=self.verbose)
+        weights = to_numpy(state.coefficients(problem.rule, xp))
+        self.backend_, self.classes_, self._state, self._seed = backend, classes, state, seed
+        self.coef_ = np.ascontiguousarray(weights[:, :-1])
+        self.intercept_ = weights[:, -1].copy()
+        self.n_nonzero_ = int(np.count_nonzero(self.coef_))
+        self.n_iter_, self.t_, self.loss_curve_ = n_epochs, state.t, losses
+
+    def predict_proba(self, X):
+        """Class probabilities: the logistic model's for two classes; for more, each
+        one-vs-rest probability divided by their sum (as LogisticRegression's 'ovr').
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        xp = namespace_of(scores)
+        if scores.ndim == 1:
+            positive = _sigmoid(scores, xp)
+            return xp.stack([1.0 - positive, positive], axis=1)
+        probabilities = _sigmoid(scores, xp)
+        return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        probabilities = self.predict_proba(X)
+        return namespace_of(probabilities).log(probabilities)
+
+
+class FTRLClassifier(_OnlineLogisticClassifier):
+    """Logistic regression by FTRL-Proximal with per-coordinate learning rates.
+
+    McMahan et al.'s Algorithm 1: per coordinate, state ``z_i`` and ``n_i`` (the sum of
+    squared gradients), rate ``alpha / (beta + sqrt(n_i))``, and the closed-form weight
+    ``w_i = 0`` if ``|z_i| <= l1``, else ``-(z_i - sign(z_i) l1) / ((beta + sqrt(n_i)) /
+    alpha + l2)``. Only the coordinates present in a batch are touched, and the L1 term
+    gives exact zeros. Two classes train one model; more train one per class
+    (one-vs-rest) on the same batches.
+
+    Parameters
+    ----------
+    alpha : float, default=0.1
+        Learning-rate scale (> 0).
+    beta : float, default=1.0
+        Learning-rate smoothing (>= 0); 1 is the paper's usual choice.
+    l1 : float, default=1.0
+        ``lambda1``. FTRL applies it to the *summed* gradients, so it is on the scale of a
+        penalty ``l1 ||w||_1`` added to the summed (not mean) loss of the stream: for a
+        per-example weight ``lambda`` over ``n`` examples, ``l1 = lambda * n``.
+    l2 : float, default=1.0
+        ``lambda2``, on the same scale; it shrinks weights but does not change sparsity.
+    fit_intercept : bool, default=True
+        Learn an intercept: a weight on a constant feature of value 1, updated by the
+        same rule but never penalized.
+    batch_size : int, default=32
+        Examples processed at once. All predictions of a batch use the weights at its
+        start; then every touched coordinate takes one update that equals the sequential
+        rule run over the batch with those weights held fixed (see
+        :mod:`gpusvm.solvers.online_logistic`). ``batch_size=1`` is the classic online
+        algorithm; larger batches are faster, above all on a GPU.
+    max_iter : int, default=5
+        Epochs (passes over the data) run by ``fit``. ``partial_fit`` makes one pass.
+    shuffle : bool, default=True
+        Visit the rows of each ``fit`` epoch in a fresh random order (``partial_fit``
+        keeps the order given, as a stream).
+    random_state : int, RandomState or None, default=None
+        Seed of the counter-based random stream: an int gives the same order on every
+        backend.
+    backend : {'auto', 'numpy', 'cupy'}, default='auto'
+        Where to train; see :func:`gpusvm.config_context`.
+    verbose : int, default=0
+        1 shows a progress bar over epochs with the progressive loss.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        The weights after the last example (one-vs-rest rows for three or more classes).
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+    n_nonzero_ : int
+        Number of nonzero entries of ``coef_``: the sparsity the L1 penalty bought.
+    n_iter_ : int
+        Epochs run by the last call (1 for ``partial_fit``).
+    t_ : int
+        Examples seen over the model's life; with the per-coordinate state (kept with
+        the model and pickled with it) ``partial_fit`` continues exactly where it stopped.
+    loss_curve_ : list of float
+        Per epoch of the last call, the progressive logistic loss: the mean over examples
+        (and one-vs-rest models) of the loss of each prediction made before the example
+        was learned from.
+    backend_ : {'numpy', 'cupy'}
+    n_features_in_ : int
+
+    See Also
+    --------
+    TruncatedGradientClassifier, FOBOSClassifier, RDAClassifier : the survey's relatives.
+
+    References
+    ----------
+    H. B. McMahan et al., "Ad Click Prediction: a View from the Trenches", KDD 2013.
+
+    Examples
+    --------
+    >>> from sklearn.feature_extraction import FeatureHasher
+    >>> from gpusvm import FTRLClassifier
+    >>> records = [{"country": "fr", "device": "ios"}, {"country": "us", "device": "web"}] * 50
+    >>> X = FeatureHasher(n_features=2**10, input_type="dict").transform(records)
+    >>> y = [1, 0] * 50
+    >>> FTRLClassifier(random_state=0, backend="numpy").fit(X, y).predict(X[:2]).tolist()
+    [1, 0]
+    """
+
+    _parameter_constraints = {
+        "alpha": [_POSITIVE],
+        "beta": [_NON_NEGATIVE],
+        "l1": [_NON_NEGATIVE],
+        "l2": [_NON_NEGATIVE],
+        **_COMMON_CONSTRAINTS,
+    }
+
+    def __init__(self, alpha=0.1, beta=1.0, l1=1.0, l2=1.0, fit_intercept=True, batch_size=32, max_iter=5,
+                 shuffle=True, random_state=None, backend="auto", verbose=0):
+        self.alpha = alpha
+        self.beta = beta
+        self.l1 = l1
+        self.l2 = l2
+        self.fit_intercept = fit_intercept
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.backend = backend
+        self.verbose = verbose
+
+    def _rule(self):
+        return OnlineRule("ftrl", l1=self.l1, l2=self.l2, alpha=self.alpha, beta=self.beta)
+
+
+class TruncatedGradientClassifier(_OnlineLogisticClassifier):
+    """Logistic regression by Truncated Gradient (Langford, Li and Zhang).
+
+    SGD with step ``eta_s = eta0 / sqrt(s)``; at every ``truncate_every``-th example the
+    weights with ``|v| <= theta`` are pulled toward 0 by ``eta_s * l1 * truncate_every``
+    (and stop at 0). ``theta = inf`` with ``truncate_every = 1`` is L1-FOBOS; ``l1 *
+    truncate_every = theta / eta_s`` is simple truncation. Absent features are truncated
+    too (lazily, when next read), as in the dense algorithm.
+
+    Parameters
+    ----------
+    eta0 : float, default=0.5
+        Step-size scale (> 0).
+    l1 : float, default=1e-4
+        The gravity ``g``: an L1 weight per example, on the scale of ``lambda`` in
+        ``mean loss + lambda ||w||_1`` (LogisticRegression's ``1 / (C n_samples)``).
+    theta : float, default=inf
+        Only weights with ``|v| <= theta`` are truncated.
+    truncate_every : int, default=1
+        ``K``: truncate every ``K`` examples, by ``K`` times the gravity.
+    fit_intercept, batch_size, max_iter, shuffle, random_state, backend, verbose
+        As in :class:`FTRLClassifier`.
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_nonzero_, n_iter_, t_, loss_curve_, backend_, n_features_in_
+        As in :class:`FTRLClassifier`.
+
+    References
+    ----------
+    J. Langford, L. Li and T. Zhang, "Sparse Online Learning via Truncated Gradient",
+    JMLR 10, 2009.
+    """
+
+    _parameter_constraints = {
+        "eta0": [_POSITIVE],
+        "l1": [_NON_NEGATIVE],
+        "theta": [_NON_NEGATIVE, Options(Real, {np.inf})],
+        "truncate_every": [Interval(Integral, 1, None, closed="left")],
+        **_COMMON_CONSTRAINTS,
+    }
+
+    def __init__(self, eta0=0.5, l1=1e-4, theta=np.inf, truncate_every=1, fit_intercept=True, batch_size=32,
+                 max_iter=5, shuffle=True, random_state=None, backend="auto", verbose=0):
+        self.eta0 = eta0
+        self.l1 = l1
+        self.theta = theta
+        self.truncate_every = truncate_every
+        self.fit_intercept = fit_intercept
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.backend = backend
+        self.verbose = verbose
+
+    def _rule(self):
+        return OnlineRule("tg", l1=self.l1, eta0=self.eta0, theta=self.theta, truncate_every=self.truncate_every)
+
+
+class FOBOSClassifier(_OnlineLogisticClassifier):
+    """Logistic regression by L1-FOBOS (Duchi and Singer's forward-backward splitting).
+
+    Each example: a gradient step ``v = w - eta_s g`` with ``eta_s = eta0 / sqrt(s)``,
+    then the L1 proximal step ``w = sign(v) max(0, |v| - eta_s l1)`` on every weight
+    (absent features lazily, when next read). The half-step rate ``eta_{s+1/2}`` is
+    taken equal to ``eta_s``, as in the survey.
+
+    Parameters
+    ----------
+    eta0 : float, default=0.5
+        Step-size scale (> 0).
+    l1 : float, default=1e-4
+        L1 weight per example, on the scale of ``lambda`` in ``mean loss + lambda
+        ||w||_1`` (LogisticRegression's ``1 / (C n_samples)``).
+    fit_intercept, batch_size, max_iter, shuffle, random_state, backend, verbose
+        As in :class:`FTRLClassifier`.
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_nonzero_, n_iter_, t_, loss_curve_, backend_, n_features_in_
+        As in :class:`FTRLClassifier`.
+
+    References
+    ----------
+    J. Duchi and Y. Singer, "Efficient Online and Batch Learning using Forward Backward
+    Splitting", JMLR 10, 2009.
+    """
+
+    _parameter_constraints = {
+        "eta0": [_POSITIVE],
+        "l1": [_NON_NEGATIVE],
+        **_COMMON_CONSTRAINTS,
+    }
+
+    def __init__(self, eta0=0.5, l1=1e-4, fit_intercept=True, batch_size=32, max_iter=5, shuffle=True,
+                 random_state=None, backend="auto", verbose=0):
+        self.eta0 = eta0
+        self.l1 = l1
+        self.fit_intercept = fit_intercept
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.backend = backend
+        self.verbose = verbose
+
+    def _rule(self):
+        return OnlineRule("fobos", l1=self.l1, eta0=self.eta0)
+
+
+class RDAClassifier(_OnlineLogisticClassifier):
+    """Logistic regression by L1-RDA (Xiao's regularized dual averaging).
+
+    Keeps the mean gradient ``gbar_i`` of every coordinate over the ``t`` examples seen;
+    ``w_i = 0`` when ``|gbar_i| <= l1``, else ``-(sqrt(t) / gamma) (gbar_i - l1
+    sign(gbar_i))``. Its threshold does not decay with ``t``, so it is the sparsest of
+    the four at the same ``l1``.
+
+    Parameters
+    ----------
+    gamma : float, default=1.0
+        ``beta_t = gamma sqrt(t)`` (> 0); larger is more conservative.
+    l1 : float, default=1e-4
+        L1 weight per example, on the scale of ``lambda`` in ``mean loss + lambda
+        ||w||_1``.
+    fit_intercept, batch_size, max_iter, shuffle, random_state, backend, verbose
+        As in :class:`FTRLClassifier`.
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_nonzero_, n_iter_, t_, loss_curve_, backend_, n_features_in_
+        As in :class:`FTRLClassifier`.
+
+    References
+    ----------
+    L. Xiao, "Dual Averaging Methods for Regularized Stochastic Learning and Online
+    Optimization", JMLR 11, 2010.
+    """
+
+    _parameter_constraints = {
+        "gamma": [_POSITIVE],
+        "l1": [_NON_NEGATIVE],
+        **_COMMON_CONSTRAINTS,
+    }
+
+    def __init__(self, gamma=1.0, l1=1e-4, fit_intercept=True, batch_size=32, max_iter=5, shuffle=True,
+                 random_state=None, backend="auto", verbose=0):
+        self.gamma = gamma
+        self.l1 = l1
+        self.fit_intercept = fit_intercept
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.backend = backend
+        self.verbose = verbose
+
+    def _rule(self):
+        return OnlineRule("rda", l1=self.l1, gamma=self.gamma)
+
