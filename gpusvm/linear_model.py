@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, Options
 
-from ._backend import get_namespace, namespace_of, to_numpy
+from ._backend import get_namespace, namespace_of, resolve_backend, to_numpy
 from ._estimator import GPUClassifierMixin, restore_on_error
 from ._linear_model import LinearModelMixin
 from ._random import seed_from_random_state
@@ -107,7 +107,9 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
 
     def _train(self, X, y, *, classes, n_epochs, shuffle):
         first = not hasattr(self, "classes_")
-        backend = self._fit_backend()
+        # Each call trains where `backend` says: the state moves to it, so a model
+        # trained on a GPU can continue on a CPU and back.
+        backend = resolve_backend(self.backend)
         X, y = check_X_y(self, X, y, reset=first)
         if first:
             classes = self._classes_for_fit(y) if classes is None else classes

@@ -93,51 +93,65 @@ def reference_sbp(K, n_train, targets, nu, batch_size, fit_intercept, seed, n_st
     return [total / n_steps for total in sums]
 
 
-def reference_online_logistic(kind, X, y01, order, params, fit_intercept=True):
-    """The sequential per-example algorithms of algorithms.md section 3, with a dense w.
+def reference_online_logistic(kind, X, y01, epoch_orders, params, fit_intercept=True, batch_size=1):
+    """The per-example algorithms of algorithms.md section 3, with a dense w.
 
     Every coordinate is updated at every example (FOBOS and TG shrink absent features
     too); the intercept is an extra feature of value 1 that no penalty touches.  RDA
-    keeps the running mean gradient ``gbar`` as the seed writes it.  Returns the final
-    weights, shape (n_features + 1,), the last entry the intercept (0 without one).
+    keeps the running mean gradient ``gbar`` as the seed writes it.
+
+    ``epoch_orders`` lists each epoch's row order; batches restart with each epoch.
+    ``batch_size > 1`` predicts a whole batch with the weights at its start, then:
+    FTRL and RDA run their sequential updates over the batch with those weights held
+    fixed; FOBOS and TG take the summed step ``w - sum_s eta_s g_s`` and one shrink by
+    the batch's summed penalty.  ``batch_size=1`` is the plain sequential algorithm.
+
+    Returns the final weights, shape (n_features + 1,), the intercept last.
     """
-    n, d = X.shape
+    d = X.shape[1]
     l1 = params.get("l1", 0.0)
     penalized = np.append(np.ones(d), 0.0)
-    w = np.zeros(d + 1)
-    z, n_sq, gbar = np.zeros(d + 1), np.zeros(d + 1), np.zeros(d + 1)
-    for t, i in enumerate(order, start=1):
-        x = np.append(X[i], 1.0 if fit_intercept else 0.0)
-        if kind == "ftrl":
-            alpha, beta, l2 = params["alpha"], params["beta"], params["l2"]
-            for j in range(d + 1):
-                lam1, lam2 = l1 * penalized[j], l2 * penalized[j]
-                w[j] = 0.0 if abs(z[j]) <= lam1 else -(z[j] - np.sign(z[j]) * lam1) / ((beta + np.sqrt(n_sq[j])) / alpha + lam2)
-        p = 1.0 / (1.0 + np.exp(-(w @ x)))
-        g = (p - y01[i]) * x
-        if kind == "ftrl":
-            for j in np.flatnonzero(x):
-                sigma = (np.sqrt(n_sq[j] + g[j] ** 2) - np.sqrt(n_sq[j])) / params["alpha"]
-                z[j] += g[j] - sigma * w[j]
-                n_sq[j] += g[j] ** 2
-        elif kind == "fobos":
-            eta = params["eta0"] / np.sqrt(t)
-            v = w - eta * g
-            w = np.sign(v) * np.maximum(np.abs(v) - eta * l1 * penalized, 0.0)
-        elif kind == "tg":
-            eta, k, theta = params["eta0"] / np.sqrt(t), params["truncate_every"], params["theta"]
-            v = w - eta * g
-            if t % k == 0:
-                shrunk = np.sign(v) * np.maximum(np.abs(v) - eta * l1 * k * penalized, 0.0)
-                v = np.where(np.abs(v) <= theta, shrunk, v)
-            w = v
-        elif kind == "rda":
-            gbar = (t - 1) / t * gbar + g / t
-            lam = l1 * penalized
-            w = np.where(np.abs(gbar) <= lam, 0.0,
-                         -(np.sqrt(t) / params["gamma"]) * (gbar - lam * np.sign(gbar)))
-    if kind == "ftrl":  # the weights after the last example
+    z, n_sq, gbar, w = np.zeros(d + 1), np.zeros(d + 1), np.zeros(d + 1), np.zeros(d + 1)
+
+    def ftrl_weights():
+        lam1, lam2 = l1 * penalized, params["l2"] * penalized
+        out = np.zeros(d + 1)
         for j in range(d + 1):
-            lam1, lam2 = l1 * penalized[j], params["l2"] * penalized[j]
-            w[j] = 0.0 if abs(z[j]) <= lam1 else -(z[j] - np.sign(z[j]) * lam1) / ((params["beta"] + np.sqrt(n_sq[j])) / params["alpha"] + lam2)
-    return w
+            if abs(z[j]) > lam1[j]:
+                rate = (params["beta"] + np.sqrt(n_sq[j])) / params["alpha"]
+                out[j] = -(z[j] - np.sign(z[j]) * lam1[j]) / (rate + lam2[j])
+        return out
+
+    t = 0
+    batches = [order[start:start + batch_size] for order in epoch_orders for start in range(0, len(order), batch_size)]
+    for rows in batches:
+        if kind == "ftrl":
+            w = ftrl_weights()
+        xs = [np.append(X[i], 1.0 if fit_intercept else 0.0) for i in rows]
+        gradients = [(1.0 / (1.0 + np.exp(-(w @ x))) - y01[i]) * x for i, x in zip(rows, xs, strict=True)]
+        step, shrink = np.zeros(d + 1), 0.0
+        for g in gradients:
+            t += 1
+            eta = params.get("eta0", 0.0) / np.sqrt(t)
+            if kind == "ftrl":
+                for j in range(d + 1):
+                    if g[j] != 0.0:
+                        sigma = (np.sqrt(n_sq[j] + g[j] ** 2) - np.sqrt(n_sq[j])) / params["alpha"]
+                        z[j] += g[j] - sigma * w[j]
+                        n_sq[j] += g[j] ** 2
+            elif kind == "rda":
+                gbar = (t - 1) / t * gbar + g / t
+            else:
+                step += eta * g
+                if kind == "fobos":
+                    shrink += eta * l1
+                elif t % params["truncate_every"] == 0:
+                    shrink += eta * l1 * params["truncate_every"]
+        if kind in ("fobos", "tg"):
+            v = w - step
+            shrunk = np.sign(v) * np.maximum(np.abs(v) - shrink * penalized, 0.0)
+            w = shrunk if kind == "fobos" else np.where(np.abs(v) <= params["theta"], shrunk, v)
+        elif kind == "rda":
+            lam = l1 * penalized
+            w = np.where(np.abs(gbar) <= lam, 0.0, -(np.sqrt(t) / params["gamma"]) * (gbar - lam * np.sign(gbar)))
+    return ftrl_weights() if kind == "ftrl" else w

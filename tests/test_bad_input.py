@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from gpusvm import KernelPegasosSVC, PegasosSVC, SBPClassifier
+from gpusvm import FTRLClassifier, KernelPegasosSVC, PegasosSVC, RDAClassifier, SBPClassifier
 
-ESTIMATORS = [PegasosSVC, KernelPegasosSVC, SBPClassifier]
+ESTIMATORS = [PegasosSVC, KernelPegasosSVC, SBPClassifier, FTRLClassifier, RDAClassifier]
 X_GOOD = np.random.default_rng(0).normal(size=(20, 3))
 Y_GOOD = np.array([0, 1] * 10)
 

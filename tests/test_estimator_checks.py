@@ -2,7 +2,15 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from gpusvm import KernelPegasosSVC, PegasosSVC, SBPClassifier
+from gpusvm import (
+    FOBOSClassifier,
+    FTRLClassifier,
+    KernelPegasosSVC,
+    PegasosSVC,
+    RDAClassifier,
+    SBPClassifier,
+    TruncatedGradientClassifier,
+)
 
 # Why each listed check is expected to fail.
 EXPECTED_FAILURES = {
@@ -30,7 +38,15 @@ def expected_failed_checks(estimator):
 
 
 @parametrize_with_checks(
-    [PegasosSVC(random_state=0), KernelPegasosSVC(random_state=0), SBPClassifier(random_state=0)],
+    [
+        PegasosSVC(random_state=0),
+        KernelPegasosSVC(random_state=0),
+        SBPClassifier(random_state=0),
+        FTRLClassifier(random_state=0),
+        TruncatedGradientClassifier(random_state=0),
+        FOBOSClassifier(random_state=0),
+        RDAClassifier(random_state=0),
+    ],
     expected_failed_checks=expected_failed_checks,
 )
 def test_scikit_learn_estimator_checks(estimator, check):

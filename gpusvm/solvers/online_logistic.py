@@ -110,7 +110,10 @@ class OnlineRule:
         return self.eta0 / xp.sqrt(examples)
 
     def penalty_added(self, first_example, count):
-        """The total shrink of examples ``first_example + 1 ...``: ``sum eta_s l1`` (TG: ``s % k == 0``, times ``k``)."""
+        """The total shrink over examples ``first_example + 1 ... first_example + count``.
+
+        FOBOS: ``sum_s eta_s l1``; TG: the same over ``s % k == 0``, times ``k``; else 0.
+        """
         if not self.uses_step_sizes or self.l1 == 0.0:
             return 0.0
         if self.kind == "fobos":

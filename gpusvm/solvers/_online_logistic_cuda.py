@@ -1,0 +1,106 @@
+"""Online logistic steps on the GPU: the launches of ``kernels/online_logistic.cu``.
+
+A batch is three launches (margins, gradients, update); the state, the epoch's row
+order, the running loss and the touched-column list stay on the device, and the only
+host values per batch are the counters ``t`` and ``level``, which the host knows
+without asking the device.  Nothing is copied back until the epoch ends.
+"""
+
+from __future__ import annotations
+
+import cupy
+import cupyx.scipy.sparse as cusparse
+import numpy as np
+import nvtx
+
+from .._kernels import get_kernel
+
+_KINDS = {"ftrl": 0, "tg": 1, "fobos": 2, "rda": 3}
+_ROWS_PER_BLOCK = 4  # one warp per batch row
+_UPDATE_THREADS = 256
+
+
+def rule_parameters(rule):
+    """The ``params`` array the kernels read, in the order of ``OnlineRule`` in the .cu file."""
+    return cupy.asarray([rule.l1, rule.l2, rule.alpha, rule.beta, rule.theta, rule.gamma], dtype=np.float64)
+
+
+class CupyOnlineSteps:
+    """Mini-batch steps on a CUDA device; same results as ``NumpyOnlineSteps`` up to rounding."""
+
+    def __init__(self, problem, state):
+        self.problem = problem
+        self.state = state
+        X = problem.X
+        dtype = X.dtype
+        n_samples, n_features = X.shape
+        if cusparse.issparse(X):
+            indptr = X.indptr.astype(np.int32, copy=False)
+            self.rows = (X.data, X.indices.astype(np.int32, copy=False), indptr, np.int32(1))
+            longest_row = int(cupy.diff(indptr).max()) if n_samples else 0
+        else:
+            placeholder = cupy.zeros(1, dtype=np.int32)  # not read for dense rows
+            self.rows = (cupy.ascontiguousarray(X), placeholder, placeholder, np.int32(0))
+            longest_row = n_features
+        # At most this many distinct columns (the intercept included) per batch.
+        self.touched_bound = min(n_features + 1, problem.batch_size * longest_row + 1)
+        n_models = state.first.shape[0]
+        self.with_squares = problem.rule.kind == "ftrl"
+        self.labels = cupy.ascontiguousarray(problem.labels, dtype=np.int32)
+        self.residuals = cupy.empty((problem.batch_size, n_models), dtype=np.float64)
+        self.gradient = cupy.zeros_like(state.first)
+        self.squared = cupy.zeros_like(state.first) if self.with_squares else cupy.zeros(1, dtype=np.float64)
+        self.marks = cupy.zeros(n_features + 1, dtype=np.int32)
+        self.touched = cupy.empty(n_features + 1, dtype=np.int32)
+        self.touched_count = cupy.zeros(1, dtype=np.int32)
+        self.loss_sum = cupy.zeros(1, dtype=np.float64)
+        self.params = rule_parameters(problem.rule)
+        self.identity = cupy.arange(n_samples, dtype=np.int64)
+        self.order = self.identity
+        self.margins = get_kernel("online_logistic.cu", "online_margins", dtype)
+        self.gradients = get_kernel("online_logistic.cu", "online_gradients", dtype)
+        self.update = get_kernel("online_logistic.cu", "online_update")
+
+    def start_epoch(self, order):
+        """Visit the rows in ``order`` (None: as given) during the coming epoch."""
+        self.order = self.identity if order is None else cupy.ascontiguousarray(order, dtype=np.int64)
+        self.loss_sum.fill(0.0)
+
+    def step(self, start):
+        """Process rows ``start : start + batch_size`` of the epoch's order (asynchronous)."""
+        problem, state, rule = self.problem, self.state, self.problem.rule
+        batch = min(problem.batch_size, problem.n_samples - start)
+        n_models, stride = state.first.shape
+        n_features = np.int32(stride - 1)
+        next_level = state.level + rule.penalty_added(state.t, batch)
+        rule_args = (np.int32(_KINDS[rule.kind]), self.params, np.float64(state.t), np.float64(state.level),
+                     np.float64(next_level))
+        batch_rows = (self.order, np.int64(start), np.int32(batch))
+        blocks = ((batch + _ROWS_PER_BLOCK - 1) // _ROWS_PER_BLOCK,)
+        threads = (32 * _ROWS_PER_BLOCK,)
+        with nvtx.annotate("online.margins", color="blue"):
+            self.margins(
+                blocks, threads,
+                (*self.rows, n_features, *batch_rows, self.labels, np.int32(n_models),
+                 np.int32(problem.positive_offset), np.int32(problem.fit_intercept), state.first, state.second,
+                 *rule_args, self.residuals, self.loss_sum, self.touched_count),
+            )
+        with nvtx.annotate("online.update", color="green"):
+            self.gradients(
+                blocks, threads,
+                (*self.rows, n_features, *batch_rows, np.int32(n_models), np.int32(problem.fit_intercept),
+                 self.residuals, np.float64(rule.eta0), np.float64(state.t), np.int32(rule.uses_step_sizes),
+                 np.int32(self.with_squares), self.gradient, self.squared, self.marks, self.touched,
+                 self.touched_count),
+            )
+            self.update(
+                ((self.touched_bound + _UPDATE_THREADS - 1) // _UPDATE_THREADS,), (_UPDATE_THREADS,),
+                (n_features, np.int32(n_models), state.first, state.second, *rule_args, self.gradient,
+                 self.squared, np.int32(self.with_squares), self.marks, self.touched, self.touched_count),
+            )
+        state.t += batch
+        state.level = next_level
+
+    def epoch_loss_sum(self):
+        """Summed logistic loss of the epoch's predictions (one copy to the host)."""
+        return float(self.loss_sum.get()[0])
