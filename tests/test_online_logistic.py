@@ -229,3 +229,12 @@ def test_model_trained_on_the_device_resumes_on_the_cpu(rng):
     resumed.partial_fit(X[45:], y[45:])
     whole = FTRLClassifier(batch_size=6, backend="numpy").partial_fit(X, y, classes=[0, 1])
     np.testing.assert_allclose(fitted_weights(resumed), fitted_weights(whole), rtol=1e-9, atol=1e-12)
+
+
+def test_duplicate_entries_count_once_and_the_input_is_not_modified():
+    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0, 1.0]), np.array([1, 1, 0, 2]), np.array([0, 2, 4])), shape=(2, 3))
+    summed = X.copy()
+    summed.sum_duplicates()
+    models = [FTRLClassifier(batch_size=1, shuffle=False, backend="numpy").fit(data, [0, 1]) for data in (X, summed)]
+    np.testing.assert_array_equal(models[0].coef_, models[1].coef_)
+    np.testing.assert_array_equal(X.data, [1.0, 2.0, 3.0, 1.0])

@@ -14,6 +14,7 @@ import numpy as np
 import nvtx
 
 from .._kernels import get_kernel
+from .online_logistic import canonical_csr
 
 _KINDS = {"ftrl": 0, "tg": 1, "fobos": 2, "rda": 3}
 _ROWS_PER_BLOCK = 4  # one warp per batch row
@@ -35,6 +36,7 @@ class CupyOnlineSteps:
         dtype = X.dtype
         n_samples, n_features = X.shape
         if cusparse.issparse(X):
+            X = canonical_csr(X)
             indptr = X.indptr.astype(np.int32, copy=False)
             self.rows = (X.data, X.indices.astype(np.int32, copy=False), indptr, np.int32(1))
             longest_row = int(cupy.diff(indptr).max()) if n_samples else 0

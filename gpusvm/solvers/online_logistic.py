@@ -251,6 +251,16 @@ def shuffled_order(seed, epoch, n_samples, xp=np):
     return xp.argsort(keys, kind="stable") if xp is np else xp.argsort(keys)
 
 
+def canonical_csr(X):
+    """X with one entry per (row, feature), so that each example adds one gradient per
+    feature (FTRL's squared sums depend on it); the caller's matrix is not modified."""
+    if X.has_canonical_format:
+        return X
+    X = X.copy()
+    X.sum_duplicates()
+    return X
+
+
 def logistic_loss(margins, y01, xp=np):
     """``log(1 + exp(-m))`` for positives, ``log(1 + exp(m))`` for negatives, stably."""
     return xp.logaddexp(0.0, margins) - y01 * margins
@@ -262,9 +272,7 @@ class NumpyOnlineSteps:
     def __init__(self, problem, state):
         self.problem = problem
         self.state = state
-        X = problem.X
-        self.X = X if sp.issparse(X) else sp.csr_matrix(X)
-        self.X.sum_duplicates()  # one nonzero per (row, feature): one gradient per example
+        self.X = canonical_csr(problem.X) if sp.issparse(problem.X) else sp.csr_matrix(problem.X)
         self.loss_sum = 0.0
         self._rows = self.X
         self._labels = np.asarray(problem.labels)
