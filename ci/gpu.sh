@@ -28,4 +28,7 @@ python3 bench/mnist_kernel.py --backends cupy $quick || status=1
 python3 bench/water_level.py --backends numpy cupy $quick || status=1
 python3 bench/sbp_kernel.py --datasets adult --backends cupy $quick || status=1
 python3 bench/sbp_kernel.py --datasets mnist8 --settings "no bias" --backends cupy --max-epochs 4 $quick || status=1
+python3 bench/online_adult.py --backends numpy cupy $quick || status=1
+# river is not on the CUDA image: the script leaves it out there (CPU runs record it)
+python3 bench/online_throughput.py --backends cupy --batch-sizes 32 1024 8192 $quick || status=1
 exit $status

@@ -9,6 +9,7 @@ from sklearn.svm import LinearSVC
 
 from ._backend import resolve_backend
 from .datasets import load_adult
+from .linear_model import FTRLClassifier
 from .svm import KernelPegasosSVC, PegasosSVC
 
 # sigma^2 = 10 in exp(-||x - x'||^2 / (2 sigma^2)), the SBP paper's choice for Adult.
@@ -16,11 +17,12 @@ ADULT_GAMMA = 1.0 / (2 * 10.0)
 
 
 def demo_models(backend, seed=0):
-    """(name, estimator) pairs of the demo, at C = 1 for every solver."""
+    """(name, estimator) pairs of the demo: the SVMs at C = 1, and FTRL's logistic regression."""
     return [
         ("gpusvm PegasosSVC", PegasosSVC(C=1.0, random_state=seed, backend=backend)),
         ("gpusvm KernelPegasosSVC (rbf)", KernelPegasosSVC(C=1.0, gamma=ADULT_GAMMA, batch_size=64,
                                                            max_iter=2, random_state=seed, backend=backend)),
+        ("gpusvm FTRLClassifier (logistic)", FTRLClassifier(random_state=seed, backend=backend)),
         ("scikit-learn LinearSVC (hinge)", LinearSVC(C=1.0, loss="hinge", dual=True, max_iter=100_000)),
     ]
 

@@ -39,10 +39,10 @@ def test_load_svmlight_round_trip(tmp_path):
 def test_demo_quick_prints_the_table(capsys):
     assert main(["demo", "--quick", "--backend", "numpy"]) == 0
     out = capsys.readouterr().out
-    for name in ("PegasosSVC", "KernelPegasosSVC", "LinearSVC", "test accuracy"):
+    for name in ("PegasosSVC", "KernelPegasosSVC", "FTRLClassifier", "LinearSVC", "test accuracy"):
         assert name in out
     accuracies = [float(line.split()[-1]) for line in out.splitlines() if line.startswith(("gpusvm", "scikit"))]
-    assert len(accuracies) == 3 and min(accuracies) > 0.78
+    assert len(accuracies) == 4 and min(accuracies) > 0.78
 
 
 def test_demo_reports_a_missing_device_in_one_line(capsys):
@@ -87,3 +87,16 @@ def test_sbp_benchmark_quick_writes_results_and_figure():
     subprocess.run([sys.executable, str(ROOT / "bench" / "sbp_kernel.py"), "--quick", "--datasets", "adult",
                     "--settings", "no bias"], check=True, capture_output=True, timeout=600)
     assert sorted((ROOT / "bench" / "results").glob("sbp_kernel_adult-*-quick.png"))
+
+
+def test_online_benchmarks_quick_write_results_and_figure():
+    subprocess.run([sys.executable, str(ROOT / "bench" / "online_adult.py"), "--quick"], check=True,
+                   capture_output=True, cwd=ROOT)
+    assert sorted((ROOT / "bench" / "results").glob("online_adult-*-quick.png"))
+    subprocess.run([sys.executable, str(ROOT / "bench" / "online_throughput.py"), "--quick", "--no-river",
+                    "--stream-rows", "20000"], check=True, capture_output=True, cwd=ROOT)
+    written = sorted((ROOT / "bench" / "results").glob("online_throughput-*-quick.json"))
+    payload = json.loads(written[-1].read_text())
+    streams = {row["stream"] for row in payload["results"]}
+    assert streams == {"adult", "hashed"}
+    assert all(row["rows_per_second"] > 0 for row in payload["results"])
