@@ -52,7 +52,9 @@ class HashedStream:
 
         Indices past the stream's end give full chunks of fresh rows (held-out data).
         """
-        rows = self.chunk_rows if index >= self.n_chunks else min(self.chunk_rows, self.n_rows - index * self.chunk_rows)
+        rows = self.chunk_rows
+        if index < self.n_chunks:
+            rows = min(rows, self.n_rows - index * self.chunk_rows)
         rng = np.random.default_rng([self.seed, index])
         # Zipf-like ranks: floor(V ** u) - 1 for u uniform is log-uniform over 1..V.
         u = rng.random((rows, self.n_fields))

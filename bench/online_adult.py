@@ -26,7 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import device_tag, markdown_table, timed_fit, write_results  # noqa: E402
+from _common import markdown_table, timed_fit, write_results  # noqa: E402
 
 from gpusvm import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier  # noqa: E402
 from gpusvm.datasets import load_adult  # noqa: E402

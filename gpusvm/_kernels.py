@@ -121,3 +121,16 @@ def get_kernel(file_name, kernel_name, dtype=None):
     module = get_module(file_name)
     name = kernel_name if dtype is None else f"{kernel_name}<{c_type(dtype)}>"
     return module.get_function(name)
+
+
+def row_view_arguments(X):
+    """The kernel arguments ``(data, indices, indptr, is_csr)`` of ``RowView`` (common.cuh)
+    for a CuPy dense matrix or cupyx CSR matrix."""
+    import cupy
+    import cupyx.scipy.sparse as cusparse
+
+    if cusparse.issparse(X):
+        indices, indptr = X.indices.astype(np.int32, copy=False), X.indptr.astype(np.int32, copy=False)
+        return X.data, indices, indptr, np.int32(1)
+    placeholder = cupy.zeros(1, dtype=np.int32)  # not read for dense rows
+    return cupy.ascontiguousarray(X), placeholder, placeholder, np.int32(0)

@@ -13,7 +13,7 @@ import cupyx.scipy.sparse as cusparse
 import numpy as np
 import nvtx
 
-from .._kernels import get_kernel
+from .._kernels import get_kernel, row_view_arguments
 from .online_logistic import canonical_csr
 
 _KINDS = {"ftrl": 0, "tg": 1, "fobos": 2, "rda": 3}
@@ -37,13 +37,8 @@ class CupyOnlineSteps:
         n_samples, n_features = X.shape
         if cusparse.issparse(X):
             X = canonical_csr(X)
-            indptr = X.indptr.astype(np.int32, copy=False)
-            self.rows = (X.data, X.indices.astype(np.int32, copy=False), indptr, np.int32(1))
-            longest_row = int(cupy.diff(indptr).max()) if n_samples else 0
-        else:
-            placeholder = cupy.zeros(1, dtype=np.int32)  # not read for dense rows
-            self.rows = (cupy.ascontiguousarray(X), placeholder, placeholder, np.int32(0))
-            longest_row = n_features
+        self.rows = row_view_arguments(X)
+        longest_row = int(cupy.diff(self.rows[2]).max()) if cusparse.issparse(X) else n_features
         # At most this many distinct columns (the intercept included) per batch.
         self.touched_bound = min(n_features + 1, problem.batch_size * longest_row + 1)
         n_models = state.first.shape[0]

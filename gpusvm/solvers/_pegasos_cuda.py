@@ -9,11 +9,10 @@ scalars ``a``, ``||v||^2`` and the average's ``B`` live on the device.
 from __future__ import annotations
 
 import cupy
-import cupyx.scipy.sparse as cusparse
 import numpy as np
 import nvtx
 
-from .._kernels import get_kernel
+from .._kernels import get_kernel, row_view_arguments
 from .pegasos import FOLD_RATIO, RENORMALIZE_BELOW
 
 _THREADS = 128
@@ -27,12 +26,7 @@ class CupyPegasosSteps:
         self.state = state
         X = problem.X
         dtype = X.dtype
-        if cusparse.issparse(X):
-            indices, indptr = X.indices.astype(np.int32, copy=False), X.indptr.astype(np.int32, copy=False)
-            self.rows = (X.data, indices, indptr, np.int32(1))
-        else:
-            placeholder = cupy.zeros(1, dtype=np.int32)  # not read for dense rows
-            self.rows = (cupy.ascontiguousarray(X), placeholder, placeholder, np.int32(0))
+        self.rows = row_view_arguments(X)
         n_classes = state.v.shape[0]
         self.targets = cupy.ascontiguousarray(problem.targets, dtype=dtype)
         self.sample_weight = cupy.ascontiguousarray(problem.sample_weight, dtype=dtype)

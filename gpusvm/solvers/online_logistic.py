@@ -276,6 +276,7 @@ class NumpyOnlineSteps:
         self.loss_sum = 0.0
         self._rows = self.X
         self._labels = np.asarray(problem.labels)
+        self._slot = np.empty(self.X.shape[1], dtype=np.int64)  # scratch of _distinct_columns
 
     def start_epoch(self, order):
         """Visit the rows in ``order`` (None: as given) during the coming epoch."""
@@ -292,20 +293,23 @@ class NumpyOnlineSteps:
         batch = stop - start
         indptr = self._rows.indptr[start:stop + 1]
         nonzeros = slice(indptr[0], indptr[-1])
-        columns, local = np.unique(self._rows.indices[nonzeros], return_inverse=True)
-        X_batch = sp.csr_matrix(
-            (self._rows.data[nonzeros], local.ravel(), indptr - indptr[0]), shape=(batch, columns.shape[0])
-        )
+        columns, local = self._distinct_columns(self._rows.indices[nonzeros])
+        values = self._rows.data[nonzeros].astype(np.float64)
+        row_of = np.repeat(np.arange(batch), np.diff(indptr))  # each nonzero's row in the batch
+        n_columns, n_models = columns.shape[0], problem.n_models
         d = state.n_features
         if problem.fit_intercept:
             columns = np.append(columns, d)
         penalized = (columns < d).astype(np.float64)
+        # Sums by np.bincount, one model at a time: the same order of additions as a
+        # sparse product (over each row's nonzeros, and over rows per column).
         with nvtx.annotate("online.margins", color="blue"):
             weights = rule.weights(state, columns, penalized)
-            feature_weights = weights[:, :X_batch.shape[1]]
-            margins = np.asarray(X_batch @ feature_weights.T)
+            margins = np.empty((batch, n_models))
+            for k in range(n_models):
+                margins[:, k] = np.bincount(row_of, weights=values * weights[k, local], minlength=batch)
             if problem.fit_intercept:
-                margins = margins + weights[:, -1]
+                margins += weights[:, -1]
             y01 = self._targets(self._labels[start:stop])
             self.loss_sum += float(logistic_loss(margins, y01).sum())
             residuals = expit(margins) - y01
@@ -313,18 +317,37 @@ class NumpyOnlineSteps:
             scaled = residuals
             if rule.uses_step_sizes:
                 scaled = residuals * rule.step_sizes(state.t, batch)[:, None]
-            gradient = np.asarray(X_batch.T @ scaled).T
-            squared = None
-            if rule.kind == "ftrl":
-                squared = np.asarray(X_batch.multiply(X_batch).T @ residuals**2).T
-            if problem.fit_intercept:
-                gradient = np.hstack([gradient, scaled.sum(axis=0)[:, None]])
+            extra = int(problem.fit_intercept)
+            gradient = np.empty((n_models, n_columns + extra))
+            squared = np.empty_like(gradient) if rule.kind == "ftrl" else None
+            for k in range(n_models):
+                per_example = values * residuals[row_of, k]  # g_s for each nonzero
+                gradient[k, :n_columns] = np.bincount(local, weights=values * scaled[row_of, k], minlength=n_columns)
                 if squared is not None:
-                    squared = np.hstack([squared, (residuals**2).sum(axis=0)[:, None]])
+                    squared[k, :n_columns] = np.bincount(local, weights=per_example**2, minlength=n_columns)
+            if problem.fit_intercept:
+                gradient[:, -1] = scaled.sum(axis=0)
+                if squared is not None:
+                    squared[:, -1] = (residuals**2).sum(axis=0)
             next_level = state.level + rule.penalty_added(state.t, batch)
             rule.update(state, columns, penalized, weights, gradient, squared, next_level)
             state.t += batch
             state.level = next_level
+
+    def _distinct_columns(self, indices):
+        """The distinct columns of a batch's nonzeros and each nonzero's position among them.
+
+        Like ``np.unique(indices, return_inverse=True)`` but O(nnz) without a sort: each
+        column's slot in a scratch array remembers its last occurrence in the batch.  The
+        order of the columns does not change any sum (those run over rows), only labels.
+        """
+        occurrence = np.arange(indices.shape[0])
+        self._slot[indices] = occurrence
+        last = self._slot[indices]  # the last occurrence of each nonzero's column
+        representatives = np.flatnonzero(last == occurrence)
+        compact = np.empty(indices.shape[0], dtype=np.int64)
+        compact[representatives] = np.arange(representatives.shape[0])
+        return indices[representatives], compact[last]
 
     def _targets(self, labels):
         """``y01`` of shape (batch, n_models)."""
