@@ -14,6 +14,15 @@ from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array,
 from ._validation import check_classes, check_is_fitted, check_weights, check_X, one_vs_rest_targets, to_backend
 
 
+def scores_like_input(scores, X):
+    """Decision scores as the caller expects them: one column becomes a 1-D array, and
+    the result is on the device only when X was."""
+    scores = scores.ravel() if scores.shape[1] == 1 else scores
+    if is_cupy_array(scores) and not is_cupy_array(X):
+        return scores.get()
+    return scores
+
+
 @contextlib.contextmanager
 def restore_on_error(estimator):
     """Put every attribute of ``estimator`` back as it was if the block raises.
@@ -44,6 +53,20 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+    def _partial_fit_classes(self, classes):
+        """The ``classes`` of a ``partial_fit`` call: required (two or more) on the first
+        call; later None or the same set as ``classes_``."""
+        if not hasattr(self, "classes_"):
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit.")
+            return self._classes_for_fit(np.asarray(classes))
+        if classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(
+                f"classes={np.asarray(classes).tolist()!r} is not the same as on the first call "
+                f"to partial_fit, which was {self.classes_.tolist()!r}."
+            )
+        return self.classes_
 
     def _fit_backend(self):
         """The resolved backend for this fit (``backend_`` once a model exists)."""

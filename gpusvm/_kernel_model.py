@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._backend import is_cupy_array, issparse
+from ._backend import issparse
+from ._estimator import scores_like_input
 from ._validation import to_backend
 from .kernel_functions import compute_layout, kernel_block, squared_row_norms
 
 _PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
-
-
-def output_like(scores, X):
-    """Return device results for device input, host results otherwise."""
-    if is_cupy_array(scores) and not is_cupy_array(X):
-        return scores.get()
-    return scores
 
 
 class KernelModelMixin:
@@ -52,5 +46,4 @@ class KernelModelMixin:
                     degree=self.degree, coef0=self.coef0, Y_sq_norms=sv_sq_norms,
                 )
                 scores[start:start + chunk] = block @ dual_coef.T + intercept
-        scores = scores.ravel() if scores.shape[1] == 1 else scores
-        return output_like(scores, X)
+        return scores_like_input(scores, X)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._kernel_model import output_like
+from ._estimator import scores_like_input
 
 
 class LinearModelMixin:
@@ -21,6 +21,4 @@ class LinearModelMixin:
         """
         xp, X_dev, X = self._prediction_input(X)
         scores = X_dev @ xp.asarray(self.coef_).T + xp.asarray(self.intercept_)
-        scores = xp.asarray(scores)
-        scores = scores.ravel() if scores.shape[1] == 1 else scores
-        return output_like(scores, X)
+        return scores_like_input(xp.asarray(scores), X)

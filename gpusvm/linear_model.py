@@ -93,16 +93,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         self
         """
         with restore_on_error(self):
-            if not hasattr(self, "classes_"):
-                if classes is None:
-                    raise ValueError("classes must be passed on the first call to partial_fit.")
-                classes = self._classes_for_fit(np.asarray(classes))
-            elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
-                raise ValueError(
-                    f"classes={np.asarray(classes).tolist()!r} is not the same as on the first call "
-                    f"to partial_fit, which was {self.classes_.tolist()!r}."
-                )
-            self._train(X, y, classes=classes, n_epochs=1, shuffle=False)
+            self._train(X, y, classes=self._partial_fit_classes(classes), n_epochs=1, shuffle=False)
         return self
 
     def _train(self, X, y, *, classes, n_epochs, shuffle):
@@ -111,10 +102,8 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         # trained on a GPU can continue on a CPU and back.
         backend = resolve_backend(self.backend)
         X, y = check_X_y(self, X, y, reset=first)
-        if first:
-            classes = self._classes_for_fit(y) if classes is None else classes
-        else:
-            classes = self.classes_
+        if classes is None:  # fit: the classes of y
+            classes = self._classes_for_fit(y)
         labels = class_positions(y, classes)
         xp = get_namespace(backend)
         n_models = 1 if classes.shape[0] == 2 else classes.shape[0]

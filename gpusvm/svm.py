@@ -163,18 +163,14 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         ----------
         X, y, sample_weight : as in :meth:`fit`
         classes : array-like, default=None
-            All the classes; required on the first call, ignored after.
+            All the classes; required on the first call, then None or the same set.
 
         Returns
         -------
         self
         """
         with restore_on_error(self):
-            if not hasattr(self, "classes_"):
-                if classes is None:
-                    raise ValueError("classes must be passed on the first call to partial_fit.")
-                classes = self._classes_for_fit(np.asarray(classes))
-            self._train(X, y, sample_weight, classes=classes, n_epochs=1, tol=None)
+            self._train(X, y, sample_weight, classes=self._partial_fit_classes(classes), n_epochs=1, tol=None)
         return self
 
     def _train(self, X, y, sample_weight, *, classes, n_epochs, tol):

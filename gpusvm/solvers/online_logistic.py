@@ -47,7 +47,7 @@ rda        sum of gradients ``G``               unused (zeros)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import nvtx
@@ -55,6 +55,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 from tqdm.auto import tqdm
 
+from .._backend import to_numpy
 from .._random import random_bits
 
 RULES = ("ftrl", "tg", "fobos", "rda")
@@ -199,8 +200,6 @@ class OnlineState:
     def to(self, xp):
         """The same state with its arrays in ``xp``'s memory."""
         if xp is np:
-            from .._backend import to_numpy
-
             return replace(self, first=to_numpy(self.first), second=to_numpy(self.second))
         return replace(self, first=xp.asarray(self.first), second=xp.asarray(self.second))
 
@@ -226,7 +225,6 @@ class OnlineProblem:
     batch_size: int
     fit_intercept: bool
     seed: int = 0
-    order: object = field(default=None)
 
     @property
     def n_samples(self):
@@ -273,17 +271,17 @@ class NumpyOnlineSteps:
         self.problem = problem
         self.state = state
         self.X = canonical_csr(problem.X) if sp.issparse(problem.X) else sp.csr_matrix(problem.X)
+        self.labels = np.asarray(problem.labels)
         self.loss_sum = 0.0
-        self._rows = self.X
-        self._labels = np.asarray(problem.labels)
+        self._rows, self._labels = self.X, self.labels
         self._slot = np.empty(self.X.shape[1], dtype=np.int64)  # scratch of _distinct_columns
 
     def start_epoch(self, order):
         """Visit the rows in ``order`` (None: as given) during the coming epoch."""
         if order is None:
-            self._rows, self._labels = self.X, np.asarray(self.problem.labels)
+            self._rows, self._labels = self.X, self.labels
         else:
-            self._rows, self._labels = self.X[order], np.asarray(self.problem.labels)[order]
+            self._rows, self._labels = self.X[order], self.labels[order]
         self.loss_sum = 0.0
 
     def step(self, start):
@@ -321,10 +319,10 @@ class NumpyOnlineSteps:
             gradient = np.empty((n_models, n_columns + extra))
             squared = np.empty_like(gradient) if rule.kind == "ftrl" else None
             for k in range(n_models):
-                per_example = values * residuals[row_of, k]  # g_s for each nonzero
                 gradient[k, :n_columns] = np.bincount(local, weights=values * scaled[row_of, k], minlength=n_columns)
-                if squared is not None:
-                    squared[k, :n_columns] = np.bincount(local, weights=per_example**2, minlength=n_columns)
+                if squared is not None:  # per-example gradients g_s, squared
+                    squared[k, :n_columns] = np.bincount(local, weights=(values * residuals[row_of, k])**2,
+                                                         minlength=n_columns)
             if problem.fit_intercept:
                 gradient[:, -1] = scaled.sum(axis=0)
                 if squared is not None:
