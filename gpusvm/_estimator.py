@@ -54,6 +54,14 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
+    def __getstate__(self):
+        # A solver state kept for partial_fit travels on the host, so that a model
+        # pickled on a GPU machine resumes anywhere.
+        state = super().__getstate__()
+        if "_state" in state:
+            state["_state"] = state["_state"].to(np)
+        return state
+
     def _partial_fit_classes(self, classes):
         """The ``classes`` of a ``partial_fit`` call: required (two or more) on the first
         call; later None or the same set as ``classes_``."""

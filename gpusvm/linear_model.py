@@ -46,14 +46,6 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         """The :class:`OnlineRule` with this estimator's hyperparameters."""
         raise NotImplementedError
 
-    def __getstate__(self):
-        # The per-coordinate state travels on the host, so a model pickled on a GPU
-        # machine resumes anywhere.
-        state = super().__getstate__()
-        if "_state" in state:
-            state["_state"] = state["_state"].to(np)
-        return state
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train from scratch for ``max_iter`` epochs.

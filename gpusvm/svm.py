@@ -188,7 +188,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         xp = get_namespace(backend)
         X = to_backend(X, backend)
         n_classes = targets.shape[1]
-        state = self._state if not first else PegasosState.zeros(
+        state = self._state.to(xp) if not first else PegasosState.zeros(
             n_classes, X.shape[1] + int(self.fit_intercept), X.dtype, xp)
         problem = PegasosProblem(
             X=X,

@@ -32,8 +32,8 @@ import dataclasses
 import math
 
 import nvtx
-from tqdm.auto import tqdm
 
+from .._progress import progress_bar
 from .._random import random_indices
 from ..kernel_functions import kernel_rows, squared_row_norms
 
@@ -85,8 +85,9 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0):
     steps_per_epoch = max(1, math.ceil(n_samples / k))
     n_steps = n_epochs * steps_per_epoch
     on_host = xp.__name__ == "numpy"
-    for t in tqdm(range(1, n_steps + 1), desc="Kernel Pegasos", unit="step",
-                  disable=not verbose, leave=False, mininterval=0.5):
+    bar = progress_bar(n_steps, "Kernel Pegasos", verbose)
+    for t in range(1, n_steps + 1):
+        bar.update()
         with nvtx.annotate("kernel_pegasos.margins", color="blue"):
             rows = random_indices(problem.seed, t, k, n_samples, xp)
             y = problem.targets[rows]
@@ -104,6 +105,7 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0):
             with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
                 block = problem.kernel_rows(rows, sq_norms)
             responses += (coef * y).T @ block
+    bar.close()
     return counts, stamps, n_steps
 
 

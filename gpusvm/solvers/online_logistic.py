@@ -53,9 +53,9 @@ import numpy as np
 import nvtx
 import scipy.sparse as sp
 from scipy.special import expit
-from tqdm.auto import tqdm
 
 from .._backend import to_numpy
+from .._progress import progress_bar
 from .._random import random_bits
 
 RULES = ("ftrl", "tg", "fobos", "rda")
@@ -375,13 +375,16 @@ def run_online(problem, state, *, n_epochs, shuffle, xp, verbose=0):
         from ._online_logistic_cuda import CupyOnlineSteps as Steps
     stepper = Steps(problem, state)
     n_samples, losses = problem.n_samples, []
-    epochs = tqdm(range(n_epochs), desc=f"online {problem.rule.kind}", unit="epoch", disable=not verbose, leave=False)
-    for epoch in epochs:
+    starts = range(0, n_samples, problem.batch_size)
+    bar = progress_bar(n_epochs * len(starts), f"online {problem.rule.kind}", verbose)
+    for epoch in range(n_epochs):
         order = shuffled_order(problem.seed, epoch, n_samples, xp) if shuffle else None
         with nvtx.annotate("online.epoch", color="purple"):
             stepper.start_epoch(order)
-            for start in range(0, n_samples, problem.batch_size):
+            for start in starts:
                 stepper.step(start)
+                bar.update()
         losses.append(stepper.epoch_loss_sum() / (n_samples * problem.n_models))
-        epochs.set_postfix(loss=f"{losses[-1]:.5g}")
+        bar.set_postfix(loss=f"{losses[-1]:.5g}")
+    bar.close()
     return stepper.state, losses

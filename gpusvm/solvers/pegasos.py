@@ -39,8 +39,9 @@ import math
 import numpy as np
 import nvtx
 import scipy.sparse as sp
-from tqdm.auto import tqdm
 
+from .._backend import to_numpy
+from .._progress import progress_bar
 from .._random import random_index_block
 
 # Renormalize v (v *= a, a = 1) when a falls below this, so that v stays in range.
@@ -86,6 +87,14 @@ class PegasosState:
             sq_norm_v=self.sq_norm_v.copy(),
             avg_p=self.avg_p.copy(),
             avg_b=self.avg_b.copy(),
+        )
+
+    def to(self, xp):
+        """The same state with its arrays in ``xp``'s memory (NumPy or CuPy)."""
+        move = to_numpy if xp is np else xp.asarray
+        return dataclasses.replace(
+            self, v=move(self.v), scale_a=move(self.scale_a), sq_norm_v=move(self.sq_norm_v),
+            avg_p=move(self.avg_p), avg_b=move(self.avg_b),
         )
 
     def weights(self, averaged):
@@ -346,21 +355,23 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
     n_steps = steps_per_epoch(problem.n_samples, problem.batch_size)
     averaged = problem.average_start is not None
     best, stale, objectives = math.inf, 0, []
-    epochs = tqdm(range(n_epochs), desc="Pegasos", unit="epoch", disable=not verbose, leave=False)
-    for _ in epochs:
+    bar = progress_bar(n_epochs * n_steps, "Pegasos", verbose)
+    for _ in range(n_epochs):
         with nvtx.annotate("pegasos.epoch", color="purple"):
             for _ in range(n_steps):
                 stepper.step()
+                bar.update()
         with nvtx.annotate("pegasos.objective", color="red"):
             objective = primal_objective(
                 problem.X, problem.targets, problem.sample_weight,
                 stepper.state.weights(averaged), problem.lam, problem.fit_intercept,
             )
         objectives.append(objective)
-        epochs.set_postfix(objective=f"{objective:.5g}")
+        bar.set_postfix(objective=f"{objective:.5g}")
         if tol is not None:
             stale = stale + 1 if objective > best - tol else 0
             best = min(best, objective)
             if stale >= n_iter_no_change:
                 break
+    bar.close()
     return stepper.state, len(objectives), objectives

@@ -35,9 +35,9 @@ import time
 
 import numpy as np
 import nvtx
-from tqdm.auto import tqdm
 
 from .._backend import to_numpy
+from .._progress import progress_bar
 from .._random import random_positions
 from ..kernel_functions import kernel_rows, squared_row_norms
 from ..water_level import LevelTracker
@@ -263,7 +263,7 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
         max_steps = min(max_steps, max(1, rules.max_kernel_evals // evals_per_step))
     history, best_error, checkpoints_since_best = [], math.inf, 0
     started = time.perf_counter()
-    bar = tqdm(total=max_steps, desc="SBP", unit="step", disable=not verbose, leave=False, mininterval=0.5)
+    bar = progress_bar(max_steps, "SBP", verbose)
     t = 0
     while t < max_steps:
         t += 1
