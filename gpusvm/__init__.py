@@ -7,6 +7,7 @@ gpusvm never imports CuPy.
 
 from ._backend import config_context, get_config, resolve_backend
 from .linear_model import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier
+from .model_io import ModelFileError, load, save
 from .sbp import SBPClassifier, nu_from_svc
 from .svm import KernelPegasosSVC, PegasosSVC
 from .water_level import find_gamma, find_gamma_and_bias
@@ -17,6 +18,7 @@ __all__ = [
     "FOBOSClassifier",
     "FTRLClassifier",
     "KernelPegasosSVC",
+    "ModelFileError",
     "PegasosSVC",
     "RDAClassifier",
     "SBPClassifier",
@@ -26,6 +28,8 @@ __all__ = [
     "find_gamma",
     "find_gamma_and_bias",
     "get_config",
+    "load",
     "nu_from_svc",
     "resolve_backend",
+    "save",
 ]

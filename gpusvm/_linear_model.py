@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import nvtx
+
 from ._estimator import scores_like_input
 
 
 class LinearModelMixin:
     """``decision_function`` from ``coef_`` and ``intercept_`` (NumPy arrays on the host)."""
 
+    @nvtx.annotate("predict.linear", color="cyan")
     def decision_function(self, X):
         """Signed distances ``X @ coef_.T + intercept_``.
 

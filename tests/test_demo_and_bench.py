@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpusvm.__main__ import main
+from gpusvm.cli import main
 from gpusvm.datasets import load_adult, load_svmlight
 
 ROOT = Path(__file__).resolve().parent.parent

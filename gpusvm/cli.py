@@ -1,0 +1,306 @@
+"""The command line: ``gpusvm train | predict | info | demo`` (also ``python -m gpusvm``).
+
+Exit codes a script can rely on: 0 success; 1 a file, data or device problem (a missing
+or damaged file, data a model rejects, ``--backend cupy`` without a GPU); 2 a bad
+command line (unknown solver, unknown or misapplied option, bad option value).  Errors
+are one line on stderr, ``gpusvm: error: ...``; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ._backend import BACKENDS, ENV_VARIABLE
+from ._registry import SOLVERS
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+DEFAULT_SOLVER = "kernel-pegasos"  # svm-train's and ThunderSVM's default: an RBF kernel SVM
+_GLOBAL_PARAMS = ("backend", "verbose")  # options of every command, not per solver
+
+
+class UsageError(Exception):
+    """A bad command line (exit code 2); ``prog`` names the command it is about."""
+
+    def __init__(self, message, prog="gpusvm"):
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message, self.prog)
+
+
+# --- options from the estimators' parameters ---------------------------------------
+
+
+def solver_parameters():
+    """``{option parameter: {solver: default}}`` over every solver's constructor parameters."""
+    table = {}
+    for solver, cls in SOLVERS.items():
+        for name, default in cls().get_params(deep=False).items():
+            if name not in _GLOBAL_PARAMS:
+                table.setdefault(name, {})[solver] = default
+    return table
+
+
+def parse_value(text):
+    """An option's value: none, true/false, an int, a float (also inf), a JSON object
+    (for ``--class-weight``, its keys read as numbers where they are), else the text."""
+    lowered = text.strip().lower()
+    if lowered in ("none", "null"):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    if text.lstrip().startswith("{"):
+        try:
+            mapping = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise argparse.ArgumentTypeError(f"not a JSON object: {error}") from None
+        return {parse_value(key): value for key, value in mapping.items()}
+    return text
+
+
+def _option(name):
+    return "--" + name.replace("_", "-")
+
+
+def _add_solver_options(parser):
+    group = parser.add_argument_group(
+        "solver options", "each applies to the solvers listed; the default is the estimator's")
+    for name, defaults in solver_parameters().items():
+        applies = "; ".join(f"{solver}: {default!r}" for solver, default in defaults.items())
+        group.add_argument(_option(name), dest=f"param_{name}", metavar="VALUE", type=parse_value,
+                           default=argparse.SUPPRESS, help=applies)
+
+
+def solver_estimator(solver, args):
+    """The estimator of ``--solver`` with the options given, its parameters checked."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    cls = SOLVERS[solver]
+    allowed = cls().get_params(deep=False)
+    params = {key[len("param_"):]: value for key, value in vars(args).items() if key.startswith("param_")}
+    for name in params:
+        if name not in allowed:
+            own = ", ".join(_option(p) for p in allowed if p not in _GLOBAL_PARAMS)
+            raise UsageError(f"{_option(name)} does not apply to --solver {solver} (its options: {own}).")
+    model = cls(**params, backend=args.backend, verbose=args.verbose)
+    try:
+        model._validate_params()
+    except InvalidParameterError as error:
+        raise UsageError(f"--solver {solver}: {error}") from None
+    return model
+
+
+# --- the parser --------------------------------------------------------------------
+
+
+def build_parser():
+    """The ``gpusvm`` argument parser."""
+    common = _Parser(add_help=False)
+    common.add_argument("--backend", choices=BACKENDS, default="auto",
+                        help=f"where gpusvm runs (default: auto, which honours {ENV_VARIABLE})")
+    common.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser = _Parser(prog="gpusvm", description="SVMs and sparse online classifiers on NVIDIA GPUs, "
+                     "with the same results on a CPU.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    train = commands.add_parser("train", parents=[common], help="train a model on a data file and save it",
+                                description="Train a model on DATA (svmlight, .npz or .csv) and write it to MODEL.")
+    train.add_argument("data", metavar="DATA", help="training data (labels required)")
+    train.add_argument("model", metavar="MODEL", nargs="?",
+                       help="model file to write (default: DATA's file name plus .model, in this folder)")
+    train.add_argument("--solver", choices=tuple(SOLVERS), default=DEFAULT_SOLVER,
+                       help=f"the solver (default: {DEFAULT_SOLVER})")
+    train.add_argument("--format", choices=("auto", "svmlight", "npz", "csv"), default="auto",
+                       help="DATA's format (default: from its extension; svmlight unless .npz or .csv)")
+    train.add_argument("--n-features", type=int, metavar="N",
+                       help="the number of features, when DATA (svmlight) may not use the last ones")
+    train.add_argument("-v", "--verbose", action="count", default=0, help="show a progress bar")
+    _add_solver_options(train)
+
+    predict = commands.add_parser("predict", parents=[common], help="predict with a saved model",
+                                  description="Predict the rows of DATA with MODEL; print accuracy when DATA "
+                                  "has labels.")
+    predict.add_argument("model", metavar="MODEL")
+    predict.add_argument("data", metavar="DATA")
+    predict.add_argument("out", metavar="OUT", nargs="?",
+                         help="where predictions go, one row per line (default: standard output)")
+    predict.add_argument("--format", choices=("auto", "svmlight", "npz", "csv"), default="auto")
+    kind = predict.add_mutually_exclusive_group()
+    kind.add_argument("--decision-values", action="store_true",
+                      help="decision values instead of labels: one column for two classes (the second "
+                      "class's), else one per class in the model's order")
+    kind.add_argument("--probability", action="store_true",
+                      help="class probabilities, one column per class (logistic solvers only)")
+
+    info = commands.add_parser("info", parents=[common], help="versions, backend, device, kernel compilation")
+    info.add_argument("--json", action="store_true", help="print the facts as JSON")
+
+    demo = commands.add_parser("demo", parents=[common], help="train each solver on the embedded Adult data")
+    demo.add_argument("--quick", action="store_true", help="use 3,000 training rows (a smoke run)")
+    return parser
+
+
+# --- the commands ------------------------------------------------------------------
+
+
+def train_command(args, out):
+    from .data_files import read_data
+    from .model_io import save
+
+    model = solver_estimator(args.solver, args)
+    if args.n_features is not None and args.n_features < 1:
+        raise UsageError(f"--n-features must be at least 1, got {args.n_features}.", "gpusvm train")
+    X, y, how = read_data(args.data, args.format, n_features=args.n_features)
+    if y is None:
+        raise ValueError(f"{args.data} has no labels to train on.")
+    started = time.perf_counter()
+    model.fit(X, y)
+    seconds = time.perf_counter() - started
+    path = Path(args.model) if args.model else Path(Path(args.data).name + ".model")
+    save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds})
+    out(f"Trained {type(model).__name__} (--solver {args.solver}) on {X.shape[0]} rows x {X.shape[1]} features "
+        f"with {model.backend_} in {seconds:.3f} s; training accuracy {model.score(X, y):.4%}.")
+    out(f"Model written to {path}")
+    return EXIT_OK
+
+
+def predict_command(args, out):
+    from .data_files import read_data
+    from .model_io import load
+
+    model = load(args.model, backend=args.backend)
+    data = model.metadata_.get("data", {}) if isinstance(model.metadata_, dict) else {}
+    zero_based = data.get("zero_based", "auto") if data.get("format") == "svmlight" else "auto"
+    X, y, _ = read_data(args.data, args.format, n_features=model.n_features_in_, zero_based=zero_based)
+    if args.probability and not hasattr(model, "predict_proba"):
+        raise UsageError(f"--probability needs a logistic solver (ftrl, truncated-gradient, fobos, rda); "
+                         f"{args.model} holds a {type(model).__name__}.")
+    labels = model.predict(X)
+    if args.probability:
+        lines = _number_lines(model.predict_proba(X))
+    elif args.decision_values:
+        lines = _number_lines(model.decision_function(X))
+    else:
+        lines = [_label_text(label) for label in labels]
+    text = "".join(line + "\n" for line in lines)
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text)
+    if y is not None:
+        correct = int(np.sum(labels == y))
+        report = out if args.out else (lambda line: print(line, file=sys.stderr))
+        report(f"Accuracy = {correct / len(y):.4%} ({correct}/{len(y)})")
+    return EXIT_OK
+
+
+def _number_lines(values):
+    values = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
+    return [" ".join(repr(float(v)) for v in row) for row in values]
+
+
+def _label_text(label):
+    """``1.0`` -> ``1`` (svmlight labels are floats), other labels as they are."""
+    if isinstance(label, (float, np.floating)) and float(label).is_integer():
+        return str(int(label))
+    return str(label)
+
+
+def info_command(args, out):
+    from ._system_info import system_info
+
+    info = system_info(args.backend)
+    if args.json:
+        out(json.dumps(info, indent=2))
+    else:
+        for line in _info_lines(info):
+            out(line)
+    if info["backend_error"]:
+        raise RuntimeError(info["backend_error"])
+    return EXIT_OK
+
+
+def _info_lines(info):
+    yield f"gpusvm {info['gpusvm']} (Python {info['python']}, {info['platform']})"
+    yield f"numpy {info['numpy']}, scipy {info['scipy']}, scikit-learn {info['scikit-learn']}"
+    chosen = info["backend"] or "unavailable"
+    yield (f"backend: {chosen} (asked for {info['backend_requested']}; "
+           f"{ENV_VARIABLE}={info[ENV_VARIABLE] or 'unset'})")
+    yield f"cupy: {info['cupy'] or 'not installed'}"
+    if info["cuda_runtime"]:
+        yield f"CUDA runtime {info['cuda_runtime']}, driver {info['cuda_driver']}"
+    for device in info["devices"]:
+        yield (f"device {device['index']}: {device['name']}, compute capability {device['compute_capability']}, "
+               f"{device['memory_gib']} GiB")
+    if not info["devices"]:
+        yield "device: none (no CUDA device visible to CuPy)"
+    if info["kernels"] is None:
+        yield "kernels: not compiled (no CUDA device)"
+    else:
+        failed = {name: result for name, result in info["kernels"].items() if result != "ok"}
+        yield f"kernels: {len(info['kernels']) - len(failed)}/{len(info['kernels'])} compile on device 0"
+        for name, result in failed.items():
+            yield f"  {name}: {result.splitlines()[0]}"
+
+
+def demo_command(args, out):
+    from .demo import run_demo
+
+    run_demo(backend=args.backend, n_train=3000 if args.quick else None, out=out)
+    return EXIT_OK
+
+
+COMMANDS = {"train": train_command, "predict": predict_command, "info": info_command, "demo": demo_command}
+
+
+def main(argv=None, out=print):
+    """Run the command line; returns the exit code.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+    out : callable
+        Where report lines go (standard output).
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args, out)
+    except UsageError as error:
+        print(f"{error.prog}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("gpusvm: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if debug:
+            raise
+        print(f"gpusvm: error: {_one_line(error)}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _one_line(error):
+    lines = str(error).strip().splitlines() or [type(error).__name__]
+    more = " (--debug shows more)" if len(lines) > 1 else ""
+    return lines[0] + more
+
+
+def main_exit():
+    """The ``gpusvm`` console script: :func:`main`, its result as the exit status."""
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Read training and test data from LIBSVM/svmlight, ``.npz`` and CSV files.
+
+The formats, chosen by extension unless named:
+
+- **svmlight** (LIBSVM's ``svm-train`` format, also ThunderSVM's): ``label index:value ...``
+  per line, read by :func:`sklearn.datasets.load_svmlight_file`.  Indices are one-based
+  as LIBSVM writes them, unless the file uses index 0 (``zero_based='auto'``).  Any
+  extension other than ``.npz`` and ``.csv`` is read as svmlight.
+- **npz**: ``numpy.savez(path, X=X, y=y)`` (``y`` optional), or a sparse matrix written
+  by :func:`scipy.sparse.save_npz` (plus an optional ``y`` array in the same archive).
+  Read with ``allow_pickle=False``.
+- **csv**: comma-separated numbers, the label in the first column (as in svmlight);
+  a first line that is not numbers is a header and skipped.  Labels may be words.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from .datasets import load_svmlight
+
+FORMATS = ("auto", "svmlight", "npz", "csv")
+
+
+class DataFileError(ValueError):
+    """A data file that cannot be read as the format it claims, or that does not fit
+    the model it is meant for."""
+
+
+def data_format(path, fmt="auto"):
+    """The format of ``path``: ``fmt`` itself, or one guessed from the extension."""
+    if fmt not in FORMATS:
+        raise DataFileError(f"format must be one of {FORMATS}, got {fmt!r}.")
+    if fmt != "auto":
+        return fmt
+    suffix = Path(path).suffix.lower()
+    return {".npz": "npz", ".csv": "csv"}.get(suffix, "svmlight")
+
+
+def read_data(path, fmt="auto", *, n_features=None, zero_based="auto"):
+    """Features, labels and how they were read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    fmt : {'auto', 'svmlight', 'npz', 'csv'}
+    n_features : int, optional
+        The model's feature count at prediction: the file must not have more; a
+        svmlight file may have fewer (its last features are all zero); a CSV file has
+        exactly this many columns, plus one when it has labels.
+    zero_based : {'auto', True, False}
+        svmlight only: whether index 0 is the first feature.  ``'auto'`` decides by
+        whether the file uses index 0; a model file records the choice for prediction.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix or ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,), or None for a file without labels
+    how : dict
+        ``{'format': ..., 'zero_based': ...}`` (``zero_based`` for svmlight only).
+
+    Raises
+    ------
+    DataFileError
+        For a file that does not parse, or does not fit ``n_features``.
+    FileNotFoundError
+        For a missing file.
+    """
+    fmt = data_format(path, fmt)
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"Data file {path} does not exist.")
+    if fmt == "svmlight":
+        X, y, zero_based = _read_svmlight(path, n_features, zero_based)
+        return X, y, {"format": fmt, "zero_based": zero_based}
+    X, y = _read_npz(path) if fmt == "npz" else _read_csv(path, n_features)
+    if n_features is not None and X.shape[1] != n_features:
+        raise DataFileError(f"{path} has {X.shape[1]} features, but the model takes {n_features}.")
+    return X, y, {"format": fmt}
+
+
+def _read_svmlight(path, n_features, zero_based):
+    try:  # raw indices first, to see whether the file uses index 0
+        X, y = load_svmlight(path, zero_based=True)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DataFileError(f"{path} is not a LIBSVM/svmlight file: {error}") from None
+    uses_index_zero = X.nnz > 0 and X.indices.min() == 0
+    if zero_based == "auto":
+        zero_based = bool(uses_index_zero)
+    if not zero_based:
+        if uses_index_zero:
+            raise DataFileError(f"{path} uses feature index 0, but the model was trained on one-based indices.")
+        X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], max(X.shape[1] - 1, 0)))
+    if n_features is not None:
+        if X.shape[1] > n_features:
+            highest = X.shape[1] - 1 + int(not zero_based)
+            raise DataFileError(
+                f"{path} has feature index {highest}, but the model takes {n_features} features "
+                "(when the training file does not use the last features, declare the full count: "
+                "gpusvm train --n-features, or load_svmlight_file's n_features)."
+            )
+        X.resize((X.shape[0], n_features))
+    return X.tocsr(), y, zero_based
+
+
+def _read_npz(path):
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            keys = set(archive.files)
+            y = archive["y"] if "y" in keys else None
+            if "X" in keys:
+                X = archive["X"]
+            elif {"data", "indices", "indptr", "shape", "format"} <= keys:
+                X = sp.load_npz(path).tocsr()
+            else:
+                raise DataFileError(
+                    f"{path} has arrays {sorted(keys)}; expected X (and y), as numpy.savez(path, X=X, y=y) "
+                    "writes, or a scipy.sparse.save_npz matrix."
+                )
+    except (ValueError, OSError, EOFError) as error:
+        if isinstance(error, DataFileError):
+            raise
+        raise DataFileError(f"{path} is not a readable .npz file: {error}") from None
+    if X.ndim != 2:
+        raise DataFileError(f"{path}: X must be 2-D, got shape {X.shape}.")
+    if y is not None and y.shape != (X.shape[0],):
+        raise DataFileError(f"{path}: y has shape {y.shape}, but X has {X.shape[0]} rows.")
+    return X, y
+
+
+def _read_csv(path, n_features):
+    try:
+        text = np.loadtxt(path, delimiter=",", dtype=str, ndmin=2, encoding="utf-8")
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DataFileError(f"{path} is not a CSV file of equal-length rows: {error}") from None
+    text = np.char.strip(text)
+    if text.shape[0] and not _all_numbers(text[0, 1:]):
+        text = text[1:]  # a header line
+    if text.shape[0] == 0:
+        raise DataFileError(f"{path} has no data rows.")
+    has_labels = n_features is None or text.shape[1] == n_features + 1
+    features = text[:, 1:] if has_labels else text
+    try:
+        X = features.astype(np.float64)
+    except ValueError as error:
+        raise DataFileError(f"{path} has a feature that is not a number: {error}") from None
+    return X, (_labels(text[:, 0]) if has_labels else None)
+
+
+def _all_numbers(cells):
+    try:
+        cells.astype(np.float64)
+    except ValueError:
+        return False
+    return True
+
+
+def _labels(cells):
+    """Numeric labels as numbers, anything else as strings."""
+    return cells.astype(np.float64) if _all_numbers(cells) else cells

@@ -1,0 +1,384 @@
+"""Model files: ``save(model, path)`` and ``load(path)``, without pickle.
+
+A model file is a zip archive that ``numpy.load`` also reads as ``.npz``: one ``.npy``
+member per array (written and read with ``allow_pickle=False``) and ``gpusvm.json``,
+which holds everything else::
+
+    {"format": "gpusvm-model", "format_version": 1, "gpusvm_version": "0.1.0",
+     "solver": "pegasos", "estimator": "PegasosSVC", "params": {...},
+     "classes": [...], "n_features_in": 123, "dtype": "float64",
+     "attributes": {...}, "user": {...}}
+
+``attributes`` is every fitted attribute, also the solver state that ``partial_fit``
+continues from, so a loaded model is the saved one: same predictions, same next step.
+Arrays appear in it as ``{"$array": member, "dtype": ..., "shape": [...]}``; the
+other ``$`` tags mark CSR matrices, non-finite floats, tuples, dicts with non-string
+keys, string arrays of dtype object and the solver-state dataclasses.  Loading builds
+only those types, so it never runs code from the file.
+
+Saving writes a temporary file beside the target and renames it, so an interrupted
+save leaves the previous file (or none), never half a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import numbers
+import os
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._backend import cupy_device_count, is_cupy_array, resolve_backend, to_numpy
+from ._registry import SOLVERS, solver_name
+from .solvers.online_logistic import OnlineState
+from .solvers.pegasos import PegasosState
+
+FORMAT = "gpusvm-model"
+FORMAT_VERSION = 1
+METADATA_MEMBER = "gpusvm.json"
+_STATE_CLASSES = {cls.__name__: cls for cls in (PegasosState, OnlineState)}
+_SAFE_MEMBER = re.compile(r"^[A-Za-z0-9_.]+$")
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+class ModelFileError(ValueError):
+    """A file that is not a readable gpusvm model: corrupt, truncated, foreign, or
+    written in a format version this gpusvm does not read."""
+
+
+def save(model, path, *, metadata=None):
+    """Write a fitted gpusvm estimator to ``path``, atomically.
+
+    Parameters
+    ----------
+    model : fitted gpusvm estimator
+    path : str or os.PathLike
+        The file to write (any extension; ``.npz`` lets NumPy list its arrays). An
+        existing file is replaced only once the new one is complete.
+    metadata : dict, optional
+        Extra JSON-serializable facts to keep with the model (the command line records
+        how it read the training data); :func:`load` returns them as ``model.metadata_``.
+
+    Raises
+    ------
+    TypeError
+        For an object that is not a gpusvm estimator, or a parameter or attribute that
+        has no safe file form (e.g. ``random_state`` given as a ``RandomState``).
+    sklearn.exceptions.NotFittedError
+        For a model that has not been fitted.
+    """
+    from ._validation import check_is_fitted
+
+    solver = solver_name(model)
+    check_is_fitted(model)
+    arrays = {}
+    params = {name: _encode(value, f"params.{name}", arrays) for name, value in model.get_params(deep=False).items()}
+    attributes = {
+        name: _encode(value, name, arrays)
+        for name, value in sorted(model.__dict__.items())
+        if name not in params and name != "metadata_"
+    }
+    document = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "gpusvm_version": _gpusvm_version(),
+        "solver": solver,
+        "estimator": type(model).__name__,
+        "params": params,
+        "classes": _encode(model.classes_.tolist(), "classes", {}),
+        "n_features_in": int(model.n_features_in_),
+        "dtype": str(_main_array(model).dtype),
+        "attributes": attributes,
+        "user": _encode(dict(metadata or {}), "user", {}),
+    }
+    text = json.dumps(document, indent=1, allow_nan=False)
+    _write_atomically(Path(path), text, arrays)
+
+
+def load(path, *, backend=None):
+    """Read a model written by :func:`save`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    backend : {'auto', 'numpy', 'cupy'}, optional
+        Where the loaded model predicts and continues training.  By default, where it
+        was trained when that backend is available here, else NumPy: a model trained on
+        a GPU loads and predicts on a CPU machine.
+
+    Returns
+    -------
+    estimator
+        The fitted estimator, with ``metadata_`` holding the ``metadata`` given to
+        :func:`save` (an empty dict when there was none).
+
+    Raises
+    ------
+    ModelFileError
+        For a file that is not a zip archive, lacks or garbles ``gpusvm.json``, is of
+        another format or a newer format version, names an unknown solver, misses or
+        mangles an array, or whose parts do not make a working model.
+    FileNotFoundError, PermissionError
+        As for any file.
+    """
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            document = _read_metadata(archive, path)
+            reader = _ArrayReader(archive, path)
+            cls = SOLVERS[document["solver"]]
+            params = _decode(document["params"], reader)
+            attributes = _decode(document["attributes"], reader)
+            classes = _decode(document["classes"], reader)
+            user = _decode(document["user"], reader)
+    except (ModelFileError, FileNotFoundError, PermissionError, IsADirectoryError):
+        raise
+    except zipfile.BadZipFile as error:  # not a zip, truncated, or a CRC mismatch
+        raise ModelFileError(f"{path} is not a gpusvm model file, or it is damaged: {error}.") from None
+    except Exception as error:  # whatever else damaged bytes make the zip or JSON readers raise
+        raise ModelFileError(f"{path} is a damaged gpusvm model file: {error!r}.") from None
+    model = cls()
+    try:
+        model.set_params(**params)
+        model._validate_params()
+    except ValueError as error:
+        raise ModelFileError(f"{path} holds parameters {type(model).__name__} rejects: {error}") from None
+    unfit = [name for name in attributes if not name.isidentifier() or name.startswith("__") or hasattr(cls, name)]
+    if unfit:
+        raise ModelFileError(f"{path} sets {unfit[0]!r}, which is not a fitted attribute of {cls.__name__}.")
+    model.__dict__.update(attributes)
+    model.metadata_ = user
+    _check_model(model, path, classes, document["n_features_in"])
+    model.backend_ = _loaded_backend(model, backend)
+    return model
+
+
+def _loaded_backend(model, backend):
+    if backend is not None:
+        model.backend = backend
+        return resolve_backend(backend)
+    if model.backend_ == "cupy" and cupy_device_count() == 0:
+        return "numpy"
+    return model.backend_
+
+
+def _gpusvm_version():
+    from . import __version__
+
+    return __version__
+
+
+def _main_array(model):
+    """The array whose dtype the model file records: the weights or the support vectors."""
+    return model.coef_ if hasattr(model, "coef_") else model.support_vectors_
+
+
+# --- encoding to JSON plus arrays --------------------------------------------------
+
+
+def _encode(value, name, arrays):
+    """A JSON form of ``value``; arrays go into ``arrays`` under a member name."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return value if math.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, np.ndarray) or is_cupy_array(value) or sp.issparse(value):
+        return _encode_array(to_numpy(value), name, arrays)
+    if type(value).__name__ in _STATE_CLASSES and type(value) is _STATE_CLASSES[type(value).__name__]:
+        fields = {field.name: _encode(getattr(value, field.name), f"{name}.{field.name}", arrays)
+                  for field in dataclasses.fields(value)}
+        return {"$dataclass": type(value).__name__, "fields": fields}
+    if isinstance(value, list):
+        return [_encode(item, f"{name}.{i}", arrays) for i, item in enumerate(value)]
+    if isinstance(value, tuple):
+        return {"$tuple": [_encode(item, f"{name}.{i}", arrays) for i, item in enumerate(value)]}
+    if isinstance(value, dict):
+        if all(isinstance(key, str) and not key.startswith("$") for key in value):
+            return {key: _encode(item, f"{name}.{key}", arrays) for key, item in value.items()}
+        return {"$dict": [[_encode(key, name, arrays), _encode(item, f"{name}.{i}", arrays)]
+                          for i, (key, item) in enumerate(value.items())]}
+    raise TypeError(
+        f"{name} cannot be saved: a {type(value).__name__} has no safe file form (arrays, numbers, "
+        f"strings, lists and dicts do). For random_state, pass an int or None."
+    )
+
+
+def _encode_array(array, name, arrays):
+    if sp.issparse(array):
+        array = array.tocsr()
+        return {"$csr": {"shape": list(array.shape), "data": _encode_array(array.data, f"{name}.data", arrays),
+                         "indices": _encode_array(array.indices, f"{name}.indices", arrays),
+                         "indptr": _encode_array(array.indptr, f"{name}.indptr", arrays)}}
+    if array.dtype == object:
+        if array.ndim == 1 and all(isinstance(item, str) for item in array):
+            return {"$strings": array.tolist()}  # e.g. feature_names_in_
+        raise TypeError(f"{name} cannot be saved: an object array other than a list of strings.")
+    member = name if _SAFE_MEMBER.match(name) and name not in arrays else f"array{len(arrays)}"
+    arrays[member] = np.ascontiguousarray(array)
+    return {"$array": member, "dtype": array.dtype.str, "shape": list(array.shape)}
+
+
+def _write_atomically(path, text, arrays):
+    """Write the archive to a temporary file in the target's folder, then rename it."""
+    folder = path.resolve().parent
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+                archive.writestr(METADATA_MEMBER, text)
+                for member, array in arrays.items():
+                    with archive.open(f"{member}.npy", "w", force_zip64=True) as stream:
+                        np.lib.format.write_array(stream, array, allow_pickle=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, _new_file_mode(path))
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _new_file_mode(path):
+    """The mode a plain ``open(path, 'w')`` would give (mkstemp makes files 0600)."""
+    if path.exists():
+        return path.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+# --- decoding --------------------------------------------------------------------
+
+
+def _read_metadata(archive, path):
+    try:
+        text = archive.read(METADATA_MEMBER)
+    except KeyError:
+        raise ModelFileError(
+            f"{path} is a zip/.npz archive but not a gpusvm model file (it has no {METADATA_MEMBER})."
+        ) from None
+    try:
+        document = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelFileError(f"{path}: {METADATA_MEMBER} is not valid JSON ({error}).") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ModelFileError(f"{path} is not a gpusvm model file (its {METADATA_MEMBER} has no format {FORMAT!r}).")
+    version = document.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ModelFileError(f"{path} has an invalid model format version {version!r}.")
+    if version > FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path} was written by gpusvm {document.get('gpusvm_version', '?')} in model format version "
+            f"{version}; this gpusvm ({_gpusvm_version()}) reads versions up to {FORMAT_VERSION}. "
+            "Upgrade gpusvm to load it."
+        )
+    missing = [key for key in ("solver", "params", "attributes", "classes", "n_features_in", "user")
+               if key not in document]
+    if missing:
+        raise ModelFileError(f"{path}: {METADATA_MEMBER} lacks {', '.join(missing)}.")
+    if document["solver"] not in SOLVERS:
+        raise ModelFileError(
+            f"{path} names solver {document['solver']!r}, which this gpusvm does not have "
+            f"(it has {', '.join(SOLVERS)})."
+        )
+    return document
+
+
+class _ArrayReader:
+    """Reads ``.npy`` members without pickle and checks them against their description."""
+
+    def __init__(self, archive, path):
+        self.archive, self.path = archive, path
+
+    def __call__(self, description):
+        member = description["$array"]
+        try:
+            with self.archive.open(f"{member}.npy") as stream:
+                array = np.lib.format.read_array(stream, allow_pickle=False)
+        except KeyError:
+            raise ModelFileError(f"{self.path} lacks the array {member!r}.") from None
+        except ValueError as error:  # a bad header, an object array, or too few bytes
+            raise ModelFileError(f"{self.path}: the array {member!r} cannot be read ({error}).") from None
+        if array.dtype.str != description["dtype"] or list(array.shape) != description["shape"]:
+            raise ModelFileError(
+                f"{self.path}: the array {member!r} has dtype {array.dtype.str} and shape {list(array.shape)}, "
+                f"but the model's description says {description['dtype']} and {description['shape']}."
+            )
+        return array
+
+
+def _decode(value, read_array):
+    """The Python value of a JSON form written by :func:`_encode`."""
+    if isinstance(value, list):
+        return [_decode(item, read_array) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if "$array" in value:
+        return read_array(value)
+    if "$float" in value:
+        return _NON_FINITE[value["$float"]]
+    if "$csr" in value:
+        parts = value["$csr"]
+        matrix = sp.csr_matrix(
+            (read_array(parts["data"]), read_array(parts["indices"]), read_array(parts["indptr"])),
+            shape=tuple(parts["shape"]),
+        )
+        matrix.check_format(full_check=True)
+        return matrix
+    if "$strings" in value:
+        return np.array(value["$strings"], dtype=object)
+    if "$tuple" in value:
+        return tuple(_decode(item, read_array) for item in value["$tuple"])
+    if "$dict" in value:
+        return {_decode(key, read_array): _decode(item, read_array) for key, item in value["$dict"]}
+    if "$dataclass" in value:
+        cls = _STATE_CLASSES.get(value["$dataclass"])
+        if cls is None:
+            raise ValueError(f"unknown solver state {value['$dataclass']!r}")
+        fields = {name: _decode(item, read_array) for name, item in value["fields"].items()}
+        if set(fields) != {field.name for field in dataclasses.fields(cls)}:
+            raise ValueError(f"the fields of {cls.__name__} are {sorted(fields)}")
+        return cls(**fields)
+    tags = [key for key in value if key.startswith("$")]
+    if tags:
+        raise ValueError(f"unknown tag {tags[0]!r}")
+    return {key: _decode(item, read_array) for key, item in value.items()}
+
+
+def _check_model(model, path, classes, n_features):
+    """Reject a model whose parts disagree, before it can predict something wrong."""
+    def fail(problem):
+        raise ModelFileError(f"{path} does not hold a consistent {type(model).__name__}: {problem}.")
+
+    for name in ("classes_", "n_features_in_", "backend_", "intercept_"):
+        if name not in model.__dict__:
+            fail(f"the fitted attribute {name} is missing")
+    if not isinstance(model.classes_, np.ndarray) or model.classes_.tolist() != classes:
+        fail("classes_ differs from the classes listed in its metadata")
+    if model.n_features_in_ != n_features or not isinstance(n_features, int) or n_features < 1:
+        fail(f"n_features_in_ is {model.n_features_in_!r}, the metadata says {n_features!r}")
+    if model.backend_ not in ("numpy", "cupy"):
+        fail(f"backend_ is {model.backend_!r}")
+    n_outputs = 1 if len(classes) == 2 else len(classes)
+    if len(classes) < 2:
+        fail(f"it has {len(classes)} class(es)")
+    for name in ("coef_", "dual_coef_", "intercept_"):
+        array = model.__dict__.get(name)
+        if array is not None and (not isinstance(array, np.ndarray) or array.shape[0] != n_outputs):
+            fail(f"{name} has shape {getattr(array, 'shape', '?')} for {len(classes)} classes")
+    try:
+        scores = np.asarray(model.decision_function(np.zeros((1, n_features))))
+    except Exception as error:  # shapes that do not fit together
+        fail(f"predicting one row fails ({error})")
+    if scores.shape not in ((1,), (1, n_outputs)) or not np.all(np.isfinite(scores)):
+        fail(f"predicting one row gives {scores!r}")

@@ -1,0 +1,372 @@
+"""Model files: exact round trips on both backends, atomic writes, and every way a file
+can be wrong giving a ModelFileError (never a crash or a silently wrong model)."""
+
+import json
+import os
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+
+from gpusvm import (
+    FOBOSClassifier,
+    FTRLClassifier,
+    KernelPegasosSVC,
+    ModelFileError,
+    PegasosSVC,
+    RDAClassifier,
+    SBPClassifier,
+    TruncatedGradientClassifier,
+    load,
+    save,
+)
+from gpusvm.model_io import FORMAT_VERSION, METADATA_MEMBER
+
+from .conftest import needs_device
+
+SMALL_MODELS = {
+    "pegasos": lambda: PegasosSVC(max_iter=3, random_state=0),
+    "kernel-pegasos": lambda: KernelPegasosSVC(max_iter=1, random_state=0),
+    "sbp": lambda: SBPClassifier(max_iter=2, random_state=0),
+    "ftrl": lambda: FTRLClassifier(max_iter=2, random_state=0),
+    "truncated-gradient": lambda: TruncatedGradientClassifier(max_iter=2, random_state=0),
+    "fobos": lambda: FOBOSClassifier(max_iter=2, random_state=0),
+    "rda": lambda: RDAClassifier(max_iter=2, random_state=0),
+}
+
+
+def make_data(rng, n_classes=2, n=120, d=6, sparse=False):
+    X = rng.normal(size=(n, d))
+    y = np.argmax(X[:, :n_classes] + 0.3 * rng.normal(size=(n, n_classes)), axis=1) * 10 + 3
+    if sparse:
+        X[rng.random(X.shape) < 0.5] = 0.0
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+def assert_same_attributes(a, b):
+    assert a.__dict__.keys() - {"metadata_"} == b.__dict__.keys() - {"metadata_"}
+    for name, value in a.__dict__.items():
+        if name == "metadata_":
+            continue
+        other = b.__dict__[name]
+        if sp.issparse(value):
+            assert (value != other).nnz == 0 and value.dtype == other.dtype
+        elif isinstance(value, np.ndarray):
+            assert value.dtype == other.dtype
+            np.testing.assert_array_equal(value, other)
+        elif hasattr(value, "__dataclass_fields__"):
+            assert_same_attributes(value, other)
+        else:
+            assert value == other or (value != value and other != other), name
+
+
+@pytest.fixture
+def fitted_path(tmp_path, rng):
+    X, y = make_data(rng)
+    model = FTRLClassifier(max_iter=2, random_state=0).fit(X, y)
+    path = tmp_path / "model.npz"
+    save(model, path)
+    return path, model, X
+
+
+# --- round trips ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", SMALL_MODELS)
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_round_trip_is_exact(solver, n_classes, sparse, tmp_path, rng):
+    X, y = make_data(rng, n_classes, sparse=sparse)
+    model = SMALL_MODELS[solver]().fit(X, y)
+    path = tmp_path / "model.gpusvm"
+    save(model, path, metadata={"note": "hello", "weights": [1.5, float("inf")]})
+    loaded = load(path)
+    assert type(loaded) is type(model) and loaded.get_params() == model.get_params()
+    assert_same_attributes(model, loaded)
+    assert loaded.metadata_ == {"note": "hello", "weights": [1.5, float("inf")]}
+    np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+@pytest.mark.parametrize("solver", ["pegasos", "ftrl", "rda"])
+def test_loaded_model_continues_partial_fit_as_the_saved_one(solver, tmp_path, rng):
+    X, y = make_data(rng, 3)
+    model = SMALL_MODELS[solver]().fit(X, y)
+    save(model, tmp_path / "m")
+    loaded = load(tmp_path / "m")
+    model.partial_fit(X[:50], y[:50])
+    loaded.partial_fit(X[:50], y[:50])
+    np.testing.assert_array_equal(loaded.coef_, model.coef_)
+    np.testing.assert_array_equal(loaded.intercept_, model.intercept_)
+
+
+def test_parameters_with_special_values_survive(tmp_path, rng):
+    X, y = make_data(rng)
+    model = PegasosSVC(class_weight={3: 2.0, 13: 0.5}, tol=None, average=5, max_iter=2).fit(X, y)
+    save(model, tmp_path / "m")
+    loaded = load(tmp_path / "m")
+    assert loaded.get_params() == model.get_params()
+    model = TruncatedGradientClassifier(theta=np.inf, max_iter=1).fit(X, y)
+    save(model, tmp_path / "m")
+    assert load(tmp_path / "m").theta == np.inf
+
+
+def test_string_labels_and_float32_data(tmp_path, rng):
+    X, y = make_data(rng, 3)
+    labels = np.array(["cat", "dog", "emu"])[(y - 3) // 10]
+    model = KernelPegasosSVC(max_iter=1, random_state=0).fit(X.astype(np.float32), labels)
+    save(model, tmp_path / "m")
+    loaded = load(tmp_path / "m")
+    assert loaded.classes_.tolist() == ["cat", "dog", "emu"] and loaded.support_vectors_.dtype == np.float32
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    with zipfile.ZipFile(tmp_path / "m") as archive:
+        document = json.loads(archive.read(METADATA_MEMBER))
+    assert document["dtype"] == "float32" and document["classes"] == ["cat", "dog", "emu"]
+    assert document["solver"] == "kernel-pegasos" and document["format_version"] == FORMAT_VERSION
+
+
+def test_feature_names_survive(tmp_path, rng):
+    pd = pytest.importorskip("pandas")
+    X, y = make_data(rng)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    model = FTRLClassifier(max_iter=1).fit(frame, y)
+    save(model, tmp_path / "m")
+    loaded = load(tmp_path / "m")
+    assert loaded.feature_names_in_.dtype == object
+    np.testing.assert_array_equal(loaded.feature_names_in_, model.feature_names_in_)
+
+
+def test_numpy_reads_the_arrays_without_pickle(fitted_path):
+    path, model, _ = fitted_path
+    with np.load(path, allow_pickle=False) as archive:
+        np.testing.assert_array_equal(archive["coef_"], model.coef_)
+
+
+def test_a_model_trained_on_the_gpu_loads_and_predicts_on_a_cpu(fitted_path):
+    # What a CuPy-trained file holds: backend_ 'cupy' and host arrays.  On a machine
+    # without a device it predicts with NumPy; with backend='numpy' it does everywhere.
+    path, model, X = fitted_path
+    model.backend_ = "cupy"
+    save(model, path)
+    loaded = load(path, backend="numpy")
+    assert loaded.backend_ == "numpy" and loaded.backend == "numpy"
+    np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    loaded.partial_fit(X, load(path, backend="numpy").predict(X))  # continues on the CPU
+
+
+@needs_device
+@pytest.mark.parametrize("solver", SMALL_MODELS)
+def test_cupy_model_round_trip_and_cross_backend(solver, tmp_path, rng):
+    import cupy
+
+    X, y = make_data(rng, 3)
+    model = SMALL_MODELS[solver]().set_params(backend="cupy").fit(X, y)
+    save(model, tmp_path / "m")
+    on_device = load(tmp_path / "m")
+    assert on_device.backend_ == "cupy"
+    assert_same_attributes(model, on_device)
+    on_host = load(tmp_path / "m", backend="numpy")
+    np.testing.assert_allclose(on_host.decision_function(X), model.decision_function(X), rtol=1e-9, atol=1e-9)
+    scores = on_device.decision_function(cupy.asarray(X))
+    np.testing.assert_allclose(scores.get(), model.decision_function(X), rtol=1e-9, atol=1e-9)
+    cpu_model = SMALL_MODELS[solver]().set_params(backend="numpy").fit(X, y)
+    save(cpu_model, tmp_path / "c")
+    np.testing.assert_allclose(load(tmp_path / "c", backend="cupy").decision_function(X),
+                               cpu_model.decision_function(X), rtol=1e-9, atol=1e-9)
+
+
+def test_load_with_an_unavailable_backend_says_so(fitted_path):
+    from gpusvm._backend import cupy_device_count
+
+    if cupy_device_count() > 0:
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(RuntimeError, match="backend='cupy' needs CuPy"):
+        load(fitted_path[0], backend="cupy")
+
+
+# --- what cannot be saved --------------------------------------------------------------
+
+
+def test_save_refuses_what_it_cannot_write_safely(tmp_path, rng):
+    X, y = make_data(rng)
+    with pytest.raises(NotFittedError):
+        save(PegasosSVC(), tmp_path / "m")
+    with pytest.raises(TypeError, match="LogisticRegression"):
+        save(LogisticRegression().fit(X, y), tmp_path / "m")
+    model = FTRLClassifier(random_state=np.random.RandomState(0), max_iter=1).fit(X, y)
+    with pytest.raises(TypeError, match="random_state"):
+        save(model, tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+# --- atomic writes ------------------------------------------------------------------
+
+
+def test_an_interrupted_save_leaves_the_old_file(fitted_path, monkeypatch, rng):
+    path, model, X = fitted_path
+    before = path.read_bytes()
+    calls = []
+
+    def failing_write(stream, array, **kwargs):
+        calls.append(array.shape)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # e.g. Ctrl-C half way
+        return real_write(stream, array, **kwargs)
+
+    real_write = np.lib.format.write_array
+    monkeypatch.setattr(np.lib.format, "write_array", failing_write)
+    other = RDAClassifier(max_iter=1).fit(*make_data(rng))
+    for target in (path, path.parent / "new.npz"):
+        calls.clear()
+        with pytest.raises(KeyboardInterrupt):
+            save(other, target)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.npz"]  # no temporary left
+    monkeypatch.undo()
+    np.testing.assert_array_equal(load(path).decision_function(X), model.decision_function(X))
+
+
+def test_saved_file_has_the_usual_permissions(fitted_path):
+    umask = os.umask(0)
+    os.umask(umask)
+    assert fitted_path[0].stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# --- damaged and foreign files -------------------------------------------------------
+
+
+def rewrite(path, out, *, document=None, members=None, drop=()):
+    """A copy of the model file at ``path`` with its JSON edited by ``document(doc)``,
+    members replaced by ``members`` {name: bytes}, and members in ``drop`` left out."""
+    with zipfile.ZipFile(path) as archive:
+        contents = {name: archive.read(name) for name in archive.namelist()}
+    if document is not None:
+        doc = json.loads(contents[METADATA_MEMBER])
+        document(doc)
+        contents[METADATA_MEMBER] = json.dumps(doc).encode()
+    contents.update(members or {})
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in contents.items():
+            if name not in drop:
+                archive.writestr(name, data)
+    return out
+
+
+def written(path, data):
+    path.write_bytes(data)
+    return path
+
+
+def npy_bytes(array, allow_pickle=False):
+    import io
+
+    stream = io.BytesIO()
+    np.lib.format.write_array(stream, array, allow_pickle=allow_pickle)
+    return stream.getvalue()
+
+
+def set_in(path_keys, value):
+    def edit(doc):
+        node = doc
+        for key in path_keys[:-1]:
+            node = node[key]
+        node[path_keys[-1]] = value
+    return edit
+
+
+DAMAGES = {
+    "empty file": lambda src, out: written(out, b""),
+    "text file": lambda src, out: written(out, b"1 1:0.5 2:1\n"),
+    "pickled model": lambda src, out: written(out, pickle.dumps(load(src))),
+    "first half": lambda src, out: written(out, src.read_bytes()[: len(src.read_bytes()) // 2]),
+    "last bytes cut": lambda src, out: written(out, src.read_bytes()[:-30]),
+    "plain npz": lambda src, out: (np.savez(out, coef_=np.ones(3)), out.with_suffix(".npz"))[1],
+    "no metadata": lambda src, out: rewrite(src, out, drop=[METADATA_MEMBER]),
+    "metadata not JSON": lambda src, out: rewrite(src, out, members={METADATA_MEMBER: b"{not json"}),
+    "metadata a list": lambda src, out: rewrite(src, out, members={METADATA_MEMBER: b"[1, 2]"}),
+    "other format": lambda src, out: rewrite(src, out, document=set_in(["format"], "something-else")),
+    "newer version": lambda src, out: rewrite(src, out, document=set_in(["format_version"], FORMAT_VERSION + 1)),
+    "version a string": lambda src, out: rewrite(src, out, document=set_in(["format_version"], "1")),
+    "version zero": lambda src, out: rewrite(src, out, document=set_in(["format_version"], 0)),
+    "unknown solver": lambda src, out: rewrite(src, out, document=set_in(["solver"], "libsvm")),
+    "no attributes": lambda src, out: rewrite(src, out, document=lambda doc: doc.pop("attributes")),
+    "missing array": lambda src, out: rewrite(src, out, drop=["coef_.npy"]),
+    "array of another shape": lambda src, out: rewrite(src, out, members={"coef_.npy": npy_bytes(np.ones((1, 2)))}),
+    "array of another dtype": lambda src, out: rewrite(
+        src, out, members={"coef_.npy": npy_bytes(np.ones((1, 6), dtype=np.float32))}),
+    "object array": lambda src, out: rewrite(
+        src, out, members={"coef_.npy": npy_bytes(np.array([[None] * 6], dtype=object), allow_pickle=True)}),
+    "garbled npy": lambda src, out: rewrite(src, out, members={"coef_.npy": b"\x93NUMPY garbage"}),
+    "bad parameter": lambda src, out: rewrite(src, out, document=set_in(["params", "alpha"], -1.0)),
+    "unknown parameter": lambda src, out: rewrite(src, out, document=set_in(["params", "kernel"], "rbf")),
+    "attribute that shadows a method": lambda src, out: rewrite(
+        src, out, document=set_in(["attributes", "predict"], 1)),
+    "dunder attribute": lambda src, out: rewrite(src, out, document=set_in(["attributes", "__class__"], "x")),
+    "classes disagree": lambda src, out: rewrite(src, out, document=set_in(["classes"], [3, 14])),
+    "one class": lambda src, out: rewrite(
+        src, out, members={"classes_.npy": npy_bytes(np.array([3]))},
+        document=lambda doc: (doc.update(classes=[3]), doc["attributes"]["classes_"].update(shape=[1]))),
+    "wrong feature count": lambda src, out: rewrite(src, out, document=set_in(["n_features_in"], 7)),
+    "features and weights disagree": lambda src, out: rewrite(
+        src, out, document=lambda doc: (doc.update(n_features_in=7), doc["attributes"].update(n_features_in_=7))),
+    "intercept of another length": lambda src, out: rewrite(
+        src, out, members={"intercept_.npy": npy_bytes(np.ones(3))},
+        document=set_in(["attributes", "intercept_", "shape"], [3])),
+    "non-finite weights": lambda src, out: rewrite(src, out, members={"coef_.npy": npy_bytes(np.full((1, 6), np.nan))}),
+    "unknown tag": lambda src, out: rewrite(src, out, document=set_in(["attributes", "t_"], {"$code": "rm -rf"})),
+    "unknown state class": lambda src, out: rewrite(
+        src, out, document=set_in(["attributes", "_state", "$dataclass"], "Popen")),
+    "state with other fields": lambda src, out: rewrite(
+        src, out, document=lambda doc: doc["attributes"]["_state"]["fields"].pop("level")),
+    "backend unknown": lambda src, out: rewrite(src, out, document=set_in(["attributes", "backend_"], "tpu")),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_or_foreign_file_gives_a_clear_error(damage, fitted_path):
+    path = DAMAGES[damage](fitted_path[0], fitted_path[0].parent / "damaged")
+    with pytest.raises(ModelFileError) as error:
+        load(path)
+    assert str(path) in str(error.value)
+
+
+def test_every_flipped_byte_is_caught_or_harmless(fitted_path):
+    # Flip one byte at a time across the file: each load either raises ModelFileError
+    # or (a byte zip does not read, e.g. a timestamp) gives the very same model.
+    path, model, X = fitted_path
+    data = path.read_bytes()
+    expected = model.decision_function(X)
+    out = path.parent / "flipped"
+    for position in range(0, len(data), max(1, len(data) // 400)):
+        damaged = bytearray(data)
+        damaged[position] ^= 0xFF
+        out.write_bytes(bytes(damaged))
+        try:
+            loaded = load(out)
+        except ModelFileError:
+            continue
+        np.testing.assert_array_equal(loaded.decision_function(X), expected)
+
+
+def test_a_missing_file_is_a_file_not_found_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load(tmp_path / "nothing-here")
+
+
+# --- pickling for joblib ---------------------------------------------------------------
+
+
+def test_grid_search_with_two_processes(rng):
+    X, y = make_data(rng, n=200)
+    search = GridSearchCV(PegasosSVC(max_iter=3, random_state=0, backend="numpy"), {"C": [0.1, 1.0]},
+                          cv=2, n_jobs=2).fit(X, y)
+    assert search.best_params_["C"] in (0.1, 1.0) and search.score(X, y) > 0.7
+    search = GridSearchCV(FTRLClassifier(max_iter=2, random_state=0, backend="numpy"), {"l1": [0.0, 1.0]},
+                          cv=2, n_jobs=2).fit(X, y)
+    assert search.score(X, y) > 0.7
