@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import nvtx
 
 from ._backend import issparse
 from ._estimator import scores_like_input
+from ._instrumentation import nvtx_range
 from ._validation import to_backend
 from .kernel_functions import compute_layout, kernel_block, squared_row_norms
 
@@ -17,7 +17,7 @@ class KernelModelMixin:
     """``decision_function`` from ``support_vectors_``, ``dual_coef_``, ``intercept_`` and
     the kernel parameters ``kernel``, ``gamma_``, ``degree``, ``coef0``."""
 
-    @nvtx.annotate("predict.kernel", color="cyan")
+    @nvtx_range("predict.kernel", color="cyan")
     def decision_function(self, X):
         """``sum_j dual_coef_[:, j] K(support_vectors_[j], x) + intercept_``.
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import nvtx
-
 from ._estimator import scores_like_input
+from ._instrumentation import nvtx_range
 
 
 class LinearModelMixin:
     """``decision_function`` from ``coef_`` and ``intercept_`` (NumPy arrays on the host)."""
 
-    @nvtx.annotate("predict.linear", color="cyan")
+    @nvtx_range("predict.linear", color="cyan")
     def decision_function(self, X):
         """Signed distances ``X @ coef_.T + intercept_``.
 

@@ -33,7 +33,7 @@ import math
 
 import nvtx
 
-from .._progress import progress_bar
+from .._instrumentation import progress_bar
 from .._random import random_indices
 from ..kernel_functions import kernel_rows, squared_row_norms
 

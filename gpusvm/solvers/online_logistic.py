@@ -55,7 +55,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from .._backend import to_numpy
-from .._progress import progress_bar
+from .._instrumentation import progress_bar
 from .._random import random_bits
 
 RULES = ("ftrl", "tg", "fobos", "rda")

@@ -41,7 +41,7 @@ import nvtx
 import scipy.sparse as sp
 
 from .._backend import to_numpy
-from .._progress import progress_bar
+from .._instrumentation import progress_bar
 from .._random import random_index_block
 
 # Renormalize v (v *= a, a = 1) when a falls below this, so that v stays in range.

@@ -37,7 +37,7 @@ import numpy as np
 import nvtx
 
 from .._backend import to_numpy
-from .._progress import progress_bar
+from .._instrumentation import progress_bar
 from .._random import random_positions
 from ..kernel_functions import kernel_rows, squared_row_norms
 from ..water_level import LevelTracker

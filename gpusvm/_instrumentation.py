@@ -1,0 +1,34 @@
+"""What a user watches: the progress bar of ``verbose >= 1`` and nvtx ranges for Nsight."""
+
+from __future__ import annotations
+
+import functools
+
+import nvtx
+from tqdm.auto import tqdm
+
+
+def progress_bar(total, desc, verbose, unit="step"):
+    """A tqdm bar on stderr counting ``total`` steps, with their rate.
+
+    Solvers add their own figure (objective, loss, holdout error) with
+    ``set_postfix``.  The bar stays on screen when it finishes, as scikit-learn's
+    verbose output does, and is a no-op object when ``verbose`` is 0.
+    """
+    return tqdm(total=total, desc=desc, unit=unit, disable=not verbose, leave=True,
+                mininterval=0.5, dynamic_ncols=True)
+
+
+def nvtx_range(name, color):
+    """Decorate a method so that each call is the nvtx range ``name``.
+
+    Unlike ``@nvtx.annotate``, which binds at import time, the range is opened at call
+    time, so a profiler attached later (or a test's recorder) sees it.
+    """
+    def decorate(method):
+        @functools.wraps(method)
+        def ranged(*args, **kwargs):
+            with nvtx.annotate(name, color=color):
+                return method(*args, **kwargs)
+        return ranged
+    return decorate

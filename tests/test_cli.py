@@ -1,0 +1,232 @@
+"""The command line end to end: train, predict and info on small files, the formats it
+reads, and the exit codes and one-line errors a script relies on."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+from gpusvm import load
+from gpusvm._backend import cupy_device_count
+from gpusvm._registry import SOLVERS
+from gpusvm.cli import main, parse_value
+from gpusvm.datasets import load_adult
+
+QUICK_OPTIONS = {
+    "pegasos": ["--max-iter", "5"],
+    "kernel-pegasos": ["--max-iter", "1", "--C", "1", "--gamma", "0.05"],
+    "sbp": ["--max-iter", "2"],
+    "ftrl": ["--max-iter", "2"],
+    "truncated-gradient": ["--max-iter", "2", "--l1", "1e-4"],
+    "fobos": ["--max-iter", "2"],
+    "rda": ["--max-iter", "2"],
+}
+
+
+@pytest.fixture(scope="module")
+def adult_files(tmp_path_factory):
+    """1,000 Adult training rows and 500 test rows as LIBSVM writes them (one-based)."""
+    folder = tmp_path_factory.mktemp("adult")
+    X, y, X_test, y_test = load_adult()
+    dump_svmlight_file(X[:1000], y[:1000], str(folder / "train.svm"), zero_based=False)
+    dump_svmlight_file(X_test[:500], y_test[:500], str(folder / "test.svm"), zero_based=False)
+    return folder, y_test[:500]
+
+
+def run(capsys, *argv):
+    code = main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_train_then_predict_every_solver(solver, adult_files, tmp_path, capsys):
+    folder, y_test = adult_files
+    model_path = tmp_path / f"{solver}.model"
+    code, out, err = run(capsys, "train", "--solver", solver, *QUICK_OPTIONS[solver], "--random-state", "0",
+                         "--backend", "numpy", "--n-features", 123, folder / "train.svm", model_path)
+    assert code == 0, err
+    assert f"--solver {solver}" in out and "training accuracy" in out and str(model_path) in out
+    assert err == ""  # silent without --verbose
+    model = load(model_path)
+    assert type(model) is SOLVERS[solver] and model.random_state == 0
+    assert model.metadata_["data"] == {"file": str(folder / "train.svm"), "format": "svmlight", "zero_based": False}
+
+    predictions = tmp_path / "predictions.txt"
+    code, out, err = run(capsys, "predict", model_path, folder / "test.svm", predictions)
+    assert code == 0, err
+    labels = np.array([float(line) for line in predictions.read_text().splitlines()])
+    accuracy = np.mean(labels == y_test)
+    assert out.strip() == f"Accuracy = {accuracy:.4%} ({int(round(accuracy * 500))}/500)"
+    assert accuracy > 0.75
+    assert set(predictions.read_text().split()) <= {"1", "-1"}  # labels as the file wrote them
+
+
+def test_predict_to_stdout_decision_values_and_probabilities(adult_files, tmp_path, capsys):
+    folder, _ = adult_files
+    model_path = tmp_path / "ftrl.model"
+    assert run(capsys, "train", "--solver", "ftrl", "--n-features", 123, folder / "train.svm", model_path)[0] == 0
+    model = load(model_path)
+    X_test = load_adult()[2][:500]
+
+    code, out, err = run(capsys, "predict", model_path, folder / "test.svm")
+    assert code == 0 and len(out.splitlines()) == 500 and err.startswith("Accuracy = ")  # report on stderr
+
+    code, out, _ = run(capsys, "predict", "--decision-values", model_path, folder / "test.svm")
+    assert code == 0
+    np.testing.assert_array_equal([float(line) for line in out.splitlines()], model.decision_function(X_test))
+
+    code, out, _ = run(capsys, "predict", "--probability", model_path, folder / "test.svm")
+    probabilities = np.array([[float(v) for v in line.split()] for line in out.splitlines()])
+    np.testing.assert_array_equal(probabilities, model.predict_proba(X_test))
+
+
+def test_multiclass_csv_and_npz(tmp_path, capsys, rng):
+    X = rng.normal(size=(300, 4))
+    y = np.array(["north", "south", "west"])[np.argmax(X[:, :3], axis=1)]
+    csv = tmp_path / "train.csv"
+    rows = [",".join([label] + [str(float(v)) for v in row]) for label, row in zip(y, X, strict=True)]
+    lines = ["label,a,b,c,d"] + rows
+    csv.write_text("\n".join(lines) + "\n")
+    code, out, err = run(capsys, "train", "--solver", "pegasos", csv, tmp_path / "m")
+    assert code == 0, err
+    code, out, err = run(capsys, "predict", tmp_path / "m", csv, tmp_path / "p")
+    assert code == 0 and float(out.split()[2].rstrip("%")) > 90
+    assert set((tmp_path / "p").read_text().split()) <= {"north", "south", "west"}
+    unlabeled = tmp_path / "unlabeled.csv"  # no label column: predictions, no accuracy
+    unlabeled.write_text("\n".join(",".join(str(float(v)) for v in row) for row in X[:5]) + "\n")
+    code, out, err = run(capsys, "predict", "--decision-values", tmp_path / "m", unlabeled)
+    assert code == 0 and err == "" and len(out.splitlines()) == 5 and len(out.splitlines()[0].split()) == 3
+
+    npz = tmp_path / "train.npz"
+    np.savez(npz, X=X, y=(y == "north").astype(int))
+    code, out, err = run(capsys, "train", "--solver", "rda", npz, tmp_path / "r")
+    assert code == 0, err
+    assert run(capsys, "predict", tmp_path / "r", npz)[0] == 0
+
+
+def test_verbose_train_shows_the_progress_bar(adult_files, tmp_path, capsys):
+    folder, _ = adult_files
+    code, _, err = run(capsys, "train", "--solver", "sbp", "--max-iter", 2, "-v", folder / "train.svm", tmp_path / "m")
+    assert code == 0
+    assert "SBP" in err and "step/s" in err and "holdout_error=" in err
+
+
+def test_default_model_path_is_the_data_name_plus_model(adult_files, tmp_path, capsys, monkeypatch):
+    folder, _ = adult_files
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "train", "--solver", "ftrl", "--max-iter", 1, folder / "train.svm")[0] == 0
+    assert (tmp_path / "train.svm.model").is_file()
+
+
+def test_info(capsys):
+    code, out, err = run(capsys, "info", "--backend", "numpy")
+    assert code == 0 and err == ""
+    assert out.startswith("gpusvm 0.1.0") and "backend: numpy" in out and "kernels:" in out
+    code, out, _ = run(capsys, "info", "--json")
+    facts = json.loads(out)
+    assert code == 0 and facts["gpusvm"] == "0.1.0" and facts["backend"] in ("numpy", "cupy")
+    if cupy_device_count() == 0:
+        assert facts["backend"] == "numpy" and facts["devices"] == [] and facts["kernels"] is None
+    else:
+        assert facts["devices"] and set(facts["kernels"].values()) == {"ok"}
+
+
+def test_info_says_when_the_backend_asked_for_is_missing(capsys, monkeypatch):
+    if cupy_device_count() > 0:
+        pytest.skip("a CUDA device is present")
+    code, out, err = run(capsys, "info", "--backend", "cupy")
+    assert code == 1 and "backend: unavailable" in out and err.count("\n") == 1
+    monkeypatch.setenv("GPUSVM_BACKEND", "cupy")  # the variable is honoured like the option
+    code, out, err = run(capsys, "info")
+    assert code == 1 and "GPUSVM_BACKEND=cupy" in out and "needs CuPy" in err
+
+
+def test_gpusvm_backend_variable_is_honoured_by_train(adult_files, tmp_path, capsys, monkeypatch):
+    folder, _ = adult_files
+    monkeypatch.setenv("GPUSVM_BACKEND", "numpy")
+    code, out, _ = run(capsys, "train", "--solver", "ftrl", "--max-iter", 1, folder / "train.svm", tmp_path / "m")
+    assert code == 0 and "with numpy" in out
+    monkeypatch.setenv("GPUSVM_BACKEND", "tpu")
+    code, _, err = run(capsys, "train", "--solver", "ftrl", folder / "train.svm", tmp_path / "m")
+    assert code == 1 and "GPUSVM_BACKEND" in err and "'tpu'" in err
+
+
+USAGE_ERRORS = {
+    "unknown solver": (["train", "--solver", "libsvm", "DATA"], "invalid choice: 'libsvm'"),
+    "unknown option": (["train", "--colour", "red", "DATA"], "unrecognized arguments"),
+    "option of another solver": (["train", "--solver", "pegasos", "--l1", "1", "DATA"],
+                                 "--l1 does not apply to --solver pegasos"),
+    "bad option value": (["train", "--solver", "pegasos", "--C", "-1", "DATA"], "'C' parameter of PegasosSVC"),
+    "bad option type": (["train", "--solver", "ftrl", "--max-iter", "many", "DATA"], "'max_iter' parameter"),
+    "bad n-features": (["train", "--n-features", "0", "DATA"], "--n-features must be at least 1"),
+    "no data": (["train"], "the following arguments are required: DATA"),
+    "no command": ([], "the following arguments are required"),
+    "unknown backend": (["info", "--backend", "tpu"], "invalid choice: 'tpu'"),
+    "probability from an SVM": (["predict", "--probability", "PEGASOS", "DATA"], "--probability needs a logistic"),
+}
+
+
+@pytest.mark.parametrize("case", USAGE_ERRORS)
+def test_usage_errors_exit_2_with_one_line(case, adult_files, tmp_path, capsys):
+    folder, _ = adult_files
+    argv, message = USAGE_ERRORS[case]
+    if "PEGASOS" in argv:
+        code = run(capsys, "train", "--solver", "pegasos", "--max-iter", 2, folder / "train.svm", tmp_path / "p")[0]
+        assert code == 0
+    argv = [{"DATA": folder / "train.svm", "PEGASOS": tmp_path / "p"}.get(arg, arg) for arg in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("gpusvm")
+
+
+def test_file_errors_exit_1_with_one_line(adult_files, tmp_path, capsys):
+    folder, _ = adult_files
+    model = tmp_path / "m"
+    assert run(capsys, "train", "--solver", "ftrl", "--max-iter", 1, folder / "train.svm", model)[0] == 0
+    (tmp_path / "garbage.svm").write_text("this is not\nsvmlight\n")
+    (tmp_path / "one_class.svm").write_text("1 1:0.5\n1 2:1.0\n")
+    (tmp_path / "wide.svm").write_text("1 1:0.5 400:1\n")
+    (tmp_path / "nan.csv").write_text("1,0.5,nan\n-1,0.1,0.2\n")
+    cases = {
+        ("train", tmp_path / "missing.svm", model): "does not exist",
+        ("train", tmp_path / "garbage.svm", model): "is not a LIBSVM/svmlight file",
+        ("train", tmp_path / "one_class.svm", model): "class",
+        ("train", tmp_path / "nan.csv", model): "NaN",
+        ("predict", folder / "train.svm", folder / "test.svm"): "not a gpusvm model file",
+        ("predict", tmp_path / "missing.model", folder / "test.svm"): "No such file",
+        ("predict", model, tmp_path / "wide.svm"): "has feature index 400, but the model takes",
+        ("predict", model, tmp_path / "garbage.svm"): "is not a LIBSVM/svmlight file",
+    }
+    for argv, message in cases.items():
+        before = model.read_bytes()
+        code, out, err = run(capsys, *argv)
+        assert code == 1 and message in err and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+        assert model.read_bytes() == before  # a failed train leaves the model file as it was
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        main(["train", "--debug", str(tmp_path / "missing.svm")])
+
+
+def test_console_entry_point_end_to_end(adult_files, tmp_path):
+    folder, _ = adult_files
+    command = [sys.executable, "-m", "gpusvm"]
+    result = subprocess.run(command + ["train", "--solver", "ftrl", "--backend", "numpy", str(folder / "train.svm"),
+                                       str(tmp_path / "m")], capture_output=True, text=True)
+    assert result.returncode == 0 and "Model written to" in result.stdout
+    result = subprocess.run(command + ["predict", str(tmp_path / "m"), str(tmp_path / "missing.svm")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr.startswith("gpusvm: error:") and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_parse_value():
+    assert parse_value("none") is None and parse_value("True") is True and parse_value("false") is False
+    assert parse_value("3") == 3 and isinstance(parse_value("3"), int) and parse_value("0.5") == 0.5
+    assert parse_value("inf") == float("inf") and parse_value("scale") == "scale"
+    assert parse_value('{"1": 2.0, "-1": 0.5}') == {1: 2.0, -1: 0.5}

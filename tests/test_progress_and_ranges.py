@@ -1,0 +1,78 @@
+"""verbose=1 shows a progress bar (steps, rate, the solver's figure); verbose=0 is
+silent; every solver phase opens its nvtx range, on the NumPy path too."""
+
+import contextlib
+
+import nvtx
+import pytest
+
+from gpusvm import (
+    FOBOSClassifier,
+    FTRLClassifier,
+    KernelPegasosSVC,
+    PegasosSVC,
+    RDAClassifier,
+    SBPClassifier,
+    TruncatedGradientClassifier,
+)
+
+# (estimator, bar title, the figure the solver keeps, nvtx ranges of its phases)
+SOLVERS = [
+    (PegasosSVC(max_iter=3), "Pegasos", "objective=", {"pegasos.margins", "pegasos.update", "pegasos.objective"}),
+    (KernelPegasosSVC(max_iter=2), "Kernel Pegasos", None,
+     {"kernel_pegasos.margins", "kernel_pegasos.update", "kernel_pegasos.kernel_rows"}),
+    (SBPClassifier(max_iter=2), "SBP", "holdout_error=",
+     {"sbp.water_level", "sbp.kernel_row", "sbp.update", "sbp.checkpoint"}),
+    (FTRLClassifier(max_iter=2), "online ftrl", "loss=", {"online.margins", "online.update", "online.epoch"}),
+    (TruncatedGradientClassifier(max_iter=2), "online tg", "loss=", {"online.margins", "online.update"}),
+    (FOBOSClassifier(max_iter=2), "online fobos", "loss=", {"online.margins", "online.update"}),
+    (RDAClassifier(max_iter=2), "online rda", "loss=", {"online.margins", "online.update"}),
+]
+IDS = [type(solver[0]).__name__ for solver in SOLVERS]
+
+
+@pytest.fixture
+def data(rng):
+    X = rng.normal(size=(200, 5))
+    return X, (X[:, 0] + 0.5 * rng.normal(size=200) > 0).astype(int)
+
+
+@pytest.mark.parametrize("estimator, title, figure, ranges", SOLVERS, ids=IDS)
+def test_verbose_shows_steps_rate_and_figure(estimator, title, figure, ranges, data, capsys):
+    estimator.set_params(verbose=1, random_state=0, backend="numpy").fit(*data)
+    err = capsys.readouterr().err
+    assert f"{title}:" in err and "step/s" in err
+    final = err.rsplit("\r", 1)[-1]  # the bar as it was left: every step done
+    done, total = final.split("|")[2].split()[0].split("/")
+    assert done == total or figure == "holdout_error="  # SBP may stop early on its holdout
+    if figure:
+        assert figure in err
+
+
+@pytest.mark.parametrize("estimator, title, figure, ranges", SOLVERS, ids=IDS)
+def test_silent_by_default(estimator, title, figure, ranges, data, capsys):
+    estimator.set_params(verbose=0, random_state=0, backend="numpy").fit(*data).predict(data[0])
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+
+@pytest.fixture
+def opened_ranges(monkeypatch):
+    """The names of the nvtx ranges opened while the test runs."""
+    opened = []
+
+    def recording_annotate(message=None, **kwargs):
+        opened.append(message)
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(nvtx, "annotate", recording_annotate)
+    return opened
+
+
+@pytest.mark.parametrize("estimator, title, figure, ranges", SOLVERS, ids=IDS)
+def test_each_phase_opens_its_nvtx_range(estimator, title, figure, ranges, data, opened_ranges):
+    estimator.set_params(random_state=0, backend="numpy").fit(*data)
+    assert ranges <= set(opened_ranges)
+    opened_ranges.clear()
+    estimator.predict(data[0])
+    assert opened_ranges == ["predict.kernel" if hasattr(estimator, "dual_coef_") else "predict.linear"]
