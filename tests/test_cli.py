@@ -230,3 +230,14 @@ def test_parse_value():
     assert parse_value("3") == 3 and isinstance(parse_value("3"), int) and parse_value("0.5") == 0.5
     assert parse_value("inf") == float("inf") and parse_value("scale") == "scale"
     assert parse_value('{"1": 2.0, "-1": 0.5}') == {1: 2.0, -1: 0.5}
+
+
+def test_profile_script_explains_a_missing_nsys(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    if shutil.which("nsys"):
+        pytest.skip("Nsight Systems is installed: ci/profile.sh would profile")
+    script = Path(__file__).resolve().parent.parent / "ci" / "profile.sh"
+    result = subprocess.run(["bash", str(script), "ftrl", str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 1 and "nsys (Nsight Systems) is not on PATH" in result.stderr
