@@ -119,7 +119,7 @@ def write_results(name, backends, payload, table_lines):
     quick = "-quick" if payload.get("parameters", {}).get("quick") else ""
     stem = f"{name}-{device_tag(backends)}{quick}"
     payload = {"benchmark": name, "machine": machine(), "libraries": library_versions(),
-               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), **payload}
+               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "table": list(table_lines), **payload}
     json_path = RESULTS / f"{stem}.json"
     json_path.write_text(json.dumps(payload, indent=2) + "\n")
     md_path = RESULTS / f"{stem}.md"

