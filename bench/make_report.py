@@ -104,7 +104,7 @@ def plot_experiments(found, x_key, x_label, path):
     plt.close(fig)
 
 
-def section(title, names, figure, results, devices, quick):
+def section(title, names, figure, results, devices, quick, write_figures):
     lines = [f"## {title}", ""]
     for device in devices:
         recorded = [(name, results[(name, device)]) for name in sorted({n for n, d in results if d == device})
@@ -122,9 +122,9 @@ def section(title, names, figure, results, devices, quick):
         if found:
             suffix = "-quick" if quick else ""
             path = RESULTS / f"report_{figure}-{device}{suffix}.png"
-            if figure == "time_to_accuracy":
+            if write_figures and figure == "time_to_accuracy":
                 plot_experiments(found, "seconds", "fit seconds (CPU clock / CUDA events)", path)
-            else:
+            elif write_figures:
                 plot_experiments(found, "kernel_evals", "kernel evaluations", path)
             lines += [f"![{figure}](results/{path.name})", ""]
     if len(lines) == 2:
@@ -149,8 +149,9 @@ def gpu_section(devices, results):
     return lines
 
 
-def build(quick=False):
-    """The report's lines (and its figures, written to ``bench/results``)."""
+def build(quick=False, write_figures=True):
+    """The report's lines; its two figures are (re)drawn into ``bench/results`` when
+    ``write_figures``."""
     results = load_results(quick)
     devices = sorted({device for _, device in results})
     lines = [
@@ -166,7 +167,7 @@ def build(quick=False):
         "",
     ]
     for title, names, figure in QUESTIONS:
-        lines += section(title, names, figure, results, devices, quick)
+        lines += section(title, names, figure, results, devices, quick, write_figures)
     lines += gpu_section(devices, results)
     return lines
 

