@@ -168,6 +168,8 @@ def main():
     parser.add_argument("--datasets", nargs="+", default=["adult", "mnist8"], choices=sorted(SETTINGS))
     parser.add_argument("--settings", nargs="+", default=["no bias", "bias"])
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, LARGE_BATCH],
+                        help="SBP batch sizes (KernelPegasos always runs at batch 64)")
     parser.add_argument("--max-epochs", type=int, default=8)
     parser.add_argument("--cache-mb", type=float, default=8000)
     parser.add_argument("--quick", action="store_true", help="2,000-3,000 rows, 2 epochs at most")
@@ -189,7 +191,7 @@ def main():
             target = svc_result["test_error"] + TARGET_MARGIN
             curves = {}
             for backend in args.backends:
-                for batch in (1, LARGE_BATCH):
+                for batch in args.batch_sizes:
                     curves[f"SBP batch {batch} ({backend})"] = sbp_curve(
                         X, y, X_test, y_test, setting, batch, backend, target, args.max_epochs, args.cache_mb)
                 curves[f"KernelPegasos batch {LARGE_BATCH} ({backend})"] = pegasos_curve(

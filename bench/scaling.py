@@ -62,11 +62,10 @@ def make_data(family, n, d, seed=0):
         columns = rng.integers(0, d, size=(n, k)).astype(np.int32)
         values = rng.normal(size=(n, k))
         X = sp.csr_matrix((values.ravel(), columns.ravel(), np.arange(0, n * k + 1, k)), shape=(n, d))
-        X.sum_duplicates()
-        scores = (values * w[columns]).sum(axis=1)
+        X.sum_duplicates()  # in place, also on `values` and `columns` (X's arrays are their views)
     else:
         X = rng.normal(size=(n, d)) / np.sqrt(d / 20)  # keep ||x||^2 near 20 so gamma = 0.05 stays sensible
-        scores = X @ w
+    scores = X @ w
     y = np.where(scores + 0.3 * np.std(scores) * rng.normal(size=n) > 0, 1, -1)
     return X, y
 
