@@ -123,7 +123,10 @@ def test_linear_objective_benchmark_quick_reaches_liblinear():
     payload = run_bench("linear_objective.py")
     for experiment in payload["experiments"]:
         gaps = {name: min(p["gap"] for p in points) for name, points in experiment["curves"].items()}
-        assert min(gaps.values()) == 0.0 and all(gap >= 0 for gap in gaps.values())
+        assert all(gap >= 0 for gap in gaps.values())  # measured from the optimum, or the best run
+        assert experiment["best_objective"] <= experiment["reference_objective"]
+        if experiment["dataset"] == "adult":
+            assert min(gaps, key=gaps.get).startswith("scikit-learn LinearSVC")
     assert {e["dataset"] for e in payload["experiments"]} == {"adult", "synthetic"}
 
 
