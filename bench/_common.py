@@ -27,21 +27,16 @@ def cpu_model():
 
 
 def gpu_facts():
-    """GPU name, driver, CUDA runtime and CuPy version, or None without a device."""
-    from gpusvm._backend import cupy_device_count
+    """Device 0's name and memory, the CUDA runtime and driver, CuPy's version (the facts
+    of ``gpusvm info``) and the driver release, or None without a device."""
+    from gpusvm._system_info import cuda_facts
 
-    if cupy_device_count() == 0:
+    found = cuda_facts(check_kernels=False)
+    if not found.get("devices"):
         return None
-    import cupy
-
-    properties = cupy.cuda.runtime.getDeviceProperties(0)
-    facts = {
-        "name": properties["name"].decode() if isinstance(properties["name"], bytes) else properties["name"],
-        "memory_gib": round(properties["totalGlobalMem"] / 2**30, 1),
-        "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
-        "cuda_driver": cupy.cuda.runtime.driverGetVersion(),
-        "cupy": cupy.__version__,
-    }
+    device = found["devices"][0]
+    facts = {"name": device["name"], "memory_gib": device["memory_gib"], "cuda_runtime": found["cuda_runtime"],
+             "cuda_driver": found["cuda_driver"], "cupy": found["cupy"]}
     try:
         facts["driver"] = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],

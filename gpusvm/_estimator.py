@@ -119,7 +119,11 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
+        return self._labels_from_scores(self.decision_function(X))
+
+    def _labels_from_scores(self, scores):
+        """The class labels that :meth:`decision_function` scores stand for (the positive
+        class above 0 for two classes, else the highest score)."""
         scores = to_numpy(scores)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]

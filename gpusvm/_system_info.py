@@ -52,11 +52,14 @@ def system_info(backend="auto"):
         info["backend"] = resolve_backend(backend)
     except (RuntimeError, ValueError) as error:
         info["backend_error"] = str(error)
-    info.update(_cuda_info())
+    info.update(cuda_facts())
     return info
 
 
-def _cuda_info():
+def cuda_facts(check_kernels=True):
+    """CuPy's version and, with a device, the CUDA runtime and driver versions, each
+    device's name, compute capability and memory, and (``check_kernels``) the kernel
+    compile report."""
     try:
         import cupy
     except Exception as error:  # not installed, or its CUDA libraries fail to load
@@ -78,7 +81,8 @@ def _cuda_info():
             "memory_gib": round(properties["totalGlobalMem"] / 2**30, 1),
         })
     found["devices"] = devices
-    found["kernels"] = kernel_compile_report()
+    if check_kernels:
+        found["kernels"] = kernel_compile_report()
     return found
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._backend import BACKENDS, ENV_VARIABLE
 from ._registry import SOLVERS
+from .data_files import FORMATS, read_data
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEFAULT_SOLVER = "kernel-pegasos"  # svm-train's and ThunderSVM's default: an RBF kernel SVM
@@ -124,7 +125,7 @@ def build_parser():
                        help="model file to write (default: DATA's file name plus .model, in this folder)")
     train.add_argument("--solver", choices=tuple(SOLVERS), default=DEFAULT_SOLVER,
                        help=f"the solver (default: {DEFAULT_SOLVER})")
-    train.add_argument("--format", choices=("auto", "svmlight", "npz", "csv"), default="auto",
+    train.add_argument("--format", choices=FORMATS, default="auto",
                        help="DATA's format (default: from its extension; svmlight unless .npz or .csv)")
     train.add_argument("--n-features", type=int, metavar="N",
                        help="the number of features, when DATA (svmlight) may not use the last ones")
@@ -138,7 +139,7 @@ def build_parser():
     predict.add_argument("data", metavar="DATA")
     predict.add_argument("out", metavar="OUT", nargs="?",
                          help="where predictions go, one row per line (default: standard output)")
-    predict.add_argument("--format", choices=("auto", "svmlight", "npz", "csv"), default="auto")
+    predict.add_argument("--format", choices=FORMATS, default="auto")
     kind = predict.add_mutually_exclusive_group()
     kind.add_argument("--decision-values", action="store_true",
                       help="decision values instead of labels: one column for two classes (the second "
@@ -158,7 +159,6 @@ def build_parser():
 
 
 def train_command(args, out):
-    from .data_files import read_data
     from .model_io import save
 
     model = solver_estimator(args.solver, args)
@@ -179,7 +179,6 @@ def train_command(args, out):
 
 
 def predict_command(args, out):
-    from .data_files import read_data
     from .model_io import load
 
     model = load(args.model, backend=args.backend)
@@ -189,11 +188,12 @@ def predict_command(args, out):
     if args.probability and not hasattr(model, "predict_proba"):
         raise UsageError(f"--probability needs a logistic solver (ftrl, truncated-gradient, fobos, rda); "
                          f"{args.model} holds a {type(model).__name__}.")
-    labels = model.predict(X)
+    scores = model.decision_function(X)  # once: the labels are read off these scores
+    labels = model._labels_from_scores(scores)
     if args.probability:
         lines = _number_lines(model.predict_proba(X))
     elif args.decision_values:
-        lines = _number_lines(model.decision_function(X))
+        lines = _number_lines(scores)
     else:
         lines = [_label_text(label) for label in labels]
     text = "".join(line + "\n" for line in lines)
