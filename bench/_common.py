@@ -90,6 +90,26 @@ def timed_fit(model, X, y, backend):
     return time.perf_counter() - start
 
 
+def linear_weights(model):
+    """``[coef, intercept]``, one row per class, whatever shapes the solver keeps them in
+    (the peers' own conventions differ)."""
+    import numpy as np
+
+    coef = np.atleast_2d(np.asarray(model.coef_, dtype=np.float64))
+    intercept = np.atleast_1d(np.asarray(model.intercept_, dtype=np.float64)).reshape(-1, 1)
+    return np.hstack([coef, intercept])
+
+
+def binary_accuracy(weights, X, y):
+    """Test accuracy of the binary linear model ``weights`` (one row), the positive class
+    being the larger label: computed the same way for every solver."""
+    import numpy as np
+
+    negative, positive = np.unique(y)
+    predicted = np.where(X @ weights[0, :-1] + weights[0, -1] > 0, positive, negative)
+    return float(np.mean(predicted == y))
+
+
 def median(values):
     return float(statistics.median(values))
 

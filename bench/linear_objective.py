@@ -10,6 +10,8 @@ the objective and the test accuracy. The gap is relative to the optimum: LIBLINE
 reached. Data: Adult, and a sparse
 synthetic problem (``--rows`` rows, default 1,000,000, 100,000 columns, 20 nonzeros per
 row, labels from a known linear rule with noise; 100,000 more rows are the test set).
+With the cupy backend, Snap ML's linear SVM (GPU and CPU solvers, at ``max_iter`` = the
+budget) runs beside them when it is importable, and is reported as missing otherwise.
 
     python bench/linear_objective.py [--datasets adult synthetic] [--backends numpy cupy] [--quick]
 """
@@ -27,7 +29,8 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import device_tag, markdown_table, timed_fit, write_results  # noqa: E402
+from _common import binary_accuracy, device_tag, linear_weights, markdown_table, timed_fit, write_results  # noqa: E402
+from _peers import MissingPeer, snapml_svm, timed_peer_fit  # noqa: E402
 from scaling import make_data  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
@@ -57,6 +60,10 @@ def makers(n, backends):
                 lambda k: LinearSVC(C=C, loss="hinge", dual=True, max_iter=k, tol=1e-12)))
     out.append(("scikit-learn SGDClassifier (hinge)", "numpy",
                 lambda k: SGDClassifier(loss="hinge", alpha=lam, max_iter=k, tol=None, random_state=0)))
+    if "cupy" in backends:
+        out += [(f"snapml SupportVectorMachine ({where})", "peer",
+                 lambda k, gpu=gpu: snapml_svm(C, use_gpu=gpu, max_iter=k, tol=1e-12))
+                for where, gpu in (("GPU", True), ("CPU", False))]
     return out
 
 
@@ -66,20 +73,26 @@ def curves(X, y, X_test, y_test, backends, budgets):
     entries = makers(n, backends)
     if "cupy" in backends:  # warm-up: compile the kernels outside the timings
         PegasosSVC(max_iter=1, backend="cupy").fit(X[:500], y[:500])
-    found = {name: [] for name, _, _ in entries}
+    found, missing = {name: [] for name, _, _ in entries}, {}
     for step, budget in enumerate(budgets):
         shift = step % len(entries)
         for name, backend, make in entries[shift:] + entries[:shift]:
-            model = make(budget)
+            if name in missing:
+                continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                seconds = timed_fit(model, X, y, backend)
-            weights = np.hstack([model.coef_, model.intercept_[:, None]])
+                try:
+                    model = make(budget)
+                    seconds = timed_peer_fit(model, X, y) if backend == "peer" else timed_fit(model, X, y, backend)
+                except MissingPeer as reason:
+                    missing[name] = str(reason)
+                    continue
+            weights = linear_weights(model)
             found[name].append({"budget": budget, "seconds": seconds,
                                 "objective": primal_objective(X, targets, np.ones(n), weights, 1.0 / (C * n), True),
-                                "test_accuracy": float(np.mean(model.predict(X_test) == y_test))})
+                                "test_accuracy": binary_accuracy(weights, X_test, y_test)})
             print(f"  {name} budget {budget}: {found[name][-1]}", flush=True)
-    return found
+    return found, missing
 
 
 def reference_objective(X, y, max_iter):
@@ -90,14 +103,17 @@ def reference_objective(X, y, max_iter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = LinearSVC(C=C, loss="hinge", dual=True, max_iter=max_iter, tol=1e-6).fit(X, y)
-    weights = np.hstack([model.coef_, model.intercept_[:, None]])
+    weights = linear_weights(model)
     return primal_objective(X, targets, np.ones(n), weights, 1.0 / (C * n), True)
 
 
-def summary(dataset, found, reference):
+def summary(dataset, found, missing, reference):
     best = min([reference] + [p["objective"] for points in found.values() for p in points])
-    rows = []
+    rows = [{"dataset": dataset, "solver": f"{name}: missing ({reason})", "missing": reason}
+            for name, reason in missing.items()]
     for name, points in found.items():
+        if not points:
+            continue
         for p in points:
             p["gap"] = p["objective"] / best - 1.0
         row = {"dataset": dataset, "solver": name}
@@ -148,14 +164,15 @@ def main():
         print(dataset, X.shape, flush=True)
         top = 4 if args.quick else (args.max_budget or MAX_BUDGET[dataset])
         budgets = [2**k for k in range(int(np.log2(top)) + 1)]
-        found = curves(X, y, X_test, y_test, args.backends, budgets)
+        found, missing = curves(X, y, X_test, y_test, args.backends, budgets)
         reference = reference_objective(X, y, 8 * top)
-        dataset_rows, best = summary(dataset, found, reference)
+        dataset_rows, best = summary(dataset, found, missing, reference)
         rows += dataset_rows
         experiments.append({"dataset": dataset, "n_train": X.shape[0], "n_test": X_test.shape[0],
                             "n_features": X.shape[1], "nnz": int(X.nnz), "best_objective": best,
                             "reference_objective": reference, "reference_max_iter": 8 * top,
-                            "budgets": budgets, "curves": found})
+                            "budgets": budgets, "curves": {k: v for k, v in found.items() if v},
+                            "missing_peers": missing})
     columns = [("data", "dataset", "s"), ("solver", "solver", "s"),
                ("s to 1% gap", f"seconds_to_{GAPS[0]}", ".2f"), ("s to 0.1% gap", f"seconds_to_{GAPS[1]}", ".2f"),
                ("smallest gap", "best_gap", ".3%"), ("its seconds", "best_seconds", ".2f"),

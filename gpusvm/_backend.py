@@ -24,6 +24,7 @@ import scipy.sparse
 
 BACKENDS = ("auto", "numpy", "cupy")
 ENV_VARIABLE = "GPUSVM_BACKEND"
+MIN_COMPUTE_CAPABILITY = 60  # the kernels' float64 atomicAdd needs compute capability 6.0
 
 _context_backend: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "gpusvm_backend", default=None
@@ -49,6 +50,23 @@ def cupy_device_count():
         return int(cupy.cuda.runtime.getDeviceCount())
     except Exception:  # no driver, no device
         return 0
+
+
+def current_device_problem():
+    """Why the current CUDA device cannot run gpusvm's kernels, or None when it can."""
+    import cupy
+
+    device = cupy.cuda.Device()
+    return _device_problem(int(device.id), int(device.compute_capability))
+
+
+@functools.lru_cache(maxsize=None)
+def _device_problem(device_id, capability):
+    if capability < MIN_COMPUTE_CAPABILITY:
+        return (f"CUDA device {device_id} has compute capability {capability // 10}.{capability % 10}, and "
+                f"gpusvm's kernels need {MIN_COMPUTE_CAPABILITY // 10}.{MIN_COMPUTE_CAPABILITY % 10} or newer "
+                "(they add float64 values atomically)")
+    return None
 
 
 def get_config():
@@ -99,13 +117,14 @@ def resolve_backend(backend="auto"):
     ValueError
         For an unknown name.
     RuntimeError
-        For ``'cupy'`` when CuPy is missing or sees no CUDA device.
+        For ``'cupy'`` when CuPy is missing, sees no CUDA device, or the device is older
+        than compute capability 6.0.
     """
     _check_backend_name(backend, "backend")
     if backend == "auto":
         backend = get_config()["backend"]
     if backend == "auto":
-        return "cupy" if cupy_device_count() > 0 else "numpy"
+        return "cupy" if cupy_device_count() > 0 and current_device_problem() is None else "numpy"
     if backend == "cupy" and cupy_device_count() == 0:
         raise RuntimeError(
             "backend='cupy' needs CuPy and a CUDA device, but "
@@ -113,6 +132,9 @@ def resolve_backend(backend="auto"):
             + ". Install gpusvm[cuda12] or gpusvm[cuda13] on a machine with an NVIDIA GPU, "
             "or use backend='numpy' (or GPUSVM_BACKEND=numpy)."
         )
+    if backend == "cupy" and (problem := current_device_problem()) is not None:
+        raise RuntimeError(f"backend='cupy' cannot run here: {problem}. Use backend='numpy' "
+                           "(or GPUSVM_BACKEND=numpy).")
     return backend
 
 

@@ -11,6 +11,7 @@ CuPy is imported only inside the functions that compile, never at import time.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -116,11 +117,37 @@ def get_module(file_name):
     return _module_cache(file_name)
 
 
+_kernel_cache = None
+
+
 def get_kernel(file_name, kernel_name, dtype=None):
-    """A compiled kernel: ``kernel_name<float|double>`` for a template, else by name."""
-    module = get_module(file_name)
-    name = kernel_name if dtype is None else f"{kernel_name}<{c_type(dtype)}>"
-    return module.get_function(name)
+    """A compiled kernel: ``kernel_name<float|double>`` for a template, else by name.
+    Looked up once per device (the solvers ask for their kernels at every step)."""
+    global _kernel_cache
+    if _kernel_cache is None:
+        import cupy
+
+        _kernel_cache = cupy.memoize(for_each_device=True)(_fetch_kernel)
+    return _kernel_cache(file_name, kernel_name, None if dtype is None else c_type(dtype))
+
+
+def _fetch_kernel(file_name, kernel_name, c_name):
+    name = kernel_name if c_name is None else f"{kernel_name}<{c_name}>"
+    return get_module(file_name).get_function(name)
+
+
+def multiprocessor_count():
+    """The current device's multiprocessor count, read from the driver once per device."""
+    import cupy
+
+    return _multiprocessor_count(int(cupy.cuda.Device().id))
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessor_count(device_id):
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
 
 
 def row_view_arguments(X):

@@ -22,5 +22,6 @@ class LinearModelMixin:
         ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
         xp, X_dev, X = self._prediction_input(X)
-        scores = X_dev @ xp.asarray(self.coef_).T + xp.asarray(self.intercept_)
+        # coefficients in X's precision: float32 X is not copied to float64 (on the GPU, all of it)
+        scores = X_dev @ xp.asarray(self.coef_, dtype=X_dev.dtype).T + xp.asarray(self.intercept_)
         return scores_like_input(xp.asarray(scores), X)

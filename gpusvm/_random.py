@@ -52,10 +52,17 @@ def random_bits(seed, step, lanes, xp=np):
     return splitmix64(stepped ^ xp.asarray(lanes, dtype=xp.uint64), xp)
 
 
+def check_draw_range(n):
+    """Refuse a row count the stream cannot draw from: its multiply-shift draws indices
+    below 2**32 (on both backends, the CUDA kernels included)."""
+    if not 0 < n < _MAX_N:
+        raise ValueError(f"The random stream draws row indices in [0, n) for 0 < n < 2**32; got n={n!r} rows. "
+                         "Train on parts of fewer than 2**32 rows.")
+
+
 def random_indices(seed, step, count, n, xp=np):
     """``count`` indices drawn uniformly from ``[0, n)`` with replacement at ``step``."""
-    if not 0 < n < _MAX_N:
-        raise ValueError(f"random_indices needs 0 < n < 2**32, got n={n!r}.")
+    check_draw_range(n)
     high = random_bits(seed, step, count, xp) >> np.uint64(32)
     return ((high * np.uint64(n)) >> np.uint64(32)).astype(xp.int64)
 
@@ -75,10 +82,9 @@ def random_index_block(seed, first_step, n_steps, count, n, xp=np):
     """Indices of steps ``first_step .. first_step + n_steps - 1`` at once, shape (n_steps, count).
 
     Row ``s`` equals ``random_indices(seed, first_step + s, count, n)``; drawing a block
-    saves the per-call overhead when a CPU solver takes many small steps.
+    saves the per-call overhead of many small steps.
     """
-    if not 0 < n < _MAX_N:
-        raise ValueError(f"random_indices needs 0 < n < 2**32, got n={n!r}.")
+    check_draw_range(n)
     key = splitmix64(xp.asarray([seed], dtype=xp.uint64), xp)
     steps = xp.arange(first_step, first_step + n_steps, dtype=xp.uint64)[:, None]
     lanes = xp.arange(count, dtype=xp.uint64)[None, :]

@@ -127,8 +127,33 @@ def one_vs_rest_targets(y, classes):
     return targets
 
 
+INT32_LIMIT = 2**31 - 1
+
+
+def check_int32_indexable(X):
+    """Refuse a sparse X that the CUDA kernels' int32 indices cannot address, naming the
+    count that is too large (the NumPy backend has no such limit)."""
+    for what, count in (("stored entries (nnz)", X.nnz), ("columns", X.shape[1])):
+        if count > INT32_LIMIT:
+            raise ValueError(
+                f"A sparse X with {count} {what} is too large for backend='cupy': its CUDA kernels "
+                f"index with int32 (at most {INT32_LIMIT}). Split the data, or use backend='numpy'.")
+
+
+def canonical_csr(X):
+    """X (SciPy or cupyx CSR) with sorted indices and one entry per (row, feature). The
+    caller's matrix is never modified: a copy is made when X is not canonical already
+    (cupyx's products, for one, sum duplicates in place)."""
+    if X.has_canonical_format:
+        return X
+    X = X.copy()
+    X.sum_duplicates()
+    return X
+
+
 def to_backend(X, xp_name):
-    """Move a validated X (dense or CSR) to the backend's memory."""
+    """Move a validated X (dense or CSR) to the backend's memory; on the device, a CSR X
+    is canonical (see :func:`canonical_csr`) and its indices int32."""
     if xp_name == "numpy":
         if is_cupy_array(X):
             return X.get()
@@ -137,9 +162,13 @@ def to_backend(X, xp_name):
     import cupyx.scipy.sparse as cusparse
 
     if is_cupy_array(X):
+        if cusparse.issparse(X):
+            check_int32_indexable(X)
+            return canonical_csr(X)
         return X
     if sp.issparse(X):
         X = X.tocsr()
+        check_int32_indexable(X)
         return cusparse.csr_matrix(
             (cupy.asarray(X.data), cupy.asarray(X.indices, dtype=np.int32), cupy.asarray(X.indptr, dtype=np.int32)),
             shape=X.shape,
@@ -148,6 +177,8 @@ def to_backend(X, xp_name):
 
 
 __all__ = [
+    "canonical_csr",
+    "check_int32_indexable",
     "check_X",
     "check_X_y",
     "check_classes",

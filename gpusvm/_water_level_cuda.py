@@ -12,7 +12,7 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from ._kernels import get_kernel
+from ._kernels import get_kernel, multiprocessor_count
 
 _SOURCE = "water_level.cu"
 _ROUNDS = 6
@@ -31,8 +31,7 @@ class DeviceWaterLevel:
         self.hist_sum = cupy.zeros(_BUCKETS, dtype=np.float64)
         self.scratch = cupy.empty((2, max(1, self.n)), dtype=np.float64)
         self.level = cupy.empty(1, dtype=np.float64)
-        device = cupy.cuda.Device()
-        self.blocks = int(max(1, min(4 * device.attributes["MultiProcessorCount"], -(-self.n // (_THREADS * 8)))))
+        self.blocks = int(max(1, min(4 * multiprocessor_count(), -(-self.n // (_THREADS * 8)))))
 
     def __call__(self, values, volume):
         """The level of float64 device ``values`` (contiguous, ``size <= n``) as a 0-d device array."""

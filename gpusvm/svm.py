@@ -181,7 +181,8 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             classes = self._classes_for_fit(y) if classes is None else classes
         else:
             classes = self.classes_
-            X = X.astype(self._state.v.dtype, copy=False)
+            if X.dtype != self._state.v.dtype:  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
+                X = X.astype(self._state.v.dtype)
         targets, weights = self._targets_and_weights(y, sample_weight, classes)
         lam = _regularization(self.lam, self.C, X.shape[0]) if first else self.lam_
         seed = seed_from_random_state(self.random_state) if first else self._seed

@@ -1,7 +1,8 @@
 // Kernel values from inner products: the elementwise part of a kernel block.
 //
 // The inner products X Y^T come from cuBLAS / cuSPARSE; this turns them, in place,
-// into K(x, y) using the precomputed squared norms (rbf) or the affine map (poly).
+// into K(x, y) using the precomputed squared norms (rbf) or the affine map (poly), in the
+// block's precision (float32 blocks in float32, as the NumPy path computes them).
 #include "common.cuh"
 
 #define GPUSVM_KERNEL_LINEAR 0
@@ -18,18 +19,18 @@ __global__ void kernel_from_dots(
     const long long size = n_rows * n_cols;
     for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < size;
          p += (long long)gridDim.x * blockDim.x) {
-        const double dot = (double)block[p];
-        double value = dot;
+        const real dot = block[p];
+        real value = dot;
         if (kind == GPUSVM_KERNEL_RBF) {
             const long long i = p / n_cols, j = p - i * n_cols;
             // Clamp: rounding can make the squared distance slightly negative.
-            const double sq_dist = fmax(0.0, (double)row_sq_norms[i] + (double)col_sq_norms[j] - 2.0 * dot);
-            value = exp(-gamma * sq_dist);
+            const real sq_dist = fmax(real(0), row_sq_norms[i] + col_sq_norms[j] - real(2) * dot);
+            value = exp(-(real)gamma * sq_dist);
         } else if (kind == GPUSVM_KERNEL_POLY) {
-            const double base = gamma * dot + coef0;
-            value = 1.0;
+            const real base = (real)gamma * dot + (real)coef0;
+            value = real(1);
             for (int e = 0; e < degree; ++e) value *= base;
         }
-        block[p] = (real)value;
+        block[p] = value;
     }
 }

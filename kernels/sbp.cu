@@ -10,29 +10,32 @@
 //                  g_j = 1/B sum_b y_b K(x_b, x_j), computed from the inner products
 //                  (cuBLAS / cuSPARSE) and squared norms, fused with the response update
 //                  c_j += eta y_j g_j, the projection and the running sums for the average.
-// Responses, coefficients and sums are double; kernel values are computed in double
-// from inner products stored in the input's precision.
+// Responses, coefficients and sums are double; kernel values are computed in the input's
+// precision (float32 input: float32 kernel values, as the NumPy path computes them) and
+// accumulated in double.
 #include "common.cuh"
 
 #define SBP_KERNEL_LINEAR 0
 #define SBP_KERNEL_RBF 1
 #define SBP_KERNEL_POLY 2
 
+template <typename real>
 struct SBPKernel {
     int kind;
-    double gamma;
-    double coef0;
+    real gamma;
+    real coef0;
     int degree;
 
-    __device__ double operator()(double dot, double sq_a, double sq_b) const {
-        if (kind == SBP_KERNEL_RBF) return exp(-gamma * fmax(0.0, sq_a + sq_b - 2.0 * dot));
-        if (kind == SBP_KERNEL_POLY) {
-            const double base = gamma * dot + coef0;
-            double value = 1.0;
+    __device__ double operator()(real dot, real sq_a, real sq_b) const {
+        real value = dot;
+        if (kind == SBP_KERNEL_RBF) {
+            value = exp(-gamma * fmax(real(0), sq_a + sq_b - real(2) * dot));
+        } else if (kind == SBP_KERNEL_POLY) {
+            const real base = gamma * dot + coef0;
+            value = real(1);
             for (int e = 0; e < degree; ++e) value *= base;
-            return value;
         }
-        return dot;
+        return (double)value;
     }
 };
 
@@ -63,13 +66,12 @@ __global__ void sbp_norm_step(
         const double* __restrict__ responses, double* __restrict__ alpha,
         double* __restrict__ r2, double* __restrict__ factor, int first, int batch,
         long long n_total, double eta, int kind, double gamma, double coef0, int degree) {
-    const SBPKernel kernel{kind, gamma, coef0, degree};
+    const SBPKernel<real> kernel{kind, (real)gamma, (real)coef0, degree};
     double gram = 0.0, old = 0.0;  // sum_{b, b'} y_b y_b' K_bb' and sum_b c_b
     for (int pair = threadIdx.x; pair < batch * batch; pair += blockDim.x) {
         const int b = pair / batch, c = pair - b * batch;
         const long long i = drawn[first + b], j = drawn[first + c];
-        const double value = kernel((double)dots[(long long)(first + b) * n_total + j],
-                                    (double)sq_norms[i], (double)sq_norms[j]);
+        const double value = kernel(dots[(long long)(first + b) * n_total + j], sq_norms[i], sq_norms[j]);
         gram += labels[i] * labels[j] * value;
     }
     for (int b = threadIdx.x; b < batch; b += blockDim.x) old += responses[drawn[first + b]];
@@ -95,16 +97,15 @@ __global__ void sbp_update(
         double* __restrict__ alpha_sum, double* __restrict__ holdout,
         double* __restrict__ holdout_sum, int first, int batch, long long n_train,
         long long n_total, double eta, int kind, double gamma, double coef0, int degree) {
-    const SBPKernel kernel{kind, gamma, coef0, degree};
+    const SBPKernel<real> kernel{kind, (real)gamma, (real)coef0, degree};
     const double factor = *factor_ptr;
     for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n_total;
          j += (long long)gridDim.x * blockDim.x) {
-        const double sq_j = (double)sq_norms[j];
+        const real sq_j = sq_norms[j];
         double g = 0.0;
         for (int b = 0; b < batch; ++b) {
             const long long i = drawn[first + b];
-            g += labels[i] * kernel((double)dots[(long long)(first + b) * n_total + j],
-                                    (double)sq_norms[i], sq_j);
+            g += labels[i] * kernel(dots[(long long)(first + b) * n_total + j], sq_norms[i], sq_j);
         }
         g /= (double)batch;
         if (j < n_train) {

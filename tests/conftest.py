@@ -19,6 +19,21 @@ def backend(request):
 needs_device = pytest.mark.skipif(cupy_device_count() == 0, reason=NO_DEVICE)
 
 
+def to_host(value):
+    """A NumPy copy of a CuPy array; anything else as it is."""
+    return value.get() if type(value).__module__.startswith("cupy") else value
+
+
+def assert_same_result(actual, desired, backend):
+    """Equal, exactly on NumPy; on CuPy up to rounding, since float64 atomics (and cuBLAS)
+    add in an order that can change from one run to the next."""
+    actual, desired = to_host(actual), to_host(desired)
+    if backend == "cupy":
+        np.testing.assert_allclose(actual, desired, rtol=1e-10, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(actual, desired)
+
+
 @pytest.fixture
 def rng(request):
     """A fresh generator per test, seeded from the test's name (reproducible, not shared)."""

@@ -70,3 +70,16 @@ def test_version_and_public_names():
     assert gpusvm.__version__
     for name in gpusvm.__all__:
         assert hasattr(gpusvm, name)
+
+
+def test_a_device_older_than_compute_capability_6_is_refused_clearly(monkeypatch):
+    """float64 atomicAdd needs compute capability 6.0: 'cupy' says so, 'auto' falls back."""
+    import gpusvm._backend as backend_module
+
+    monkeypatch.setattr(backend_module, "cupy_device_count", lambda: 1)
+    monkeypatch.setattr(backend_module, "current_device_problem",
+                        lambda: backend_module._device_problem(0, 52))
+    assert resolve_backend("auto") == "numpy"
+    with pytest.raises(RuntimeError, match=r"compute capability 5\.2.*6\.0 or newer.*backend='numpy'"):
+        resolve_backend("cupy")
+    assert backend_module._device_problem(0, 90) is None

@@ -6,6 +6,8 @@ import scipy.sparse as sp
 
 from gpusvm import FTRLClassifier, KernelPegasosSVC, PegasosSVC, RDAClassifier, SBPClassifier
 
+from .conftest import needs_device
+
 ESTIMATORS = [PegasosSVC, KernelPegasosSVC, SBPClassifier, FTRLClassifier, RDAClassifier]
 X_GOOD = np.random.default_rng(0).normal(size=(20, 3))
 Y_GOOD = np.array([0, 1] * 10)
@@ -101,3 +103,38 @@ def test_predict_before_fit():
 
     with pytest.raises(NotFittedError):
         PegasosSVC().predict(X_GOOD)
+
+
+def test_sparse_data_past_int32_indices_is_refused_for_the_gpu():
+    """The CUDA kernels index CSR matrices with int32: say which count is too large."""
+    import types
+
+    from gpusvm._validation import check_int32_indexable
+
+    with pytest.raises(ValueError, match=r"2147483648 stored entries \(nnz\).*backend='numpy'"):
+        check_int32_indexable(types.SimpleNamespace(nnz=2**31, shape=(10, 5)))
+    with pytest.raises(ValueError, match=r"2147483648 columns"):
+        check_int32_indexable(types.SimpleNamespace(nnz=3, shape=(10, 2**31)))
+    check_int32_indexable(types.SimpleNamespace(nnz=2**31 - 1, shape=(10, 2**31 - 1)))
+
+
+@needs_device
+def test_a_device_matrix_with_duplicate_entries_is_not_modified():
+    """cupyx products sum duplicates in place: the solvers work on a canonical copy."""
+    import cupy
+    import cupyx.scipy.sparse as cusparse
+
+    from gpusvm import KernelPegasosSVC, PegasosSVC
+
+    rng = np.random.default_rng(0)
+    y = np.arange(40) % 2
+    indices = np.tile(np.array([0, 1, 1, 2], dtype=np.int32), 40)  # column 1 twice in every row
+    indptr = np.arange(0, 161, 4, dtype=np.int32)
+    for Estimator in (PegasosSVC, KernelPegasosSVC):
+        X_device = cusparse.csr_matrix(
+            (cupy.asarray(rng.normal(size=160)), cupy.asarray(indices), cupy.asarray(indptr)), shape=(40, 3))
+        before = (X_device.data.get().copy(), X_device.indices.get().copy())
+        model = Estimator(max_iter=2, random_state=0, backend="cupy").fit(X_device, y)
+        model.decision_function(X_device)
+        np.testing.assert_array_equal(X_device.data.get(), before[0])
+        np.testing.assert_array_equal(X_device.indices.get(), before[1])

@@ -225,10 +225,11 @@ def test_cupy_batch_size_one_matches_the_reference(rng):
 @needs_device
 def test_model_trained_on_the_device_resumes_on_the_cpu(rng):
     X, y = sparse_problem(rng, n=90)
-    on_device = FTRLClassifier(batch_size=6, backend="cupy").partial_fit(X[:45], y[:45], classes=[0, 1])
+    # split at a batch boundary: a partial_fit ends its last batch where its chunk ends
+    on_device = FTRLClassifier(batch_size=6, backend="cupy").partial_fit(X[:48], y[:48], classes=[0, 1])
     resumed = pickle.loads(pickle.dumps(on_device))
     resumed.set_params(backend="numpy")
-    resumed.partial_fit(X[45:], y[45:])
+    resumed.partial_fit(X[48:], y[48:])
     whole = FTRLClassifier(batch_size=6, backend="numpy").partial_fit(X, y, classes=[0, 1])
     np.testing.assert_allclose(fitted_weights(resumed), fitted_weights(whole), rtol=1e-9, atol=1e-12)
 

@@ -76,3 +76,16 @@ def test_each_phase_opens_its_nvtx_range(estimator, title, figure, ranges, data,
     opened_ranges.clear()
     estimator.predict(data[0])
     assert opened_ranges == ["predict.kernel" if hasattr(estimator, "dual_coef_") else "predict.linear"]
+
+
+def test_every_range_colour_is_one_nvtx_knows_without_matplotlib():
+    """nvtx resolves other colour names through matplotlib, which a user may not have."""
+    import re
+    from pathlib import Path
+
+    from nvtx.colors import _NVTX_COLORS
+
+    package = Path(__file__).resolve().parent.parent / "gpusvm"
+    colours = {match for path in package.rglob("*.py")
+               for match in re.findall(r'color="([^"]+)"', path.read_text())}
+    assert colours and colours <= set(_NVTX_COLORS), colours - set(_NVTX_COLORS)

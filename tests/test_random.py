@@ -105,3 +105,12 @@ def test_cuda_header_stream_matches_numpy(tmp_path):
     indices = [int(line.split()[1]) for line in lines if line]
     assert bits == [int(b) for b in random_bits(seed, step, 16)]
     assert indices == random_indices(seed, step, 16, n).tolist()
+
+
+def test_a_row_count_the_stream_cannot_draw_from_is_named():
+    from gpusvm._random import check_draw_range
+
+    for n in (0, 2**32):
+        with pytest.raises(ValueError, match=rf"got n={n} rows"):
+            check_draw_range(n)
+    check_draw_range(2**32 - 1)

@@ -209,3 +209,29 @@ def test_numpy_and_cupy_models_agree(breast_cancer, fit_intercept):
     np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, rtol=1e-7, atol=1e-10)
     np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), rtol=1e-6, atol=1e-8)
     assert [r["holdout_error"] for r in device.history_] == [r["holdout_error"] for r in host.history_]
+
+
+@needs_device
+def test_float32_input_gives_the_same_model_on_both_backends(breast_cancer):
+    """Kernel values in float32 on both backends (accumulated in float64): the same draws
+    and support, coefficients equal to float32 rounding."""
+    X_train, X_test, y_train, _ = breast_cancer
+    X_train, X_test = X_train.astype(np.float32), X_test.astype(np.float32)
+    params = dict(batch_size=4, max_iter=3, random_state=3)
+    host = SBPClassifier(backend="numpy", **params).fit(X_train, y_train)
+    device = SBPClassifier(backend="cupy", **params).fit(X_train, y_train)
+    np.testing.assert_array_equal(host.support_, device.support_)
+    np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), rtol=1e-4, atol=1e-5)
+
+
+def test_the_clock_is_read_after_the_queued_steps(monkeypatch, breast_cancer):
+    """time_budget and history_'s seconds wait for the device: steps synchronize before
+    every read of the host clock (a no-op on the CPU)."""
+    X_train, _, y_train, _ = breast_cancer
+    calls = []
+    monkeypatch.setattr(NumpySBPSteps, "synchronize", lambda self: calls.append(1))
+    model = SBPClassifier(time_budget=1e6, max_iter=1, batch_size=8, validation_fraction=0.0, random_state=0,
+                          backend="numpy").fit(X_train, y_train)
+    steps = model.history_[-1]["steps"]
+    assert len(calls) >= steps  # once per step for the budget, once per checkpoint for history_

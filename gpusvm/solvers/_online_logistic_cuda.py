@@ -14,7 +14,7 @@ import numpy as np
 import nvtx
 
 from .._kernels import get_kernel, row_view_arguments
-from .online_logistic import canonical_csr
+from .._validation import canonical_csr
 
 _KINDS = {"ftrl": 0, "tg": 1, "fobos": 2, "rda": 3}
 _ROWS_PER_BLOCK = 4  # one warp per batch row

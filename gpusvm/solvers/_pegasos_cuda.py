@@ -13,6 +13,7 @@ import numpy as np
 import nvtx
 
 from .._kernels import get_kernel, row_view_arguments
+from .._random import check_draw_range
 from .pegasos import FOLD_RATIO, RENORMALIZE_BELOW
 
 _THREADS = 128
@@ -22,6 +23,7 @@ class CupyPegasosSteps:
     """Pegasos steps on a CUDA device; same results as ``NumpyPegasosSteps`` up to rounding."""
 
     def __init__(self, problem, state):
+        check_draw_range(problem.n_samples)  # pegasos_margins draws its rows in the kernel
         self.problem = problem
         self.state = state
         X = problem.X

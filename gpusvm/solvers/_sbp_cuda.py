@@ -91,6 +91,10 @@ class CupySBPSteps:
                     np.int64(n), np.int64(n_total), np.float64(eta), *self.kernel_args))
         self.n_steps = step
 
+    def synchronize(self):
+        """Wait for the steps queued on the device (before reading a host clock)."""
+        cupy.cuda.Device().synchronize()
+
     def model(self, average):
         """``alpha``, responses and holdout responses (device arrays), averaged or last."""
         n_holdout = self.problem.n_holdout

@@ -57,6 +57,7 @@ from scipy.special import expit
 from .._backend import to_numpy
 from .._instrumentation import progress_bar
 from .._random import random_bits
+from .._validation import canonical_csr
 
 RULES = ("ftrl", "tg", "fobos", "rda")
 
@@ -247,16 +248,6 @@ def shuffled_order(seed, epoch, n_samples, xp=np):
     """
     keys = random_bits(seed, epoch, n_samples, xp)
     return xp.argsort(keys, kind="stable") if xp is np else xp.argsort(keys)
-
-
-def canonical_csr(X):
-    """X with one entry per (row, feature), so that each example adds one gradient per
-    feature (FTRL's squared sums depend on it); the caller's matrix is not modified."""
-    if X.has_canonical_format:
-        return X
-    X = X.copy()
-    X.sum_duplicates()
-    return X
 
 
 def logistic_loss(margins, y01, xp=np):
