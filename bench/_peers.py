@@ -7,7 +7,9 @@ wheels with their dependencies are about 700 MiB, more than such a run can carry
 
 - ThunderSVM (LIBSVM's SMO on the GPU), built from source for the device
   (``ci/build_thundersvm.sh``): kernel SVM.
-- Snap ML (``snapml``, ``use_gpu=True``): linear SVM.
+- torchkm (kernel SVM on PyTorch): its estimator always cross-validates over its ``Cs``;
+  given the one C it still fits two folds before the final model, and that is in its time.
+- Snap ML (``snapml``, GPU and CPU solvers): linear SVM.
 """
 
 from __future__ import annotations
@@ -26,6 +28,20 @@ def thundersvm_svc(C, gamma):
     except Exception as error:  # not installed, or its library fails to load
         raise MissingPeer(f"thundersvm: {type(error).__name__}: {error}") from error
     return SVC(kernel="rbf", C=C, gamma=gamma, gpu_id=0)
+
+
+def torchkm_svc(C, gamma):
+    """torchkm's kernel SVM on the GPU at SVC's C and rbf gamma (its kernel is
+    ``exp(-2 sigma ||x - y||^2)``, so ``sigma = gamma / 2``)."""
+    try:
+        from torchkm import TorchKMSVC
+    except Exception as error:
+        raise MissingPeer(f"torchkm: {type(error).__name__}: {error}") from error
+    return TorchKMSVC(kernel="rbf", Cs=[C], cv=2, rbf_sigma=gamma / 2, device="cuda", random_state=0)
+
+
+# The kernel SVM peers of the GPU runs, by the label the tables give them.
+KERNEL_PEERS = {"ThunderSVM SVC (GPU)": thundersvm_svc, "torchkm TorchKMSVC (GPU)": torchkm_svc}
 
 
 def snapml_svm(C, use_gpu=True, max_iter=1000, tol=1e-3):

@@ -151,9 +151,10 @@ def gpu_section(results):
               + ", ".join(f"`results/gpu-triage/{path.name}`" for path in sorted(RESULTS.glob("gpu-triage/*.md")))
               + ".", "",
               "GPU peers, each reported as missing (with the reason) when it cannot run: ThunderSVM (SMO on "
-              "the GPU, built on the device by `ci/build_thundersvm.sh`) beside the kernel solvers, and Snap ML "
-              "(`snapml`, its GPU and CPU solvers) beside PegasosSVC. torchkm is not wired in yet. cuML is not "
-              "among them: its wheels with their "
+              "the GPU, built on the device by `ci/build_thundersvm.sh`) and torchkm (kernel SVM on PyTorch; its "
+              "time includes the 2-fold cross-validation its estimator always runs) beside the kernel solvers, "
+              "and Snap ML (`snapml`, its GPU and CPU solvers) beside PegasosSVC. cuML is not among them: its "
+              "wheels with their "
               "dependencies are about 700 MiB, more than a run on the lent GPU machines (which reach no "
               "package registry) can carry.", ""]
     logs = sorted(RESULTS.glob("logs/*.log"))

