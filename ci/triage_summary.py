@@ -40,7 +40,8 @@ def main(junit_path, info_path):
     info = json.loads(Path(info_path).read_text()) if Path(info_path).exists() else {}
     devices = info.get("devices") or [{"name": "no-device"}]
     tag = re.sub(r"[^a-z0-9]+", "-", devices[0]["name"].lower()).strip("-")[:48]
-    cases = outcomes(junit_path) if Path(junit_path).stat().st_size else []
+    # no report at all when pytest died before writing it: counted as a failure below
+    cases = outcomes(junit_path) if Path(junit_path).exists() and Path(junit_path).stat().st_size else []
     counts = {name: sum(c["outcome"] == name for c in cases)
               for name in ("passed", "failed", "error", "skipped")}
     bad = [c for c in cases if c["outcome"] in ("failed", "error")]
@@ -56,8 +57,9 @@ def main(junit_path, info_path):
         lines += [f"## {case['outcome']}: {case['test']}", "", "```", case["detail"], "```", ""]
     (RESULTS / f"{tag}.md").write_text("\n".join(lines))
     print("\n".join(lines[:6]))
-    print(f"{len(bad)} failing tests; summary in bench/results/gpu-triage/{tag}.md")
-    return 1 if bad else 0
+    print(f"{len(bad)} failing tests" if cases else "no test report: pytest did not finish",
+          f"; summary in bench/results/gpu-triage/{tag}.md")
+    return 1 if bad or not cases else 0
 
 
 if __name__ == "__main__":
