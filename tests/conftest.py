@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gpusvm._backend import cupy_device_count
+from gpusvm._backend import cupy_device_count, is_cupy_array, to_numpy
 
 NO_DEVICE = "backend='cupy' needs CuPy and a CUDA device; this machine has none"
 
@@ -21,7 +21,7 @@ needs_device = pytest.mark.skipif(cupy_device_count() == 0, reason=NO_DEVICE)
 
 def to_host(value):
     """A NumPy copy of a CuPy array; anything else as it is."""
-    return value.get() if type(value).__module__.startswith("cupy") else value
+    return to_numpy(value) if is_cupy_array(value) else value
 
 
 def assert_same_result(actual, desired, backend):
