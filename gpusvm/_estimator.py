@@ -7,11 +7,19 @@ import contextlib
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend, to_numpy
-from ._validation import check_classes, check_is_fitted, check_weights, check_X, one_vs_rest_targets, to_backend
+from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, issparse, resolve_backend, to_numpy
+from ._validation import (
+    check_classes,
+    check_is_fitted,
+    check_some_weight,
+    check_weights,
+    check_X,
+    class_weight_per_sample,
+    one_vs_rest_targets,
+    to_backend,
+)
 
 
 def scores_like_input(scores, X):
@@ -21,6 +29,14 @@ def scores_like_input(scores, X):
     if is_cupy_array(scores) and not is_cupy_array(X):
         return scores.get()
     return scores
+
+
+_FINITE_CHECK_ROWS = 64  # training rows whose decision values must be finite after a fit
+
+
+def _largest_value(X):
+    values = X.data if issparse(X) else X
+    return max(abs(float(values.max())), abs(float(values.min()))) if values.size else 0.0
 
 
 @contextlib.contextmanager
@@ -85,13 +101,31 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         targets = one_vs_rest_targets(y, classes)
         weights = check_weights(sample_weight, y.shape[0])
         if self.class_weight is not None:
-            weights = weights * compute_sample_weight(self.class_weight, y)
+            weights = weights * class_weight_per_sample(self.class_weight, y)
+            check_some_weight(weights, self.class_weight)
         return targets, weights
 
     def _classes_for_fit(self, y):
         """Sorted classes of y; rejects continuous targets and a single class."""
         check_classification_targets(y)
         return check_classes(y, type(self).__name__)
+
+    def _check_finite_model(self, X):
+        """Refuse a fitted model with NaN or infinite coefficients or decision values (on
+        a few training rows), naming the likely cause; raised inside ``restore_on_error``,
+        it leaves the estimator as it was before the call."""
+        arrays = [getattr(self, name) for name in ("coef_", "dual_coef_", "intercept_") if hasattr(self, name)]
+        finite = all(np.isfinite(array).all() for array in arrays)
+        if finite:
+            finite = bool(np.isfinite(to_numpy(self.decision_function(X[:_FINITE_CHECK_ROWS]))).all())
+        if not finite:
+            kernel = getattr(self, "kernel", None)
+            settings = f" and the kernel settings (kernel={kernel!r}, gamma={self.gamma!r}, coef0={self.coef0!r}, " \
+                f"degree={self.degree!r})" if kernel is not None else ""
+            raise ValueError(
+                f"{type(self).__name__} learned a model with NaN or infinite values: its arithmetic overflowed. "
+                f"The likely cause is the feature scale (X's largest absolute value here is {_largest_value(X):.3g})"
+                f"{settings}. Scale the features, e.g. with sklearn.preprocessing.StandardScaler.")
 
     def _predict_namespace(self, X):
         """Where to compute predictions: the input's device, else the training backend."""

@@ -7,11 +7,14 @@ wording, so that a GPU user is never asked to copy data to the host first.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._backend import is_cupy_array, to_numpy
+from ._backend import is_cupy_array, issparse, namespace_of, to_numpy
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -77,10 +80,35 @@ def check_X_y(estimator, X, y, *, reset):
                 f"y must be 1D with one label per row of X: X has {X.shape[0]} rows, "
                 f"y has shape {y.shape}."
             )
-        return X, y
-    return validate_data(
-        estimator, X, y, reset=reset, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C"
-    )
+    else:
+        X, y = validate_data(
+            estimator, X, y, reset=reset, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C"
+        )
+    check_feature_scale(X)
+    return X, y
+
+
+def check_feature_scale(X):
+    """Refuse an X whose squared row norms overflow its dtype: every solver's inner
+    products would too, and the model would come out NaN. One pass over the values;
+    the row norms are computed only when the largest value makes overflow possible."""
+    values = X.data if issparse(X) else X
+    if values.size == 0:
+        return
+    largest = max(abs(float(values.max())), abs(float(values.min())))
+    limit = float(np.finfo(X.dtype).max)
+    if largest * largest * X.shape[1] <= limit:
+        return
+    if issparse(X):
+        sq_norms = X.multiply(X).sum(axis=1)
+    else:
+        sq_norms = namespace_of(X).einsum("ij,ij->i", X, X)
+    if not np.isfinite(float(sq_norms.max())):
+        raise ValueError(
+            f"X holds values up to {largest:.3g} in absolute value: a row's squared norm overflows "
+            f"{X.dtype} (at most {limit:.3g}), and so would the solver's inner products. "
+            "Scale the features, e.g. with sklearn.preprocessing.StandardScaler."
+        )
 
 
 def check_weights(sample_weight, n_samples):
@@ -91,6 +119,26 @@ def check_weights(sample_weight, n_samples):
     return _check_sample_weight(
         sample_weight, placeholder, dtype=np.float64, ensure_non_negative=True
     )
+
+
+def class_weight_per_sample(class_weight, y):
+    """Each row's weight from ``class_weight`` (a dict or 'balanced'), with the checks
+    ``sample_weight`` gets: finite, not negative."""
+    if isinstance(class_weight, dict):
+        for label, value in class_weight.items():
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+                raise ValueError(
+                    f"class_weight must map each class to a finite number at least 0; "
+                    f"got class_weight[{label!r}] = {value!r}.")
+    return compute_sample_weight(class_weight, y)
+
+
+def check_some_weight(weights, class_weight):
+    """Refuse weights (sample times class weights) that are all zero: nothing to learn."""
+    if not np.any(weights > 0):
+        raise ValueError(
+            f"Every row has weight 0 (class_weight={class_weight!r} times sample_weight): "
+            "at least one row needs a positive weight.")
 
 
 def check_classes(y, estimator_name):
@@ -182,6 +230,9 @@ __all__ = [
     "check_X",
     "check_X_y",
     "check_classes",
+    "check_feature_scale",
+    "check_some_weight",
+    "class_weight_per_sample",
     "class_positions",
     "check_is_fitted",
     "check_weights",

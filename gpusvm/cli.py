@@ -159,18 +159,18 @@ def build_parser():
 
 
 def train_command(args, out):
-    from .model_io import save
+    from .model_io import check_model_path, save
 
     model = solver_estimator(args.solver, args)
     if args.n_features is not None and args.n_features < 1:
         raise UsageError(f"--n-features must be at least 1, got {args.n_features}.", "gpusvm train")
+    path = check_model_path(args.model if args.model else Path(args.data).name + ".model")  # before a long fit
     X, y, how = read_data(args.data, args.format, n_features=args.n_features)
     if y is None:
         raise ValueError(f"{args.data} has no labels to train on.")
     started = time.perf_counter()
     model.fit(X, y)
     seconds = time.perf_counter() - started
-    path = Path(args.model) if args.model else Path(Path(args.data).name + ".model")
     save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds})
     out(f"Trained {type(model).__name__} (--solver {args.solver}) on {X.shape[0]} rows x {X.shape[1]} features "
         f"with {model.backend_} in {seconds:.3f} s; training accuracy {model.score(X, y):.4%}.")

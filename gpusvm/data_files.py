@@ -15,6 +15,7 @@ The formats, chosen by extension unless named:
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -119,10 +120,10 @@ def _read_npz(path):
                     f"{path} has arrays {sorted(keys)}; expected X (and y), as numpy.savez(path, X=X, y=y) "
                     "writes, or a scipy.sparse.save_npz matrix."
                 )
-    except (ValueError, OSError, EOFError) as error:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
         if isinstance(error, DataFileError):
             raise
-        raise DataFileError(f"{path} is not a readable .npz file: {error}") from None
+        raise DataFileError(f"{path} is not a readable .npz file (damaged or truncated?): {error}") from None
     if X.ndim != 2:
         raise DataFileError(f"{path}: X must be 2-D, got shape {X.shape}.")
     if y is not None and y.shape != (X.shape[0],):
@@ -136,6 +137,11 @@ def _read_csv(path, n_features):
     except (ValueError, UnicodeDecodeError) as error:
         raise DataFileError(f"{path} is not a CSV file of equal-length rows: {error}") from None
     text = np.char.strip(text)
+    if text.shape[1] < 2:
+        raise DataFileError(
+            f"{path} has a single column: gpusvm reads CSV files as comma-separated values, the label "
+            f"first. Its first line is {_first_line(path)!r}; for a LIBSVM/svmlight file, use --format "
+            "svmlight (or an extension other than .csv).")
     if text.shape[0] and not _all_numbers(text[0, 1:]):
         text = text[1:]  # a header line
     if text.shape[0] == 0:
@@ -147,6 +153,11 @@ def _read_csv(path, n_features):
     except ValueError as error:
         raise DataFileError(f"{path} has a feature that is not a number: {error}") from None
     return X, (_labels(text[:, 0]) if has_labels else None)
+
+
+def _first_line(path, limit=80):
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.readline(limit).rstrip("\n")
 
 
 def _all_numbers(cells):

@@ -13,6 +13,7 @@ follow scikit-learn's SVC:
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -37,9 +38,34 @@ def resolve_gamma(gamma, X):
                 variance = float(X.var())
             return 1.0 / (n_features * variance) if variance > 0 else 1.0
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
-    if not isinstance(gamma, numbers.Real) or not gamma > 0:
+    if not isinstance(gamma, numbers.Real) or not 0 < gamma < math.inf:
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
     return float(gamma)
+
+
+def check_kernel_range(X, *, kernel, gamma, degree=3, coef0=0.0):
+    """Refuse kernel settings whose values overflow X's dtype on X, before training.
+
+    By Cauchy-Schwarz ``|<x, y>| <= m`` with ``m`` the largest squared row norm, so
+    ``|K| <= (gamma m + |coef0|) ** degree`` for 'poly', ``m`` for 'linear', and the rbf
+    distances are at most ``4 m``: when that bound is finite, every kernel value is.
+    """
+    if not np.isfinite(coef0):
+        raise ValueError(f"coef0 must be a finite number, got {coef0!r}.")
+    largest = float(squared_row_norms(X).max()) if X.shape[0] else 0.0
+    limit = float(np.finfo(X.dtype).max)
+    if kernel == "poly":
+        base = gamma * largest + abs(coef0)
+        bound = math.inf if base > 1 and degree * math.log(base) > math.log(limit) else base**degree
+    else:
+        bound = largest if kernel == "linear" else 4.0 * largest
+    if not bound <= limit:
+        raise ValueError(
+            f"The {kernel!r} kernel overflows {X.dtype} on this X (gamma={gamma!r}, coef0={coef0!r}, "
+            f"degree={degree!r}; the largest squared row norm is {largest:.3g}): its values reach about "
+            f"{bound:.3g}, above {limit:.3g}. Scale the features (e.g. sklearn.preprocessing.StandardScaler) "
+            "or lower gamma."
+        )
 
 
 def squared_row_norms(X):
@@ -55,6 +81,12 @@ def squared_row_norms(X):
 # bytes.
 DENSIFY_MIN_DENSITY = 0.05
 DENSIFY_MAX_BYTES = 2**30
+
+
+# inner_products densifies the smaller side of a sparse-by-sparse product when its dense
+# copy holds at most this many times as many values as the output plus the other side's
+# nonzeros.
+DENSIFY_SIDE_FACTOR = 4
 
 
 def compute_layout(X):
@@ -74,14 +106,47 @@ def _dense(X):
 
 
 def inner_products(X, Y):
-    """``X @ Y.T`` as a dense array; a sparse-by-sparse product densifies the smaller side."""
+    """``X @ Y.T`` as a dense array.
+
+    Sparse by sparse, the side with fewer rows is densified (a dense product is fastest)
+    when its dense copy is no larger than the work the product does anyway: the output
+    block plus the other side's nonzeros. On wide data (say 2^24 hashed columns) both
+    sides are first narrowed to the columns they share, so that memory stays
+    O(nnz + output) however many columns X has.
+    """
     if issparse(X) and issparse(Y):
+        if _dense_side_too_large(X, Y):
+            X, Y = _shared_columns(X, Y)
+        if _dense_side_too_large(X, Y):
+            return (X @ Y.T).toarray()
         if X.shape[0] <= Y.shape[0]:
             return (Y @ _dense(X).T).T.copy()
         return X @ _dense(Y).T
     if issparse(Y):
         return (Y @ X.T).T.copy()
     return X @ Y.T  # dense @ dense, or sparse @ dense: a dense array either way
+
+
+def _dense_side_too_large(X, Y):
+    small, large = (X, Y) if X.shape[0] <= Y.shape[0] else (Y, X)
+    return small.shape[0] * small.shape[1] > DENSIFY_SIDE_FACTOR * (X.shape[0] * Y.shape[0] + large.nnz)
+
+
+def _shared_columns(X, Y):
+    """X and Y (CSR) restricted to the columns both use, renumbered from 0: the same
+    inner products, over at most ``min(X.nnz, Y.nnz)`` columns."""
+    xp = namespace_of(X.data)
+    columns = xp.unique(X.indices)
+    columns = columns[xp.isin(columns, Y.indices)]
+    return _restrict_columns(X, columns, xp), _restrict_columns(Y, columns, xp)
+
+
+def _restrict_columns(M, columns, xp):
+    """M's entries in the sorted ``columns``, as a CSR matrix of ``len(columns)`` columns."""
+    keep = xp.isin(M.indices, columns)
+    kept_before = xp.concatenate([xp.zeros(1, dtype=M.indptr.dtype), xp.cumsum(keep, dtype=M.indptr.dtype)])
+    indices = xp.searchsorted(columns, M.indices[keep]).astype(M.indices.dtype)
+    return type(M)((M.data[keep], indices, kept_before[M.indptr]), shape=(M.shape[0], columns.shape[0]))
 
 
 def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y_sq_norms=None):

@@ -112,6 +112,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         self.intercept_ = weights[:, -1].copy()
         self.n_nonzero_ = int(np.count_nonzero(self.coef_))
         self.n_iter_, self.t_, self.loss_curve_ = n_epochs, state.t, losses
+        self._check_finite_model(X)
 
     def predict_proba(self, X):
         """Class probabilities: the logistic model's for two classes; for more, each

@@ -17,12 +17,18 @@ keys, string arrays of dtype object and the solver-state dataclasses.  Loading b
 only those types, so it never runs code from the file.
 
 Saving writes a temporary file beside the target and renames it, so an interrupted
-save leaves the previous file (or none), never half a model.
+save leaves the previous file (or none), never half a model. A save killed outright
+(SIGKILL, power loss) can also leave its temporary file, ``.NAME.PID.XXXXXXXX.tmp``,
+beside the target; the next save to the same path removes those whose process has
+ended. Process ids are this machine's: in a folder shared with other machines, a save
+there can remove a remote writer's temporary file, and that writer's save then fails
+with an error (its target file stays whole).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import math
 import numbers
@@ -36,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._backend import cupy_device_count, is_cupy_array, resolve_backend, to_numpy
+from ._model_checks import InconsistentModel, check_model_parts
 from ._registry import SOLVERS, solver_name
 from .solvers.online_logistic import OnlineState
 from .solvers.pegasos import PegasosState
@@ -63,8 +70,9 @@ def save(model, path, *, metadata=None):
         The file to write (any extension; ``.npz`` lets NumPy list its arrays). An
         existing file is replaced only once the new one is complete.
     metadata : dict, optional
-        Extra JSON-serializable facts to keep with the model (the command line records
-        how it read the training data); :func:`load` returns them as ``model.metadata_``.
+        Extra facts to keep with the model: numbers, strings, lists, dicts and NumPy
+        arrays (the command line records how it read the training data); :func:`load`
+        returns them as ``model.metadata_``.
 
     Raises
     ------
@@ -78,6 +86,7 @@ def save(model, path, *, metadata=None):
 
     solver = solver_name(model)
     check_is_fitted(model)
+    path = check_model_path(path)
     arrays = {}
     params = {name: _encode(value, f"params.{name}", arrays) for name, value in model.get_params(deep=False).items()}
     attributes = {
@@ -96,10 +105,31 @@ def save(model, path, *, metadata=None):
         "n_features_in": int(model.n_features_in_),
         "dtype": str(_main_array(model).dtype),
         "attributes": attributes,
-        "user": _encode(dict(metadata or {}), "user", {}),
+        "user": _encode(dict(metadata or {}), "user", arrays),
     }
     text = json.dumps(document, indent=1, allow_nan=False)
     _write_atomically(Path(path), text, arrays)
+
+
+def check_model_path(path):
+    """``path`` as a :class:`~pathlib.Path` that :func:`save` can write: not a folder, in
+    a folder that exists and is writable. Called before training by the command line, so
+    that a long fit does not end in an unwritable path.
+
+    Raises
+    ------
+    IsADirectoryError, FileNotFoundError, PermissionError
+        Each naming the path and what to give instead.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"The model path {str(path)!r} is a folder; give a file name, e.g. {str(path / 'model.npz')!r}.")
+    folder = path.resolve().parent
+    if not folder.is_dir():
+        raise FileNotFoundError(f"Cannot write the model to {str(path)!r}: the folder {str(folder)!r} does not exist.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"Cannot write the model to {str(path)!r}: the folder {str(folder)!r} is not writable.")
+    return path
 
 
 def load(path, *, backend=None):
@@ -229,9 +259,14 @@ def _encode_array(array, name, arrays):
 
 
 def _write_atomically(path, text, arrays):
-    """Write the archive to a temporary file in the target's folder, then rename it."""
+    """Write the archive to a temporary file in the target's folder, then rename it.
+
+    The temporary file's name holds the writer's process id, so that a later save to
+    the same path can remove what a killed writer left (see :func:`_remove_orphans`).
+    """
     folder = path.resolve().parent
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    _remove_orphans(folder, path.name)
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as handle:
             with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -246,6 +281,25 @@ def _write_atomically(path, text, arrays):
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _remove_orphans(folder, name):
+    """Delete the temporary files of saves to ``folder/name`` whose process has ended
+    (killed mid-write); those of live processes, saving concurrently, stay."""
+    for leftover in folder.glob(f".{glob.escape(name)}.*.tmp"):
+        pid = leftover.name[len(name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and not _process_is_running(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _process_is_running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or a pid this system cannot check: keep the file
+    return True
 
 
 def _new_file_mode(path):
@@ -356,26 +410,15 @@ def _decode(value, read_array):
 
 
 def _check_model(model, path, classes, n_features):
-    """Reject a model whose parts disagree, before it can predict something wrong."""
+    """Reject a model whose parts are wrong or disagree, before it can predict something wrong."""
     def fail(problem):
-        raise ModelFileError(f"{path} does not hold a consistent {type(model).__name__}: {problem}.")
+        raise ModelFileError(f"{path} does not hold a consistent {type(model).__name__}: {problem}.") from None
 
-    for name in ("classes_", "n_features_in_", "backend_", "intercept_"):
-        if name not in model.__dict__:
-            fail(f"the fitted attribute {name} is missing")
-    if not isinstance(model.classes_, np.ndarray) or model.classes_.tolist() != classes:
-        fail("classes_ differs from the classes listed in its metadata")
-    if model.n_features_in_ != n_features or not isinstance(n_features, int) or n_features < 1:
-        fail(f"n_features_in_ is {model.n_features_in_!r}, the metadata says {n_features!r}")
-    if model.backend_ not in ("numpy", "cupy"):
-        fail(f"backend_ is {model.backend_!r}")
+    try:
+        check_model_parts(model, classes, n_features)
+    except InconsistentModel as error:
+        fail(error)
     n_outputs = 1 if len(classes) == 2 else len(classes)
-    if len(classes) < 2:
-        fail(f"it has {len(classes)} class(es)")
-    for name in ("coef_", "dual_coef_", "intercept_"):
-        array = model.__dict__.get(name)
-        if array is not None and (not isinstance(array, np.ndarray) or array.shape[0] != n_outputs):
-            fail(f"{name} has shape {getattr(array, 'shape', '?')} for {len(classes)} classes")
     try:
         scores = np.asarray(model.decision_function(np.zeros((1, n_features))))
     except Exception as error:  # shapes that do not fit together

@@ -13,8 +13,8 @@ from ._backend import get_namespace, to_numpy
 from ._estimator import GPUClassifierMixin, restore_on_error
 from ._kernel_model import KernelModelMixin
 from ._random import seed_from_random_state
-from ._validation import check_X_y, one_vs_rest_targets, to_backend
-from .kernel_functions import KERNELS, resolve_gamma
+from ._validation import check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
+from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
 from .solvers.sbp import NumpySBPSteps, SBPProblem, StoppingRules, positive_level, run_sbp
 
 
@@ -68,7 +68,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         Share of the training rows held out (stratified) to measure the error at each
         checkpoint (ten per epoch). 0 trains on every row and stops on ``max_iter``,
         ``time_budget`` or ``max_kernel_evals`` only. When the holdout would have fewer
-        rows than there are classes, no holdout is used.
+        rows than there are classes, or a class has a single row, no holdout is used.
     n_iter_no_change : int, default=10
         Stop when the holdout error has not improved on its best for this many
         checkpoints in a row (10 = one epoch).
@@ -115,7 +115,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         "kernel": [StrOptions(set(KERNELS))],
         "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
         "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Real],
+        "coef0": [Interval(Real, None, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -175,6 +175,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             order = np.concatenate([train, holdout])
             X_dev = to_backend(X[order], backend)
             gamma = resolve_gamma(self.gamma, X_dev[: train.size])  # the training rows come first
+            check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
             targets = one_vs_rest_targets(y[train], classes)
             xp = get_namespace(backend)
             problem = SBPProblem(
@@ -190,13 +191,16 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             self.backend_, self.classes_, self.gamma_ = backend, classes, gamma
             self.t_ = result.n_steps
             self.n_iter_ = result.n_steps / max(1, -(-train.size // self.batch_size))
+            self._check_finite_model(X)
         return self
 
     def _split(self, y, classes, seed):
         """Indices of the training rows and of the stratified holdout rows."""
         everything = np.arange(y.shape[0])
         n_holdout = int(self.validation_fraction * y.shape[0])
-        if n_holdout < classes.size or y.shape[0] - n_holdout < classes.size:
+        smallest_class = np.unique(y, return_counts=True)[1].min()
+        # a stratified split needs every class in both parts
+        if n_holdout < classes.size or y.shape[0] - n_holdout < classes.size or smallest_class < 2:
             return everything, everything[:0]
         train, holdout = train_test_split(
             everything, test_size=n_holdout, stratify=y, random_state=seed % 2**32
@@ -227,26 +231,42 @@ def nu_from_svc(svc, X, y):
     """The ``nu`` at which SBP solves the same problem as a fitted binary SVC.
 
     ``nu = mean_i max(0, 1 - y_i f(x_i)) / ||w||`` with ``f`` the SVC's decision
-    function and ``||w||^2 = dual_coef K(SV, SV) dual_coef^T`` (the paper's recipe).
+    function and ``||w||^2 = dual_coef K(SV, SV) dual_coef^T`` (the paper's recipe). The
+    intercept counts as an unregularized bias, as SBPClassifier's.
 
     Parameters
     ----------
-    svc : fitted sklearn.svm.SVC (or any model with ``dual_coef_``,
-        ``support_vectors_``, ``decision_function`` and a kernel SBPClassifier knows)
-    X, y : the data it was fitted on; y with two classes.
+    svc : fitted binary kernel model
+        scikit-learn's :class:`~sklearn.svm.SVC`, gpusvm's :class:`KernelPegasosSVC`
+        or :class:`SBPClassifier`, or any model with ``dual_coef_``,
+        ``support_vectors_``, ``classes_``, ``decision_function``, a ``kernel`` of
+        'linear', 'rbf' or 'poly' and its ``gamma_`` (or SVC's ``_gamma``).
+    X, y : the data it was fitted on (or a sample of it); y with the model's two classes.
 
     Returns
     -------
     float
     """
+    from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
+
     from .kernel_functions import kernel_block
 
-    classes = np.unique(y)
+    check_is_fitted(svc)
+    X = check_array(X, accept_sparse="csr", dtype=(np.float64, np.float32))
+    y = column_or_1d(y)
+    check_consistent_length(X, y)
+    classes = np.asarray(svc.classes_)
     if classes.size != 2:
-        raise ValueError(f"nu_from_svc needs two classes, got {classes.size}.")
-    signs = np.where(np.asarray(y) == classes[1], 1.0, -1.0)
-    margins = signs * svc.decision_function(X)
-    gram = kernel_block(svc.support_vectors_, svc.support_vectors_, kernel=svc.kernel, gamma=svc._gamma,
+        raise ValueError(f"nu_from_svc needs a model of two classes, got one of {classes.size}.")
+    unknown = np.setdiff1d(np.unique(y), classes)
+    if unknown.size:
+        raise ValueError(f"y contains labels {unknown.tolist()!r} that are not the model's classes {classes.tolist()!r}.")
+    if svc.kernel not in KERNELS:
+        raise ValueError(f"nu_from_svc needs a {', '.join(map(repr, KERNELS))} kernel; the model's is {svc.kernel!r}.")
+    gamma = svc.gamma_ if hasattr(svc, "gamma_") else svc._gamma  # gpusvm's models, else SVC's private name
+    signs = np.where(y == classes[1], 1.0, -1.0)
+    margins = signs * to_numpy(svc.decision_function(X))
+    gram = kernel_block(svc.support_vectors_, svc.support_vectors_, kernel=svc.kernel, gamma=gamma,
                         degree=svc.degree, coef0=svc.coef0)
     norm = float(np.sqrt(svc.dual_coef_ @ gram @ svc.dual_coef_.T).item())
     return float(np.maximum(0.0, 1.0 - margins).mean() / norm)

@@ -14,7 +14,7 @@ from ._kernel_model import KernelModelMixin
 from ._linear_model import LinearModelMixin
 from ._random import seed_from_random_state
 from ._validation import check_X_y, to_backend
-from .kernel_functions import KERNELS, resolve_gamma
+from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
 from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
 from .solvers.pegasos import PegasosProblem, PegasosState, run_pegasos
 
@@ -181,6 +181,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             classes = self._classes_for_fit(y) if classes is None else classes
         else:
             classes = self.classes_
+            self._check_same_intercept()
             if X.dtype != self._state.v.dtype:  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
                 X = X.astype(self._state.v.dtype)
         targets, weights = self._targets_and_weights(y, sample_weight, classes)
@@ -214,6 +215,18 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         self.coef_ = np.ascontiguousarray(weights_matrix[:, :d])
         self.intercept_ = weights_matrix[:, d].copy() if self.fit_intercept else np.zeros(n_classes)
         self.n_iter_, self.t_, self.objective_curve_ = epochs, state.step, objectives
+        self._check_finite_model(X)
+
+
+    def _check_same_intercept(self):
+        """partial_fit continues the weights it has: it cannot add or drop the bias."""
+        has_bias = self._state.v.shape[1] == self.n_features_in_ + 1
+        if has_bias != self.fit_intercept:
+            raise ValueError(
+                f"fit_intercept={self.fit_intercept!r}, but the model was trained with "
+                f"fit_intercept={has_bias!r}: partial_fit continues the weights it has and cannot "
+                f"{'add' if self.fit_intercept else 'drop'} the intercept. Set fit_intercept={has_bias!r} "
+                "again, or call fit to train anew.")
 
 
 class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
@@ -268,7 +281,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         "kernel": [StrOptions(set(KERNELS))],
         "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
         "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Real],
+        "coef0": [Interval(Real, None, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "average": ["boolean"],
@@ -309,6 +322,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
             xp = get_namespace(backend)
             X_dev = to_backend(X, backend)
             gamma = resolve_gamma(self.gamma, X_dev)
+            check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
             lam = _regularization(self.lam, self.C, X.shape[0])
             problem = KernelPegasosProblem(
                 X=X_dev, targets=xp.asarray(targets), sample_weight=xp.asarray(weights),
@@ -327,4 +341,5 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
             self.dual_coef_ = dual_coef
             self.intercept_ = dual_coef.sum(axis=1) if self.fit_intercept else np.zeros(dual_coef.shape[0])
             self.n_iter_, self.t_ = self.max_iter, n_steps
+            self._check_finite_model(X)
         return self
