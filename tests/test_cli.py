@@ -191,11 +191,19 @@ def test_file_errors_exit_1_with_one_line(adult_files, tmp_path, capsys):
     (tmp_path / "one_class.svm").write_text("1 1:0.5\n1 2:1.0\n")
     (tmp_path / "wide.svm").write_text("1 1:0.5 400:1\n")
     (tmp_path / "nan.csv").write_text("1,0.5,nan\n-1,0.1,0.2\n")
+    (tmp_path / "semicolons.csv").write_text("1;0.5;0.1\n-1;0.1;0.2\n")
+    np.savez(tmp_path / "whole.npz", X=np.ones((4, 2)), y=np.array([0, 1, 0, 1]))
+    (tmp_path / "truncated.npz").write_bytes((tmp_path / "whole.npz").read_bytes()[:100])
     cases = {
         ("train", tmp_path / "missing.svm", model): "does not exist",
         ("train", tmp_path / "garbage.svm", model): "is not a LIBSVM/svmlight file",
         ("train", tmp_path / "one_class.svm", model): "class",
         ("train", tmp_path / "nan.csv", model): "NaN",
+        ("train", tmp_path / "semicolons.csv", model): "semicolons.csv has a single column: gpusvm reads CSV files",
+        ("train", "--format", "csv", folder / "train.svm", model): "use --format svmlight",
+        ("train", tmp_path / "truncated.npz", model): "truncated.npz is not a readable .npz file",
+        ("train", folder / "train.svm", tmp_path / "missing" / "m.model"): "does not exist",
+        ("train", folder / "train.svm", tmp_path): "is a folder; give a file name",
         ("predict", folder / "train.svm", folder / "test.svm"): "not a gpusvm model file",
         ("predict", tmp_path / "missing.model", folder / "test.svm"): "No such file",
         ("predict", model, tmp_path / "wide.svm"): "has feature index 400, but the model takes",
@@ -206,6 +214,18 @@ def test_file_errors_exit_1_with_one_line(adult_files, tmp_path, capsys):
         code, out, err = run(capsys, *argv)
         assert code == 1 and message in err and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
         assert model.read_bytes() == before  # a failed train leaves the model file as it was
+    assert not list(tmp_path.parent.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_train_checks_the_model_path_before_training(adult_files, tmp_path, capsys, monkeypatch):
+    from gpusvm import PegasosSVC
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("trained before checking where the model goes")
+
+    monkeypatch.setattr(PegasosSVC, "fit", no_fit)
+    code, _, err = run(capsys, "train", "--solver", "pegasos", adult_files[0] / "train.svm", tmp_path / "no" / "m")
+    assert code == 1 and "does not exist" in err
 
 
 def test_debug_shows_the_traceback(tmp_path):

@@ -370,3 +370,125 @@ def test_grid_search_with_two_processes(rng):
     search = GridSearchCV(FTRLClassifier(max_iter=2, random_state=0, backend="numpy"), {"l1": [0.0, 1.0]},
                           cv=2, n_jobs=2).fit(X, y)
     assert search.score(X, y) > 0.7
+
+
+# --- edited files: each part checked, and the parts against each other ----------------
+
+
+def replace_array(path, out, member, array):
+    """A copy of the model file with the array ``member`` replaced by ``array``, its
+    description in the JSON updated to match (an edit made with care, not damage)."""
+    def describe(node):
+        if isinstance(node, dict):
+            if node.get("$array") == member:
+                node["dtype"], node["shape"] = array.dtype.str, list(array.shape)
+            for value in node.values():
+                describe(value)
+        elif isinstance(node, list):
+            for value in node:
+                describe(value)
+
+    return rewrite(path, out, document=describe, members={f"{member}.npy": npy_bytes(array)})
+
+
+def reorder_classes(path, out):
+    with np.load(path, allow_pickle=False) as archive:
+        classes = archive["classes_"][::-1].copy()
+    replace_array(path, out, "classes_", classes)
+    return rewrite(out, out, document=set_in(["classes"], classes.tolist()))
+
+
+def state_member(solver, field):
+    return {"pegasos": "_state.", "ftrl": "_state."}[solver] + field
+
+
+EDITS = {
+    "lam_ NaN": ("pegasos", lambda src, out: rewrite(src, out, document=set_in(["attributes", "lam_"], {"$float": "nan"}))),
+    "lam_ negative": ("pegasos", lambda src, out: rewrite(src, out, document=set_in(["attributes", "lam_"], -1.0))),
+    "seed negative": ("pegasos", lambda src, out: rewrite(src, out, document=set_in(["attributes", "_seed"], -1))),
+    "seed a string": ("ftrl", lambda src, out: rewrite(src, out, document=set_in(["attributes", "_seed"], "7"))),
+    "negative step count": ("pegasos", lambda src, out: rewrite(src, out, document=set_in(["attributes", "t_"], -3))),
+    "step count not the state's": ("ftrl", lambda src, out: rewrite(src, out, document=set_in(["attributes", "t_"], 5))),
+    "pegasos state of another shape": ("pegasos", lambda src, out: replace_array(src, out, "_state.v", np.zeros((1, 3)))),
+    "online state of another shape": ("ftrl", lambda src, out: replace_array(src, out, "_state.first", np.zeros((2, 7)))),
+    "state that disagrees with coef_": ("pegasos", lambda src, out: replace_array(src, out, "coef_", np.ones((1, 6)))),
+    "classes reordered": ("pegasos", reorder_classes),
+    "classes repeated": ("ftrl", lambda src, out: rewrite(
+        replace_array(src, out, "classes_", np.array([3, 3])), out, document=set_in(["classes"], [3, 3]))),
+    "complex coef_": ("pegasos", lambda src, out: replace_array(src, out, "coef_", np.ones((1, 6), dtype=complex))),
+    "int64 coef_": ("ftrl", lambda src, out: replace_array(src, out, "coef_", np.ones((1, 6), dtype=np.int64))),
+    "kernel gamma_ zero": ("kernel-pegasos", lambda src, out: rewrite(src, out, document=set_in(["attributes", "gamma_"], 0.0))),
+    "negative support index": ("sbp", lambda src, out: replace_array(
+        src, out, "support_", -np.ones_like(np.load(src)["support_"]))),
+    "non-finite support vectors": ("kernel-pegasos", lambda src, out: replace_array(
+        src, out, "support_vectors_", np.full_like(np.load(src)["support_vectors_"], np.nan))),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_an_edited_file_whose_parts_disagree_is_refused(edit, tmp_path, rng):
+    solver, change = EDITS[edit]
+    X, y = make_data(rng)
+    path = tmp_path / "model.npz"
+    save(SMALL_MODELS[solver]().fit(X, y), path)
+    load(path)  # the file as saved loads
+    edited = change(path, tmp_path / "edited.npz")
+    with pytest.raises(ModelFileError, match="does not hold a consistent") as error:
+        load(edited)
+    assert str(edited) in str(error.value)
+
+
+def test_metadata_arrays_are_saved_and_loaded(fitted_path):
+    path, model, X = fitted_path
+    mean = X.mean(axis=0)
+    save(model, path, metadata={"mean": mean, "scaler": {"scale": X.std(axis=0).astype(np.float32)}, "rows": 120})
+    loaded = load(path)
+    np.testing.assert_array_equal(loaded.metadata_["mean"], mean)
+    assert loaded.metadata_["scaler"]["scale"].dtype == np.float32 and loaded.metadata_["rows"] == 120
+
+
+def test_save_names_a_path_it_cannot_write(fitted_path):
+    path, model, _ = fitted_path
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        save(model, path.parent / "missing" / "m.npz")
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        save(model, path.parent)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.npz"]
+
+
+def test_a_save_killed_mid_write_leaves_a_file_the_next_save_removes(fitted_path):
+    # A writer killed outright (SIGKILL) cannot clean up; its temporary file names its
+    # process id, and the next save to the same path removes it once that process is gone.
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    path, model, X = fitted_path
+    started = path.parent / "writing"
+    script = textwrap.dedent(f"""
+        import pathlib, time
+        import numpy as np
+        from gpusvm import load, save
+        model = load({str(path)!r})
+        real_write = np.lib.format.write_array
+        def slow_write(*args, **kwargs):
+            pathlib.Path({str(started)!r}).touch()
+            time.sleep(60)
+        np.lib.format.write_array = slow_write
+        save(model, {str(path)!r})
+    """)
+    writer = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline and writer.poll() is None:
+        time.sleep(0.05)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    orphans = list(path.parent.glob(".model.npz.*.tmp"))
+    assert len(orphans) == 1 and str(writer.pid) in orphans[0].name
+    live = path.parent / f".model.npz.{os.getpid()}.concurrent.tmp"  # a save in progress here
+    live.write_bytes(b"")
+    save(model, path)
+    assert not orphans[0].exists() and live.exists()
+    np.testing.assert_array_equal(load(path).decision_function(X), model.decision_function(X))
