@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, issparse, resolve_backend, to_numpy
+from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend, to_numpy
 from ._validation import (
     check_classes,
     check_is_fitted,
@@ -17,6 +17,7 @@ from ._validation import (
     check_weights,
     check_X,
     class_weight_per_sample,
+    largest_absolute_value,
     one_vs_rest_targets,
     to_backend,
 )
@@ -32,11 +33,6 @@ def scores_like_input(scores, X):
 
 
 _FINITE_CHECK_ROWS = 64  # training rows whose decision values must be finite after a fit
-
-
-def _largest_value(X):
-    values = X.data if issparse(X) else X
-    return max(abs(float(values.max())), abs(float(values.min()))) if values.size else 0.0
 
 
 @contextlib.contextmanager
@@ -119,13 +115,15 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         if finite:
             finite = bool(np.isfinite(to_numpy(self.decision_function(X[:_FINITE_CHECK_ROWS]))).all())
         if not finite:
-            kernel = getattr(self, "kernel", None)
-            settings = f" and the kernel settings (kernel={kernel!r}, gamma={self.gamma!r}, coef0={self.coef0!r}, " \
-                f"degree={self.degree!r})" if kernel is not None else ""
+            settings = ""
+            if hasattr(self, "kernel"):
+                settings = (f" and the kernel settings (kernel={self.kernel!r}, gamma={self.gamma!r}, "
+                            f"coef0={self.coef0!r}, degree={self.degree!r})")
             raise ValueError(
                 f"{type(self).__name__} learned a model with NaN or infinite values: its arithmetic overflowed. "
-                f"The likely cause is the feature scale (X's largest absolute value here is {_largest_value(X):.3g})"
-                f"{settings}. Scale the features, e.g. with sklearn.preprocessing.StandardScaler.")
+                f"The likely cause is the feature scale (X's largest absolute value here is "
+                f"{largest_absolute_value(X):.3g}){settings}. Scale the features, e.g. with "
+                "sklearn.preprocessing.StandardScaler.")
 
     def _predict_namespace(self, X):
         """Where to compute predictions: the input's device, else the training backend."""

@@ -88,14 +88,18 @@ def check_X_y(estimator, X, y, *, reset):
     return X, y
 
 
+def largest_absolute_value(X):
+    """``max |x_ij|`` over the stored values of a dense or CSR X (0 when there are none),
+    without a temporary copy."""
+    values = X.data if issparse(X) else X
+    return max(abs(float(values.max())), abs(float(values.min()))) if values.size else 0.0
+
+
 def check_feature_scale(X):
     """Refuse an X whose squared row norms overflow its dtype: every solver's inner
     products would too, and the model would come out NaN. One pass over the values;
     the row norms are computed only when the largest value makes overflow possible."""
-    values = X.data if issparse(X) else X
-    if values.size == 0:
-        return
-    largest = max(abs(float(values.max())), abs(float(values.min())))
+    largest = largest_absolute_value(X)
     limit = float(np.finfo(X.dtype).max)
     if largest * largest * X.shape[1] <= limit:
         return
@@ -233,6 +237,7 @@ __all__ = [
     "check_feature_scale",
     "check_some_weight",
     "class_weight_per_sample",
+    "largest_absolute_value",
     "class_positions",
     "check_is_fitted",
     "check_weights",

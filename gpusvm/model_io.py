@@ -123,7 +123,8 @@ def check_model_path(path):
     """
     path = Path(path)
     if path.is_dir():
-        raise IsADirectoryError(f"The model path {str(path)!r} is a folder; give a file name, e.g. {str(path / 'model.npz')!r}.")
+        raise IsADirectoryError(
+            f"The model path {str(path)!r} is a folder; give a file name, e.g. {str(path / 'model.npz')!r}.")
     folder = path.resolve().parent
     if not folder.is_dir():
         raise FileNotFoundError(f"Cannot write the model to {str(path)!r}: the folder {str(folder)!r} does not exist.")

@@ -260,7 +260,8 @@ def nu_from_svc(svc, X, y):
         raise ValueError(f"nu_from_svc needs a model of two classes, got one of {classes.size}.")
     unknown = np.setdiff1d(np.unique(y), classes)
     if unknown.size:
-        raise ValueError(f"y contains labels {unknown.tolist()!r} that are not the model's classes {classes.tolist()!r}.")
+        raise ValueError(
+            f"y contains labels {unknown.tolist()!r} that are not the model's classes {classes.tolist()!r}.")
     if svc.kernel not in KERNELS:
         raise ValueError(f"nu_from_svc needs a {', '.join(map(repr, KERNELS))} kernel; the model's is {svc.kernel!r}.")
     gamma = svc.gamma_ if hasattr(svc, "gamma_") else svc._gamma  # gpusvm's models, else SVC's private name

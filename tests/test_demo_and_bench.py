@@ -149,6 +149,15 @@ def test_sbp_benchmark_quick_on_keel_letter_one_vs_rest():
     assert experiment["svc"]["nu_from_svc"] > 0
 
 
+def test_probability_benchmark_quick_measures_log_loss():
+    payload = run_bench("probability.py")
+    models = {row["solver"]: row for row in payload["results"]}
+    assert len(models) == 5 and all(0 < row["log_loss"] < 0.7 for row in models.values())
+    # the two routes to SVC's probabilities are one method: their log losses agree closely
+    svc = models["scikit-learn SVC(probability=True) (LIBSVM)"]["log_loss"]
+    assert models["CalibratedClassifierCV(SVC)"]["log_loss"] == pytest.approx(svc, rel=0.02)
+
+
 def test_bench_readme_is_generated_from_the_recorded_results():
     sys.path.insert(0, str(ROOT / "bench"))
     try:
@@ -159,4 +168,4 @@ def test_bench_readme_is_generated_from_the_recorded_results():
     assert (ROOT / "bench" / "README.md").read_text() == "\n".join(lines) + "\n", (
         "bench/README.md is stale: run python bench/make_report.py")
     quick = build(quick=True, write_figures=False)
-    assert sum(line.startswith("## ") for line in quick) == 7
+    assert sum(line.startswith("## ") for line in quick) == 8
