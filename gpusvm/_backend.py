@@ -186,3 +186,32 @@ def issparse(X):
 def namespace_of(X):
     """:mod:`cupy` for device data, :mod:`numpy` otherwise."""
     return get_namespace("cupy" if is_cupy_array(X) else "numpy")
+
+
+def free_device_bytes():
+    """Bytes the current CUDA device can still give: free on the device plus what
+    CuPy's memory pool holds unused."""
+    import cupy
+
+    free, _ = cupy.cuda.Device().mem_info
+    return int(free) + int(cupy.get_default_memory_pool().free_bytes())
+
+
+def check_device_memory(needed, what, free=None):
+    """Raise MemoryError, early and with the figures, when ``needed`` bytes (an estimate)
+    exceed what the device has free, instead of an out-of-memory error mid-fit.
+
+    Parameters
+    ----------
+    needed : int
+    what : str
+        What needs the memory, for the message (e.g. "SBPClassifier on 60000 rows").
+    free : int, optional
+        The free bytes (default: :func:`free_device_bytes`).
+    """
+    free = free_device_bytes() if free is None else free
+    if needed > free:
+        raise MemoryError(
+            f"{what} needs about {needed / 2**30:.2f} GiB on the GPU, which has {free / 2**30:.2f} GiB free. "
+            "The kernel solvers keep every row and its response on the device at every step. Ways out: "
+            "float32 X (half the bytes), fewer rows (a subsample), or backend='numpy' (host memory).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._backend import issparse
+from ._backend import check_device_memory, issparse
 from ._estimator import scores_like_input
 from ._instrumentation import nvtx_range
 from ._validation import to_backend
@@ -13,9 +13,27 @@ from .kernel_functions import compute_layout, kernel_block, squared_row_norms
 _PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
 
 
+def device_bytes_to_fit(X, n_outputs, batch_size):
+    """An estimate of the device memory a kernel solver's fit needs: X itself, about six
+    float64 arrays of ``n`` values per decision column (responses, counts or averages,
+    scratch), and two float64 blocks of ``batch_size`` kernel rows."""
+    n = X.shape[0]
+    if issparse(X):
+        x_bytes = X.nnz * (X.dtype.itemsize + 4) + (n + 1) * 4
+    else:
+        x_bytes = n * X.shape[1] * X.dtype.itemsize
+    return x_bytes + 6 * 8 * n * n_outputs + 2 * 8 * batch_size * n
+
+
 class KernelModelMixin:
     """``decision_function`` from ``support_vectors_``, ``dual_coef_``, ``intercept_`` and
     the kernel parameters ``kernel``, ``gamma_``, ``degree``, ``coef0``."""
+
+    def _check_device_memory(self, X, n_classes, backend):
+        """On the cupy backend, refuse early a fit that cannot fit in device memory."""
+        if backend == "cupy":
+            needed = device_bytes_to_fit(X, 1 if n_classes == 2 else n_classes, self.batch_size)
+            check_device_memory(needed, f"{type(self).__name__} on {X.shape[0]} rows x {X.shape[1]} features")
 
     @nvtx_range("predict.kernel", color="cyan")
     def decision_function(self, X):

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._backend import BACKENDS, ENV_VARIABLE
 from ._registry import SOLVERS
-from .data_files import FORMATS, read_data
+from .data_files import FORMATS, data_format, read_chunks, read_data
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEFAULT_SOLVER = "kernel-pegasos"  # svm-train's and ThunderSVM's default: an RBF kernel SVM
@@ -129,6 +129,9 @@ def build_parser():
                        help="DATA's format (default: from its extension; svmlight unless .npz or .csv)")
     train.add_argument("--n-features", type=int, metavar="N",
                        help="the number of features, when DATA (svmlight) may not use the last ones")
+    train.add_argument("--chunk-rows", type=int, metavar="N",
+                       help="read DATA (svmlight or .npz) N rows at a time, for a file larger than memory "
+                       "(linear and online solvers)")
     train.add_argument("-v", "--verbose", action="count", default=0, help="show a progress bar")
     _add_solver_options(train)
 
@@ -165,6 +168,8 @@ def train_command(args, out):
     if args.n_features is not None and args.n_features < 1:
         raise UsageError(f"--n-features must be at least 1, got {args.n_features}.", "gpusvm train")
     path = check_model_path(args.model if args.model else Path(args.data).name + ".model")  # before a long fit
+    if args.chunk_rows is not None:
+        return _train_on_chunks(model, args, path, out)
     X, y, how = read_data(args.data, args.format, n_features=args.n_features)
     if y is None:
         raise ValueError(f"{args.data} has no labels to train on.")
@@ -174,6 +179,32 @@ def train_command(args, out):
     save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds})
     out(f"Trained {type(model).__name__} (--solver {args.solver}) on {X.shape[0]} rows x {X.shape[1]} features "
         f"with {model.backend_} in {seconds:.3f} s; training accuracy {model.score(X, y):.4%}.")
+    out(f"Model written to {path}")
+    return EXIT_OK
+
+
+def _train_on_chunks(model, args, path, out):
+    """``train --chunk-rows N``: the streamed fit, one chunk of the file in memory at a time."""
+    from .model_io import save
+
+    if args.chunk_rows < 1:
+        raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}.", "gpusvm train")
+    if not hasattr(model, "fit_chunks"):
+        streamed = ", ".join(name for name, cls in SOLVERS.items() if hasattr(cls, "fit_chunks"))
+        raise UsageError(f"--chunk-rows trains {streamed}; --solver {args.solver} needs every row at every step "
+                         "(leave --chunk-rows out).", "gpusvm train")
+    chunks = read_chunks(args.data, args.format, chunk_rows=args.chunk_rows, n_features=args.n_features)
+    how = {"format": data_format(args.data, args.format), "chunk_rows": args.chunk_rows}
+    if how["format"] == "svmlight":
+        how["zero_based"] = chunks.zero_based
+    started = time.perf_counter()
+    model.fit_chunks(chunks)
+    seconds = time.perf_counter() - started
+    save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds})
+    rows = chunks.n_rows * model.n_iter_
+    out(f"Trained {type(model).__name__} (--solver {args.solver}) on {chunks.n_rows} rows x {chunks.n_features} "
+        f"features, {args.chunk_rows} rows at a time, with {model.backend_}: {model.n_iter_} epoch(s) in "
+        f"{seconds:.3f} s ({rows / seconds:,.0f} rows/s).")
     out(f"Model written to {path}")
     return EXIT_OK
 

@@ -11,6 +11,10 @@ The formats, chosen by extension unless named:
   Read with ``allow_pickle=False``.
 - **csv**: comma-separated numbers, the label in the first column (as in svmlight);
   a first line that is not numbers is a header and skipped.  Labels may be words.
+
+Files larger than memory: :class:`SvmlightChunks` and :class:`NpzChunks` read them
+``chunk_rows`` rows at a time, for the streamed ``fit_chunks`` of the linear and online
+estimators (:func:`read_chunks` picks the reader by format).
 """
 
 from __future__ import annotations
@@ -21,9 +25,13 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ._chunked_files import NpzChunks, SvmlightChunks
 from .datasets import load_svmlight
 
+__all__ = ["DataFileError", "FORMATS", "NpzChunks", "SvmlightChunks", "data_format", "read_chunks", "read_data"]
+
 FORMATS = ("auto", "svmlight", "npz", "csv")
+STREAMED_FORMATS = ("svmlight", "npz")
 
 
 class DataFileError(ValueError):
@@ -39,6 +47,25 @@ def data_format(path, fmt="auto"):
         return fmt
     suffix = Path(path).suffix.lower()
     return {".npz": "npz", ".csv": "csv"}.get(suffix, "svmlight")
+
+
+def read_chunks(path, fmt="auto", *, chunk_rows, n_features=None):
+    """A re-iterable reader of ``(X, y)`` chunks of ``chunk_rows`` rows, for training on
+    a file larger than memory (:class:`SvmlightChunks` or :class:`NpzChunks`).
+
+    Raises
+    ------
+    DataFileError
+        For a CSV file (read whole only) or a missing file.
+    """
+    fmt = data_format(path, fmt)
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"Data file {path} does not exist.")
+    if fmt not in STREAMED_FORMATS:
+        raise DataFileError(f"{path}: {fmt} files are read whole; chunked reading takes {' or '.join(STREAMED_FORMATS)}.")
+    if fmt == "svmlight":
+        return SvmlightChunks(path, chunk_rows, n_features=n_features)
+    return NpzChunks(path, chunk_rows)
 
 
 def read_data(path, fmt="auto", *, n_features=None, zero_based="auto"):

@@ -173,6 +173,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             seed = seed_from_random_state(self.random_state)
             train, holdout = self._split(y, classes, seed)
             order = np.concatenate([train, holdout])
+            self._check_device_memory(X, classes.size, backend)
             X_dev = to_backend(X[order], backend)
             gamma = resolve_gamma(self.gamma, X_dev[: train.size])  # the training rows come first
             check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)

@@ -9,14 +9,21 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import get_namespace, to_numpy
+from ._chunks import ChunkSource
 from ._estimator import GPUClassifierMixin, restore_on_error
+from ._instrumentation import progress_bar
 from ._kernel_model import KernelModelMixin
 from ._linear_model import LinearModelMixin
 from ._random import seed_from_random_state
 from ._validation import check_X_y, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
 from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
+from .solvers.online_logistic import shuffled_order
 from .solvers.pegasos import PegasosProblem, PegasosState, run_pegasos
+
+# The chunk order of PegasosSVC.fit_chunks comes from the model's seed xor this, so
+# that it is a random stream of its own, apart from the steps' draws.
+_CHUNK_ORDER_STREAM = 0x9E3779B97F4A7C15
 
 
 def _regularization(lam, C, n_samples):
@@ -173,7 +180,65 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             self._train(X, y, sample_weight, classes=self._partial_fit_classes(classes), n_epochs=1, tol=None)
         return self
 
-    def _train(self, X, y, sample_weight, *, classes, n_epochs, tol):
+    def fit_chunks(self, chunks, classes=None):
+        """Train from scratch on a stream of ``(X, y)`` chunks, ``max_iter`` epochs, with
+        only one chunk in memory (on the device, with the cupy backend) at a time.
+
+        An epoch visits every chunk once and takes ``ceil(rows / batch_size)`` steps in
+        each, drawn (uniformly, with replacement) from that chunk's rows alone: the
+        sampling of Pegasos within each chunk, not over all ``n`` rows. When the source
+        can read a chunk on its own (a list, :class:`gpusvm.data_files.SvmlightChunks`,
+        :class:`~gpusvm.data_files.NpzChunks`), the chunks come in a fresh random order
+        every epoch (from the shared random stream); otherwise in the order given, so
+        that sorted data wants shuffled chunks. ``lam`` is ``1 / (C n)`` over all the rows
+        (counted first when the source does not know ``n_rows``). ``tol`` does not
+        apply: the exact objective would cost another pass over the data every epoch, so
+        the fit runs ``max_iter`` epochs and ``objective_curve_`` stays empty.
+
+        Parameters
+        ----------
+        chunks : iterable of (X, y)
+            Re-iterable (a list, a reader) unless ``max_iter=1``, ``classes`` and ``lam``
+            are all given.
+        classes : array-like, default=None
+            Every class of the stream; None reads them from the chunks first (one pass).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        source = ChunkSource(chunks)
+        with restore_on_error(self):
+            for name in ("backend_", "classes_", "_state", "lam_", "_seed"):
+                self.__dict__.pop(name, None)
+            classes = source.classes() if classes is None else classes
+            n_rows = source.n_rows() if self.lam is None else None
+            seed = seed_from_random_state(self.random_state)
+            bar = progress_bar(None, "PegasosSVC chunks", self.verbose, unit="row")
+            for epoch in range(self.max_iter):
+                for X, y in self._epoch_chunks(source, epoch, seed):
+                    first = not hasattr(self, "classes_")
+                    self._train(X, y, None, classes=self._partial_fit_classes(classes if first else None),
+                                n_epochs=1, tol=None, n_total=n_rows, seed=seed, verbose=0)
+                    bar.update(X.shape[0])
+                bar.set_postfix(epoch=epoch + 1)
+            bar.close()
+            if not hasattr(self, "classes_"):
+                raise ValueError("fit_chunks got no chunks with rows.")
+            self.n_iter_, self.objective_curve_ = self.max_iter, []
+        return self
+
+    def _epoch_chunks(self, source, epoch, seed):
+        """The chunks of one streamed epoch: in a random order when the source allows it
+        (a stream of its own, apart from the steps' draws)."""
+        if not source.random_access():
+            yield from source.passes(f"max_iter={self.max_iter}")
+            return
+        for index in shuffled_order(seed ^ _CHUNK_ORDER_STREAM, epoch, len(source.chunks)):
+            yield source.chunk(int(index))
+
+    def _train(self, X, y, sample_weight, *, classes, n_epochs, tol, n_total=None, seed=None, verbose=None):
         first = not hasattr(self, "classes_")
         backend = self._fit_backend()
         X, y = check_X_y(self, X, y, reset=first)
@@ -185,8 +250,9 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             if X.dtype != self._state.v.dtype:  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
                 X = X.astype(self._state.v.dtype)
         targets, weights = self._targets_and_weights(y, sample_weight, classes)
-        lam = _regularization(self.lam, self.C, X.shape[0]) if first else self.lam_
-        seed = seed_from_random_state(self.random_state) if first else self._seed
+        lam = _regularization(self.lam, self.C, n_total or X.shape[0]) if first else self.lam_
+        if seed is None:
+            seed = seed_from_random_state(self.random_state) if first else self._seed
         xp = get_namespace(backend)
         X = to_backend(X, backend)
         n_classes = targets.shape[1]
@@ -206,7 +272,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         )
         state, epochs, objectives = run_pegasos(
             problem, state, n_epochs=n_epochs, tol=tol, n_iter_no_change=self.n_iter_no_change,
-            backend=backend, verbose=self.verbose,
+            backend=backend, verbose=self.verbose if verbose is None else verbose,
         )
         weights_matrix = state.weights(averaged=self.average is not False)
         weights_matrix = to_numpy(weights_matrix)
@@ -320,6 +386,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
             classes = self._classes_for_fit(y)
             targets, weights = self._targets_and_weights(y, sample_weight, classes)
             xp = get_namespace(backend)
+            self._check_device_memory(X, classes.size, backend)
             X_dev = to_backend(X, backend)
             gamma = resolve_gamma(self.gamma, X_dev)
             check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)

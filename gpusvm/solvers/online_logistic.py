@@ -283,7 +283,7 @@ class NumpyOnlineSteps:
         indptr = self._rows.indptr[start:stop + 1]
         nonzeros = slice(indptr[0], indptr[-1])
         columns, local = self._distinct_columns(self._rows.indices[nonzeros])
-        values = self._rows.data[nonzeros].astype(np.float64)
+        values = self._rows.data[nonzeros].astype(np.float64, copy=False)  # a view when float64
         row_of = np.repeat(np.arange(batch), np.diff(indptr))  # each nonzero's row in the batch
         n_columns, n_models = columns.shape[0], problem.n_models
         d = state.n_features

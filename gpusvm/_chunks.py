@@ -1,0 +1,105 @@
+"""Training from ``(X, y)`` chunks that never sit in memory together: what the streamed
+``fit_chunks`` of the linear and online estimators share.
+
+A chunk source is any iterable of ``(X, y)`` pairs (NumPy, SciPy CSR, CuPy or cupyx
+``X``): a list, a generator, or a file reader such as
+:class:`gpusvm.data_files.SvmlightChunks`. A *re-iterable* one (``iter`` gives a fresh
+pass each time: a list, a reader) can be read more than once, for several epochs or to
+count its rows and classes first; a one-shot iterator is read once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._backend import is_cupy_array, issparse, namespace_of, to_numpy
+
+
+class ChunkSource:
+    """A user's chunks, with the passes the streamed trainers need.
+
+    Parameters
+    ----------
+    chunks : iterable of (X, y)
+    """
+
+    def __init__(self, chunks):
+        try:
+            self.chunks = chunks
+            self.reiterable = iter(chunks) is not chunks
+        except TypeError:
+            raise TypeError(f"chunks must be an iterable of (X, y) pairs, got a {type(chunks).__name__}.") from None
+        self._used = False
+
+    def passes(self, what):
+        """A fresh iterator over the chunks; a one-shot iterator gives its one pass once,
+        and asking for a second names ``what`` needed it."""
+        if not self.reiterable:
+            if self._used:
+                raise ValueError(
+                    f"{what} needs another pass over the chunks, but they come from a one-shot iterator. "
+                    "Pass a list or a re-iterable reader (gpusvm.data_files.SvmlightChunks, NpzChunks).")
+            self._used = True
+        for number, chunk in enumerate(self.chunks):
+            yield check_chunk(chunk, number)
+
+    def n_rows(self):
+        """The number of rows: the reader's ``n_rows`` when it knows it, else one pass."""
+        known = getattr(self.chunks, "n_rows", None)
+        if known is not None:
+            return int(known)
+        return sum(X.shape[0] for X, _ in self.passes("counting the rows (for lam = 1 / (C n))"))
+
+    def classes(self):
+        """The sorted labels of every chunk (one pass)."""
+        labels = [np.unique(y) for _, y in self.passes("finding the classes (or pass classes=...)")]
+        return np.unique(np.concatenate(labels)) if labels else np.array([])
+
+    def random_access(self):
+        """Whether chunk ``i`` can be read on its own (``len`` and ``source[i]``)."""
+        return hasattr(self.chunks, "__getitem__") and hasattr(self.chunks, "__len__")
+
+    def chunk(self, index):
+        return check_chunk(self.chunks[index], index)
+
+
+def check_chunk(chunk, number):
+    """``(X, y)`` of one chunk, with y on the host; names the chunk when it is not a pair."""
+    try:
+        X, y = chunk
+    except (TypeError, ValueError):
+        raise ValueError(f"Chunk {number} is not an (X, y) pair: got a {type(chunk).__name__}.") from None
+    if y is None:
+        raise ValueError(f"Chunk {number} has no labels (y is None); training needs them.")
+    if not (issparse(X) or is_cupy_array(X)):
+        X = np.asarray(X)
+    return X, np.asarray(to_numpy(y))
+
+
+def aligned_chunks(pairs, multiple):
+    """The rows of ``pairs`` again, regrouped so that every chunk but the last holds a
+    multiple of ``multiple`` rows: the remainder of a chunk is carried to the next, so
+    mini-batches fall where they would in the concatenated data."""
+    pending = None
+    for X, y in pairs:
+        if pending is not None:
+            X, y = _stack(pending[0], X), np.concatenate([pending[1], y])
+            pending = None
+        whole = X.shape[0] - X.shape[0] % multiple
+        if whole < X.shape[0]:
+            pending = (X[whole:], y[whole:])
+        if whole:
+            yield X[:whole], y[:whole]
+    if pending is not None:
+        yield pending
+
+
+def _stack(top, bottom):
+    if issparse(top) or issparse(bottom):
+        if is_cupy_array(top) or is_cupy_array(bottom):
+            import cupyx.scipy.sparse as cusparse
+
+            return cusparse.vstack([cusparse.csr_matrix(top), cusparse.csr_matrix(bottom)]).tocsr()
+        return sp.vstack([sp.csr_matrix(top), sp.csr_matrix(bottom)]).tocsr()
+    return namespace_of(top).concatenate([top, namespace_of(top).asarray(bottom)])
