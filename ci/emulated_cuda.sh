@@ -34,5 +34,9 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-rbf-True-2-4-True]"       # sbp.cu
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-poly-False-2-1-True]"
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-linear-True-3-4-True]"
+  "tests/test_streaming.py::test_online_streamed_fit_equals_fit_without_shuffle_and_partial_fit[cupy-2-FTRLClassifier]"
+  "tests/test_streaming.py::test_pegasos_streamed_fit_uses_every_row_for_lam_and_a_random_chunk_order[cupy]"
+  "tests/test_streaming.py::test_streamed_pegasos_and_ftrl_from_a_file_on_both_backends[cupy]"
+  "tests/test_streaming.py::test_kernel_solvers_check_device_memory_before_training[cupy-SBPClassifier]"
 )
 timeout 600 "$emu/run" python -m pytest -q -p no:cacheprovider -k "cupy or gpu" "${subset[@]}" "$@"

@@ -21,11 +21,13 @@ from sklearn.datasets import load_svmlight_file
 class SvmlightChunks:
     """A LIBSVM/svmlight file as chunks of ``chunk_rows`` rows.
 
-    The first use scans the file once (parsing each chunk with scikit-learn's reader and
-    keeping only its row count, largest and smallest feature index, and byte offset), to
-    learn the width, whether indices start at 0, and where each chunk starts; every
-    chunk is then parsed again when read. Comment lines count as rows of the chunk they
-    fall in, so chunks can hold fewer than ``chunk_rows`` examples.
+    Unless both ``n_features`` and ``zero_based`` are given, the first use scans the file
+    once (parsing each chunk with scikit-learn's reader and keeping only its row count,
+    largest and smallest feature index, and byte offset), to learn the width, whether
+    indices start at 0, and where each chunk starts; every chunk is then parsed again
+    when read. ``n_rows``, ``len`` and random access always need that scan; a plain pass
+    with both given does not (half the parsing). Comment lines count as rows of the chunk
+    they fall in, so chunks can hold fewer than ``chunk_rows`` examples.
 
     Parameters
     ----------
@@ -100,16 +102,23 @@ class SvmlightChunks:
             return self._chunk(b"".join(itertools.islice(handle, self.chunk_rows)), offset)
 
     def __iter__(self):
-        self._scan()
+        if self._offsets is None and (self._n_features is None or self._zero_based == "auto"):
+            self._scan()  # the width or the index base is not known yet
         with open(self.path, "rb") as handle:
-            for offset in self._offsets:
-                handle.seek(offset)
-                yield self._chunk(b"".join(itertools.islice(handle, self.chunk_rows)), offset)
+            while True:  # one sequential pass: no scan needed when width and base are given
+                offset = handle.tell()
+                block = b"".join(itertools.islice(handle, self.chunk_rows))
+                if not block:
+                    return
+                yield self._chunk(block, offset)
 
     def _chunk(self, block, offset):
         shift = 0 if self._zero_based else 1
         X, y = _parse(block, self.path, offset, zero_based=True, n_columns=self._n_features + shift, dtype=self.dtype)
         if shift:
+            if X.nnz and X.indices.min() == 0:
+                raise ValueError(f"{self.path} uses feature index 0 (in the chunk at byte {offset}), "
+                                 "but zero_based=False.")
             X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], self._n_features))
         return X, y
 

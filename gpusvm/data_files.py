@@ -62,7 +62,8 @@ def read_chunks(path, fmt="auto", *, chunk_rows, n_features=None):
     if not Path(path).is_file():
         raise FileNotFoundError(f"Data file {path} does not exist.")
     if fmt not in STREAMED_FORMATS:
-        raise DataFileError(f"{path}: {fmt} files are read whole; chunked reading takes {' or '.join(STREAMED_FORMATS)}.")
+        raise DataFileError(
+            f"{path}: {fmt} files are read whole; chunked reading takes {' or '.join(STREAMED_FORMATS)}.")
     if fmt == "svmlight":
         return SvmlightChunks(path, chunk_rows, n_features=n_features)
     return NpzChunks(path, chunk_rows)

@@ -222,8 +222,9 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         algorithm; larger batches are faster, above all on a GPU. The default was
         measured: on Adult, 1024 gives the test log loss of 32 (0.3416 and 0.3417) in a
         fifth of the time; on a 200,000-row hashed stream (40 fields, 2^18 columns), five
-        epochs at 1024 take 1.8 s against 4.7 s at 32 (2 CPU cores), log loss 0.4358 and
-        0.4355, where SGDClassifier(loss='log_loss') takes 1.5 s to 0.4535 (``bench/online_defaults.py``).
+        epochs at 1024 take 1.9 s against 5.0 s at 32 (2 CPU cores), log loss 0.4358 and
+        0.4355, where SGDClassifier(loss='log_loss') takes 1.5 s to 0.4535
+        (``bench/online_defaults.py``).
     max_iter : int, default=5
         Epochs (passes over the data) run by ``fit``. ``partial_fit`` makes one pass.
     shuffle : bool, default=True

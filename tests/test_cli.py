@@ -22,7 +22,7 @@ QUICK_OPTIONS = {
     "ftrl": ["--max-iter", "2"],
     "truncated-gradient": ["--max-iter", "2", "--l1", "1e-4"],
     "fobos": ["--max-iter", "2"],
-    "rda": ["--max-iter", "2"],
+    "rda": ["--max-iter", "2", "--batch-size", "32"],  # 1,000 rows: 256 would be 4 steps an epoch
 }
 
 

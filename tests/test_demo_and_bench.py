@@ -158,6 +158,21 @@ def test_probability_benchmark_quick_measures_log_loss():
     assert models["CalibratedClassifierCV(SVC)"]["log_loss"] == pytest.approx(svc, rel=0.02)
 
 
+def test_online_defaults_benchmark_quick_marks_the_defaults():
+    payload = run_bench("online_defaults.py")
+    defaults = [row for row in payload["results"] if row["learner"].endswith("(default)")]
+    assert len(defaults) == 8 and all(0 < row["test_log_loss"] < 0.7 for row in defaults)
+
+
+def test_streaming_benchmark_quick_records_memory_and_objectives():
+    payload = run_bench("streaming.py")
+    assert {row["learner"] for row in payload["large_file"]} == {"ftrl", "pegasos"}
+    assert all(row["peak_rss_bytes"] > 0 and row["rows"] > 0 for row in payload["large_file"])
+    for data in ("adult", "synthetic"):
+        hows = {row["how"].split(",")[0] for row in payload["results"] if row["data"] == data}
+        assert hows == {"in memory", "streamed"}
+
+
 def test_bench_readme_is_generated_from_the_recorded_results():
     sys.path.insert(0, str(ROOT / "bench"))
     try:
@@ -168,4 +183,4 @@ def test_bench_readme_is_generated_from_the_recorded_results():
     assert (ROOT / "bench" / "README.md").read_text() == "\n".join(lines) + "\n", (
         "bench/README.md is stale: run python bench/make_report.py")
     quick = build(quick=True, write_figures=False)
-    assert sum(line.startswith("## ") for line in quick) == 8
+    assert sum(line.startswith("## ") for line in quick) == 9

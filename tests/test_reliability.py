@@ -64,8 +64,8 @@ def test_a_model_that_overflows_during_training_is_refused_and_partial_fit_rolls
     # Row norms just below float64's largest value pass the input check; FTRL's sums overflow.
     near_limit = Z * np.sqrt(1.5e308 / (Z**2).sum(axis=1).max())
     with pytest.raises(ValueError, match="learned a model with NaN or infinite values.*feature scale"):
-        FTRLClassifier(random_state=0).fit(near_limit, Y)
-    model = FTRLClassifier(random_state=0).partial_fit(Z, Y, classes=[0, 1])
+        FTRLClassifier(batch_size=32, random_state=0).fit(near_limit, Y)
+    model = FTRLClassifier(batch_size=32, random_state=0).partial_fit(Z, Y, classes=[0, 1])
     before = fitted_copy(model)
     with pytest.raises(ValueError, match="learned a model with NaN"):
         model.partial_fit(np.vstack([near_limit] * 3), np.tile(Y, 3))

@@ -1,0 +1,159 @@
+"""Training from a file larger than memory is wanted in: peak memory and time of the
+streamed fit, and what streaming does to Pegasos' objective.
+
+1. A svmlight file of about 2 GB (``--gigabytes``) is written from the hashed click-log
+   stream (``_hashed_stream.py``: 40 categorical fields hashed into 2^20 columns, about
+   5.6 million rows). FTRLClassifier and PegasosSVC train on it with
+   ``fit_chunks(SvmlightChunks(path, chunk_rows=100_000))``, one epoch, each in a fresh
+   process whose peak resident memory (``ru_maxrss``) is recorded beside the file's size
+   and the size of one chunk as CSR. The file is deleted afterwards.
+2. Streamed PegasosSVC (chunks in a random order, steps drawn within each chunk) against
+   in-memory PegasosSVC at equal epochs (``tol=None``): on Adult in chunks of 5,000 rows,
+   and on linear_objective.py's 1M-row synthetic problem (100,000 columns, 20 nonzeros
+   a row) in chunks of 100,000: the exact primal objective and test accuracy of both.
+
+    python bench/streaming.py [--gigabytes 2] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import dump_svmlight_file
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _common import report  # noqa: E402
+from _hashed_stream import HashedStream  # noqa: E402
+
+CHUNK_ROWS = 100_000
+N_FEATURES = 2**20
+
+# Run in a fresh process per learner, so that ru_maxrss is that fit's peak alone.
+FIT_SCRIPT = """
+import json, resource, sys, time
+from gpusvm import FTRLClassifier, PegasosSVC
+from gpusvm.data_files import SvmlightChunks
+path, learner, chunk_rows, n_features = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+chunks = SvmlightChunks(path, chunk_rows, n_features=n_features, zero_based=True)
+model = {"ftrl": FTRLClassifier(max_iter=1, random_state=0, backend="numpy"),
+         "pegasos": PegasosSVC(max_iter=1, random_state=0, backend="numpy")}[learner]
+started = time.perf_counter()
+model.fit_chunks(chunks, classes=[0, 1])
+seconds = time.perf_counter() - started
+print(json.dumps({"seconds": seconds, "rows": chunks.n_rows, "chunks": len(chunks),
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def write_file(path, gigabytes, quick):
+    """Append chunks of the hashed stream until the file reaches ``gigabytes``."""
+    stream = HashedStream(10**12, chunk_rows=50_000, n_features=N_FEATURES, n_fields=40, seed=0)
+    target = gigabytes * 2**30
+    chunk_bytes = 0
+    with open(path, "wb") as handle:
+        index = 0
+        while handle.tell() < target:
+            X, y = stream.chunk(index)
+            dump_svmlight_file(X, y, handle, zero_based=True)
+            index += 1
+            if index == 1:
+                chunk_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    return os.path.getsize(path), chunk_bytes * CHUNK_ROWS // 50_000
+
+
+def large_file_rows(gigabytes, quick):
+    folder = Path(tempfile.mkdtemp(prefix="gpusvm-stream-"))
+    path = folder / "hashed.svm"
+    started = time.perf_counter()
+    size, chunk_csr_bytes = write_file(path, gigabytes, quick)
+    print(f"wrote {size / 2**30:.2f} GiB in {time.perf_counter() - started:.0f} s", flush=True)
+    rows = []
+    try:
+        for learner in ("ftrl", "pegasos"):
+            done = subprocess.run([sys.executable, "-c", FIT_SCRIPT, str(path), learner, str(CHUNK_ROWS),
+                                   str(N_FEATURES)], check=True, capture_output=True, text=True,
+                                  env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            rows.append({"learner": learner, "file_bytes": size, "chunk_rows": CHUNK_ROWS,
+                         "chunk_csr_bytes": chunk_csr_bytes, **result,
+                         "rows_per_second": result["rows"] / result["seconds"]})
+            print(rows[-1], flush=True)
+    finally:
+        path.unlink(missing_ok=True)
+        folder.rmdir()
+    return rows
+
+
+def objectives(quick):
+    """Streamed against in-memory PegasosSVC at equal epochs, on Adult (chunks of 5,000
+    rows) and the 1M-row synthetic problem of linear_objective.py (chunks of 100,000)."""
+    from scaling import make_data
+
+    from gpusvm import PegasosSVC
+    from gpusvm.datasets import load_adult
+    from gpusvm.solvers.pegasos import primal_objective
+
+    X, y, X_test, y_test = load_adult()
+    n = 20_000 if quick else 1_000_000
+    X_syn, y_syn = make_data("linear", n + n // 10, 10_000 if quick else 100_000, seed=1)
+    problems = [("adult", (X, y, X_test, y_test), 5_000, [1, 2] if quick else [1, 3, 10, 30]),
+                ("synthetic", (X_syn[:n], y_syn[:n], X_syn[n:], y_syn[n:]), n // 10, [1, 2] if quick else [1, 3])]
+    rows = []
+    for data, (X, y, X_test, y_test), chunk_rows, epochs_list in problems:
+        targets = np.where(y == np.unique(y)[1], 1.0, -1.0)[:, None]
+        chunks = [(X[i:i + chunk_rows], y[i:i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
+        for epochs in epochs_list:
+            for how, fit in (("in memory", lambda m: m.fit(X, y)),
+                             (f"streamed, chunks of {chunk_rows}", lambda m: m.fit_chunks(chunks))):
+                model = PegasosSVC(max_iter=epochs, tol=None, random_state=0, backend="numpy")
+                started = time.perf_counter()
+                fit(model)
+                seconds = time.perf_counter() - started
+                weights = np.hstack([model.coef_, model.intercept_[:, None]])
+                rows.append({"data": data, "how": how, "epochs": epochs, "seconds": seconds,
+                             "objective": primal_objective(X, targets, np.ones(X.shape[0]), weights, model.lam_, True),
+                             "test_accuracy": float(model.score(X_test, y_test))})
+                print(rows[-1], flush=True)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gigabytes", type=float, default=2.0)
+    parser.add_argument("--quick", action="store_true", help="a 0.02 GB file and 1 to 2 epochs (a smoke run)")
+    args = parser.parse_args()
+    gigabytes = 0.02 if args.quick else args.gigabytes
+    large = large_file_rows(gigabytes, args.quick)
+    results = objectives(args.quick)
+    table_large = ["| learner | file (GiB) | rows | chunk CSR (MiB) | peak RSS (MiB) | fit (s) | rows/s |",
+                   "|---|---|---|---|---|---|---|"]
+    for row in large:
+        table_large.append(f"| {row['learner']} | {row['file_bytes'] / 2**30:.2f} | {row['rows']:,} | "
+                           f"{row['chunk_csr_bytes'] / 2**20:.0f} | {row['peak_rss_bytes'] / 2**20:.0f} | "
+                           f"{row['seconds']:.1f} | {row['rows_per_second']:,.0f} |")
+    columns = [("data", "data", "s"), ("how", "how", "s"), ("epochs", "epochs", "d"), ("fit (s)", "seconds", ".2f"),
+               ("primal objective", "objective", ".5f"), ("test accuracy", "test_accuracy", ".4f")]
+    report("streaming", ["numpy"], columns=columns,
+           title="## Streamed training: one chunk in memory at a time\n\n"
+                 f"One epoch from a svmlight file, {CHUNK_ROWS:,} rows per chunk, NumPy backend, "
+                 "peak resident memory of the whole process:\n\n" + "\n".join(table_large) +
+                 "\n\nPegasosSVC streamed (steps within each chunk, chunks in a random order) against in memory, "
+                 "equal epochs, tol=None:",
+           payload={"dataset": {"large": "HashedStream: 40 fields, 2^20 columns, seed 0, written as svmlight",
+                                "adult": "UCI Adult (a9a encoding)",
+                                "synthetic": "linear_objective.py's make_data('linear', seed=1), 100,000 columns"},
+                    "parameters": {"gigabytes": gigabytes, "chunk_rows": CHUNK_ROWS, "quick": args.quick},
+                    "large_file": large, "results": results})
+
+
+if __name__ == "__main__":
+    main()
