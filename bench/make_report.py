@@ -31,7 +31,7 @@ QUESTIONS = [
     ("5. How cost grows with n and d", ["scaling"], None),
     ("6. Probabilities from the SVMs: Platt scaling against SVC(probability=True)", ["probability"], None),
     ("7. Data larger than memory: streamed training", ["streaming"], None),
-    ("The water level (SBP's inner search)", ["water_level"], None),
+    ("The water level and the SBP step (SBP's inner loop on the CPU)", ["water_level", "sbp_steps"], None),
 ]
 
 

@@ -153,8 +153,9 @@ def build_parser():
     info = commands.add_parser("info", parents=[common], help="versions, backend, device, kernel compilation")
     info.add_argument("--json", action="store_true", help="print the facts as JSON")
 
-    demo = commands.add_parser("demo", parents=[common], help="train each solver on the embedded Adult data")
-    demo.add_argument("--quick", action="store_true", help="use 3,000 training rows (a smoke run)")
+    demo = commands.add_parser("demo", parents=[common],
+                               help="gpusvm's solvers beside scikit-learn's on the embedded Adult data")
+    demo.add_argument("--quick", action="store_true", help="use 3,000 training rows (under 20 s on 2 cores)")
     return parser
 
 

@@ -39,10 +39,14 @@ def test_load_svmlight_round_trip(tmp_path):
 def test_demo_quick_prints_the_table(capsys):
     assert main(["demo", "--quick", "--backend", "numpy"]) == 0
     out = capsys.readouterr().out
-    for name in ("PegasosSVC", "KernelPegasosSVC", "FTRLClassifier", "LinearSVC", "test accuracy"):
+    for name in ("SBPClassifier", "SVC (LIBSVM)", "PegasosSVC", "LinearSVC", "FTRLClassifier",
+                 "LogisticRegression", "test accuracy", "time ratio"):
         assert name in out
-    accuracies = [float(line.split()[-1]) for line in out.splitlines() if line.startswith(("gpusvm", "scikit"))]
-    assert len(accuracies) == 4 and min(accuracies) > 0.78
+    rows = [line for line in out.splitlines() if line.startswith(("gpusvm", "scikit"))]
+    accuracies = [float(line.split()[-2 if line.startswith("gpusvm") else -1]) for line in rows]
+    ratios = [line.split()[-1] for line in rows if line.startswith("gpusvm")]
+    assert len(accuracies) == 6 and min(accuracies) > 0.78
+    assert len(ratios) == 3 and all(ratio.endswith("x") and float(ratio[:-1]) > 0 for ratio in ratios)
 
 
 def test_demo_reports_a_missing_device_in_one_line(capsys):

@@ -21,7 +21,7 @@ SOLVERS = [
     (PegasosSVC(max_iter=3), "Pegasos", "objective=", {"pegasos.margins", "pegasos.update", "pegasos.objective"}),
     (KernelPegasosSVC(max_iter=2), "Kernel Pegasos", None,
      {"kernel_pegasos.margins", "kernel_pegasos.update", "kernel_pegasos.kernel_rows"}),
-    (SBPClassifier(max_iter=2), "SBP", "holdout_error=",
+    (SBPClassifier(max_iter=2, validation_fraction=0.1), "SBP", "holdout_error=",
      {"sbp.water_level", "sbp.kernel_row", "sbp.update", "sbp.checkpoint"}),
     (FTRLClassifier(max_iter=2), "online ftrl", "loss=", {"online.margins", "online.update", "online.epoch"}),
     (TruncatedGradientClassifier(max_iter=2), "online tg", "loss=", {"online.margins", "online.update"}),

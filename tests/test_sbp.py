@@ -14,6 +14,7 @@ from gpusvm._backend import get_namespace
 from gpusvm._validation import one_vs_rest_targets, to_backend
 from gpusvm.kernel_functions import kernel_block
 from gpusvm.solvers import sbp as sbp_solver
+from gpusvm.solvers import row_cache
 from gpusvm.solvers.row_cache import KernelRowCache
 from gpusvm.solvers.sbp import NumpySBPSteps, SBPProblem
 
@@ -112,6 +113,54 @@ def test_row_cache_returns_the_rows_it_is_asked_for(rng):
     assert cache.rows_computed == before
 
 
+def test_row_cache_prefetches_in_blocks_without_evicting_the_rows_asked_for(rng):
+    matrix = rng.normal(size=(40, 9))
+    blocks = []
+
+    def compute(rows):
+        blocks.append(rows.copy())
+        return matrix[rows]
+
+    cache = KernelRowCache(compute, 40, 9, np.float64, max_bytes=12 * 9 * 8)
+    assert cache.block_rows == 6  # half the cache
+    np.testing.assert_array_equal(cache.rows(np.array([3]), prefetch=lambda: np.array([3, 7, 7, 1, 9, 2, 5, 8])),
+                                  matrix[[3]])
+    np.testing.assert_array_equal(blocks[-1], [3, 7, 1, 9, 2, 5])  # one block, most wanted first
+    before = len(blocks)
+    np.testing.assert_array_equal(cache.rows(np.array([1, 5, 7])), matrix[[1, 5, 7]])
+    assert len(blocks) == before  # prefetched rows are served from the cache
+    for _ in range(100):  # a full cache: what a call asks for is never evicted by its prefetch
+        asked = np.unique(rng.integers(0, 40, size=rng.integers(1, 8)))
+        np.testing.assert_array_equal(cache.rows(asked, prefetch=lambda: rng.permutation(40)), matrix[asked])
+    assert cache.rows_computed == sum(b.size for b in blocks)
+    assert cache.prefetched <= 2 * cache.prefetch_used + row_cache.PREFETCH_START
+
+
+def test_row_cache_stops_prefetching_rows_that_are_never_asked_for(rng):
+    matrix = rng.normal(size=(400, 3))
+    cache = KernelRowCache(lambda rows: matrix[rows], 400, 3, np.float64, max_bytes=400 * 3 * 8)
+    for row in range(200):  # asks for rows 0..199, is offered rows 200..399
+        cache.rows(np.array([row]), prefetch=lambda: np.arange(200, 400))
+    assert cache.prefetched == row_cache.PREFETCH_START and cache.prefetch_used == 0
+    assert cache.rows_computed == 200 + row_cache.PREFETCH_START
+
+
+def test_history_records_the_step_time_of_each_phase(rng):
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] > 0).astype(int)
+    model = SBPClassifier(max_iter=2, batch_size=4, validation_fraction=0.0, random_state=0).fit(X, y)
+    phases = model.history_[-1]["phase_seconds"]
+    assert set(phases) == {"level", "draw", "rows", "update"}
+    assert all(seconds > 0 for seconds in phases.values())
+    assert sum(phases.values()) <= model.history_[-1]["seconds"]
+
+
+@pytest.mark.parametrize("n_rows, expected", [(9_999, 0), (10_000, 1_000), (60_000, 6_000), (500_000, 10_000)])
+def test_automatic_holdout_size(n_rows, expected):
+    assert SBPClassifier()._holdout_size(n_rows) == expected
+    assert SBPClassifier(validation_fraction=0.2)._holdout_size(n_rows) == int(0.2 * n_rows)
+
+
 @pytest.fixture(scope="module")
 def breast_cancer():
     X, y = load_breast_cancer(return_X_y=True)
@@ -159,7 +208,7 @@ def test_decision_function_is_the_averaged_model(rng):
     X = problem.X
     y = np.where(targets[:, 0] > 0, 1, 0)
     model = SBPClassifier(nu=problem.nu, gamma=problem.gamma, validation_fraction=0.0, max_iter=1,
-                          random_state=problem.seed).fit(X, y)
+                          batch_size=1, random_state=problem.seed).fit(X, y)
     alpha, c, _ = reference_sbp(K, problem.n_train, targets, problem.nu, 1, True, problem.seed, model.t_)
     from gpusvm.water_level import find_gamma_and_bias_sorted
 
@@ -172,9 +221,11 @@ def test_stopping_rules(breast_cancer):
     X_train, _, y_train, _ = breast_cancer
     n_train = X_train.shape[0]
     budget = 25 * n_train
-    model = SBPClassifier(max_kernel_evals=budget, validation_fraction=0.0, random_state=0).fit(X_train, y_train)
+    model = SBPClassifier(max_kernel_evals=budget, validation_fraction=0.0, batch_size=1,
+                          random_state=0).fit(X_train, y_train)
     assert model.t_ == 25 and model.history_[-1]["kernel_evals"] == budget
-    early = SBPClassifier(n_iter_no_change=2, max_iter=50, random_state=0).fit(X_train, y_train)
+    early = SBPClassifier(n_iter_no_change=2, max_iter=50, validation_fraction=0.1, batch_size=1,
+                          random_state=0).fit(X_train, y_train)
     assert early.n_iter_ < 50
     errors = [record["holdout_error"] for record in early.history_]
     assert min(errors[:-2]) <= min(errors[-2:])  # stopped after two checkpoints without improvement

@@ -198,3 +198,55 @@ def test_gpu_radix_select_on_spread_and_clustered_values(n):
         for volume in (0.0, 1e-12, 0.5, float(n)):
             expected = find_gamma_sorted(c, volume)
             assert close(find_gamma(cupy.asarray(c), volume), expected, np.abs(c).max())
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=labelled, volume=volumes, drift=drifts, seed=st.integers(0, 2**16), with_bias=st.booleans())
+def test_tracker_covers_the_rows_the_oracle_covers(data, volume, drift, seed, with_bias):
+    """covered() gives the level, the bias and exactly the rows at or under the level
+    (what SBP draws from) at every step of a changing sequence, with a per-call volume."""
+    from gpusvm.water_level import LevelTracker
+
+    c, y = data
+    if with_bias and not ((y == 1).any() and (y == -1).any()):
+        return
+    rng = np.random.default_rng(seed)
+    tracker = LevelTracker(volume)
+    for size in drift:
+        c = c + size * rng.standard_normal(c.size) * rng.integers(0, 2, c.size)
+        call_volume = volume * rng.uniform(0.5, 2.0)  # SBP passes volume / scale
+        if with_bias:
+            gamma, bias, covered = tracker.covered(c, y == 1, call_volume)
+            expected_gamma, expected_bias = find_gamma_and_bias_sorted(y, c, call_volume)
+        else:
+            gamma, bias, covered = tracker.covered(c, None, call_volume)
+            expected_gamma = c.min() if call_volume == 0 else find_gamma_sorted(c, call_volume)
+            expected_bias = 0.0
+        scale = np.abs(c).max() + call_volume
+        assert close(gamma, expected_gamma, scale) and close(bias, expected_bias, scale)
+        heights = c + bias * y if with_bias else c
+        expected_rows = np.flatnonzero(heights <= max(gamma, heights.min()))
+        np.testing.assert_array_equal(covered, expected_rows)
+
+
+def test_tracker_searches_only_a_window_of_candidates(monkeypatch):
+    """On many responses moving a little (and a class shifting as a whole, which the bias
+    absorbs), the tracker neither searches all responses nor sorts its candidates."""
+    import gpusvm.water_level as wl
+
+    searches, sorted_sizes = [], []
+    original_search, original_sort = wl._covered_rank, np.sort
+    monkeypatch.setattr(wl, "_covered_rank", lambda *a: searches.append(1) or original_search(*a))
+    monkeypatch.setattr(wl.np, "sort", lambda a, *args, **kw: sorted_sizes.append(a.size) or original_sort(a, *args, **kw))
+    rng = np.random.default_rng(1)
+    c, y = rng.normal(size=20_000), rng.choice([-1, 1], size=20_000)
+    tracker = wl.LevelTracker(volume=2000.0)
+    levels = []
+    for _ in range(40):
+        c = c + 0.002 * rng.standard_normal(c.size) + 0.05 * (y == 1)
+        levels.append((tracker.covered(c, y == 1)[0], c))
+    assert len(searches) == 1  # the first call only
+    monkeypatch.undo()
+    for level, responses in levels[-3:]:
+        assert close(level, find_gamma_and_bias_sorted(y, responses, 2000.0)[0], np.abs(responses).max())
+    assert max(sorted_sizes) <= 2 * (tracker.covered_count // 32 + 64), (max(sorted_sizes), tracker.covered_count)

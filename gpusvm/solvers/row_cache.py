@@ -7,7 +7,10 @@ fits, the cache is the full kernel matrix, filled only where it is used.
 
 Rows are computed in blocks: on a miss, rows the caller expects to need soon come along
 (up to ``BLOCK_BYTES``), so that one matrix product (BLAS-3, at compute speed) replaces
-many row-at-a-time products (each a pass over X, at memory speed).
+many row-at-a-time products (each a pass over X, at memory speed).  Prefetching earns
+its room: the rows prefetched so far stay within twice those of them later asked for
+(plus ``PREFETCH_START``), so when the caller's guesses are poor (early in SBP, while the
+water moves fast) few rows are wasted, and when they are good the blocks grow to full size.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import numpy as np
 
 # Memory of one block of rows computed together on a miss (rows asked for plus prefetched).
 BLOCK_BYTES = 8 * 2**20
+# Rows prefetched in all stay within twice those of them used since, plus this many: a
+# wasted prefetch costs at most about as much as the rows it served.
+PREFETCH_START = 16
 
 
 class KernelRowCache:
@@ -46,13 +52,17 @@ class KernelRowCache:
         self.n_used = 0  # slots filled so far (they fill in order)
         self.clock = 0
         self.rows_computed = 0
+        self.prefetched_slot = np.zeros(self.capacity, dtype=bool)  # filled by prefetch, not yet asked for
+        self.prefetched = 0  # rows prefetched so far
+        self.prefetch_used = 0  # of those, rows later asked for
 
     def rows(self, indices, prefetch=None):
         """The rows of distinct ``indices`` (int array), shape ``(len(indices), n_columns)``.
 
         ``prefetch``, a callable returning row indices, most wanted first, is called on
         a miss: the first of its rows not yet kept are computed in the same block, up to
-        ``block_rows`` in all, and kept (they are not returned).
+        ``block_rows`` in all and as many as prefetching has earned, and kept (they are
+        not returned).
         """
         self.clock += 1
         if indices.size > self.capacity:  # more than the cache holds: no caching this time
@@ -61,11 +71,15 @@ class KernelRowCache:
         slots = self.slot_of_row[indices]
         hit = slots >= 0
         self.last_used[slots[hit]] = self.clock  # hits are now the most recent: never evicted below
+        self.prefetch_used += int(np.count_nonzero(self.prefetched_slot[slots[hit]]))
+        self.prefetched_slot[slots[hit]] = False
         missing = indices[~hit]
         if missing.size:
+            asked = missing.size
             room = min(self.block_rows, self.capacity - indices.size)  # never evict this call's hits
-            if prefetch is not None and missing.size < room:
-                missing = np.concatenate([missing, self._not_kept(prefetch(), missing, room - missing.size)])
+            earned = 2 * self.prefetch_used + PREFETCH_START - self.prefetched
+            if prefetch is not None and min(room - asked, earned) > 0:
+                missing = np.concatenate([missing, self._not_kept(prefetch(), missing, min(room - asked, earned))])
             new_slots = self._free_slots(missing.size)
             evicted = self.row_in_slot[new_slots]
             self.slot_of_row[evicted[evicted >= 0]] = -1
@@ -74,6 +88,9 @@ class KernelRowCache:
             self.slot_of_row[missing] = new_slots
             self.row_in_slot[new_slots] = missing
             self.last_used[new_slots] = self.clock
+            self.prefetched_slot[new_slots] = False
+            self.prefetched_slot[new_slots[asked:]] = True
+            self.prefetched += missing.size - asked
             slots = self.slot_of_row[indices]
         return self.store[slots]
 
