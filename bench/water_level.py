@@ -4,7 +4,7 @@ For each n, responses are drawn from a normal distribution and volume = n * nu w
 nu = 1e-3 (about the share of covered responses in SBP runs). "Warm" versions answer
 for responses that moved a little (noise of 1e-3) since the previous call, as between
 two SBP steps: Newton steps from the previous level (``find_gamma(start=...)``) and the
-tracker that sorts only the lowest responses (``LevelTracker``, what NumpySBPSteps uses).
+tracker that searches a window of ranks among the lowest responses (``LevelTracker``, what NumpySBPSteps uses).
 On a GPU the radix select of ``kernels/water_level.cu`` runs beside the time of one
 ``cupy.sum`` over the same array and the bandwidth floor ``8 n / peak bandwidth``.
 
