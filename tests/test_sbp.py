@@ -93,15 +93,22 @@ def test_small_cache_and_renormalization_change_nothing(rng, monkeypatch):
     assert small_cache.cache.rows_computed > NumpySBPSteps(problem, 2**30).cache.rows_computed
 
 
-def test_row_cache_returns_the_rows_it_is_asked_for(rng):
-    matrix = rng.normal(size=(30, 11))
-    calls = []
+def recording_cache(matrix, kept_rows):
+    """A cache of ``matrix``'s rows holding ``kept_rows`` of them, and the list of the
+    blocks of rows it computes."""
+    blocks = []
 
     def compute(rows):
-        calls.append(rows.copy())
+        blocks.append(rows.copy())
         return matrix[rows]
 
-    cache = KernelRowCache(compute, 30, 11, np.float64, max_bytes=5 * 11 * 8)
+    n_rows, n_columns = matrix.shape
+    return KernelRowCache(compute, n_rows, n_columns, np.float64, max_bytes=kept_rows * n_columns * 8), blocks
+
+
+def test_row_cache_returns_the_rows_it_is_asked_for(rng):
+    matrix = rng.normal(size=(30, 11))
+    cache, calls = recording_cache(matrix, 5)
     for _ in range(200):
         rows = np.unique(rng.integers(0, 30, size=rng.integers(1, 8)))
         np.testing.assert_array_equal(cache.rows(rows), matrix[rows])
@@ -115,13 +122,7 @@ def test_row_cache_returns_the_rows_it_is_asked_for(rng):
 
 def test_row_cache_prefetches_in_blocks_without_evicting_the_rows_asked_for(rng):
     matrix = rng.normal(size=(40, 9))
-    blocks = []
-
-    def compute(rows):
-        blocks.append(rows.copy())
-        return matrix[rows]
-
-    cache = KernelRowCache(compute, 40, 9, np.float64, max_bytes=12 * 9 * 8)
+    cache, blocks = recording_cache(matrix, 12)
     assert cache.block_rows == 6  # half the cache
     np.testing.assert_array_equal(cache.rows(np.array([3]), prefetch=lambda: np.array([3, 7, 7, 1, 9, 2, 5, 8])),
                                   matrix[[3]])

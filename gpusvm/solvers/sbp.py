@@ -19,12 +19,14 @@ average divided by the level of the averaged responses.
 
 Cheap bookkeeping, so a step costs one combined kernel row plus O(n):
 
-* ``alpha = s A`` and ``c = s C`` share a scale ``s``: a projection is O(1).  Folded
-  into ``A`` and ``C`` when ``s`` gets tiny (``RENORMALIZE_BELOW``).
+* ``alpha = s A`` and the responses ``(c, h) = s R`` share a scale ``s``: a projection
+  is O(1).  Folded into ``A`` and ``R`` when ``s`` gets tiny (``RENORMALIZE_BELOW``).
+  The water level of ``s R`` is ``s`` times that of ``R`` with volume ``n nu / s``, so
+  the level search reads ``R`` as it is.
 * ``sum_t alpha^(t)`` is ``A S - stamps``, with ``S`` the running sum of ``s`` and
   ``stamps`` each increment of ``A`` times ``S`` before it (``A`` changes in ``B``
-  places per step); the sums of ``c`` and ``h`` change everywhere anyway and are added
-  up directly.
+  places per step); the responses change everywhere anyway, and their sum ``R_sum`` is
+  added up directly.
 """
 
 from __future__ import annotations
