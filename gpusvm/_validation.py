@@ -8,6 +8,8 @@ wording, so that a GPU user is never asked to copy data to the host first.
 from __future__ import annotations
 
 import numbers
+import sys
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -56,11 +58,30 @@ def _check_cupy_X(estimator, X, reset):
     return X
 
 
+def warn_if_dask(estimator, *collections):
+    """Warn when a single-node estimator gets dask collections: they would be computed
+    into this process whole. Looks in ``sys.modules`` only, so dask is never imported."""
+    dask = sys.modules.get("dask")
+    if dask is None or not any(dask.is_dask_collection(data) for data in collections):
+        return
+    name = type(estimator).__name__
+    distributed = f" gpusvm.dask.{name} trains where the chunks are." if name in _DASK_ESTIMATORS else ""
+    warnings.warn(
+        f"{name} got a dask collection: it is computed into this process (all of it) before training."
+        f"{distributed} To train in memory without this warning, pass X.compute().",
+        UserWarning, stacklevel=4)
+
+
+_DASK_ESTIMATORS = {"PegasosSVC", "FTRLClassifier", "TruncatedGradientClassifier", "FOBOSClassifier",
+                    "RDAClassifier"}
+
+
 def check_X(estimator, X, *, reset):
     """Validate X and return it as float32/float64 (dense, or CSR when sparse).
 
     CuPy inputs stay on the device; everything else follows scikit-learn.
     """
+    warn_if_dask(estimator, X)
     if is_cupy_array(X):
         return _check_cupy_X(estimator, X, reset)
     return validate_data(
@@ -70,6 +91,7 @@ def check_X(estimator, X, *, reset):
 
 def check_X_y(estimator, X, y, *, reset):
     """Validate X and y; y comes back as a NumPy array on the host."""
+    warn_if_dask(estimator, X, y)
     if is_cupy_array(X) or is_cupy_array(y):
         X = _check_cupy_X(estimator, X, reset) if is_cupy_array(X) else check_X(estimator, X, reset=reset)
         y = to_numpy(y)

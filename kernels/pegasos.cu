@@ -20,10 +20,14 @@ __global__ void pegasos_margins(
         const real* __restrict__ sample_weight,  // (n_samples,)
         int n_classes, int v_stride, int fit_intercept, unsigned long long seed,
         unsigned long long step, double eta_over_k,
+        long long given_first_row,               // >= 0: rows given_first_row + lane, no draw
         long long* __restrict__ batch_index,     // out (batch,)
         double* __restrict__ coef) {             // out (batch, n_classes)
     const RowView<real> rows{data, indices, indptr, n_features, is_csr};
-    const long long row = gpusvm_random_index(seed, step, blockIdx.x, n_samples);
+    // Given rows: the batch was drawn elsewhere (gpusvm.dask gathers each block's rows
+    // in draw order), so lane j of this step reads row given_first_row + j.
+    const long long row = given_first_row >= 0 ? given_first_row + blockIdx.x
+                                               : gpusvm_random_index(seed, step, blockIdx.x, n_samples);
     if (threadIdx.x == 0) batch_index[blockIdx.x] = row;
     const long long begin = rows.begin(row), end = rows.end(row);
     const double weight = (double)sample_weight[row];

@@ -229,3 +229,40 @@ def test_sparse_rows_without_nonzeros(backend):
     expected = reference_pegasos(X.toarray(), targets_of(y, np.unique(y)), np.ones(4), 1.0, 1, model.t_, 0,
                                  average_start=1)
     np.testing.assert_allclose(weights_of(model), expected, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse):
+    """gpusvm.dask's stepper over rows gathered in draw order (``given_from``) takes the
+    steps the drawing stepper takes over all the rows."""
+    from gpusvm._backend import get_namespace
+    from gpusvm._random import random_index_block
+    from gpusvm._validation import to_backend
+    from gpusvm.solvers.pegasos import PegasosProblem, PegasosState, pegasos_stepper
+
+    X, y = random_problem(rng, n=150, d=7, n_classes=3, density=0.5 if sparse else 1.0)
+    X = sp.csr_matrix(X) if sparse else X
+    targets, weights = targets_of(y, np.unique(y)), rng.uniform(0.5, 2.0, size=y.shape[0])
+    xp = get_namespace(backend)
+    batch, first, n_steps, seed = 6, 4, 9, 11
+
+    def problem(rows):
+        return PegasosProblem(
+            X=to_backend(X[rows], backend), targets=xp.asarray(targets[rows]), sample_weight=xp.asarray(weights[rows]),
+            lam=0.02, batch_size=batch, fit_intercept=True, projection=True, average_start=1, weight_by_step=True,
+            seed=seed, mean_weight=float(weights.mean()))
+
+    def stepped(stepper):
+        for _ in range(n_steps):
+            stepper.step()
+        return to_host(stepper.state.weights(averaged=True))
+
+    start = PegasosState.zeros(3, X.shape[1] + 1, np.float64, xp)
+    start.step = first - 1
+    drawn = stepped(pegasos_stepper(problem(np.arange(X.shape[0])), start.copy(), backend))
+    gathered_rows = random_index_block(seed, first, n_steps, batch, X.shape[0]).ravel()
+    given = stepped(pegasos_stepper(problem(gathered_rows), start.copy(), backend, given_from=first))
+    if backend == "numpy":
+        np.testing.assert_array_equal(given, drawn)
+    else:  # float64 atomics add in any order
+        np.testing.assert_allclose(given, drawn, rtol=1e-12, atol=1e-14)

@@ -58,10 +58,11 @@ class CupyOnlineSteps:
         self.gradients = get_kernel("online_logistic.cu", "online_gradients", dtype)
         self.update = get_kernel("online_logistic.cu", "online_update")
 
-    def start_epoch(self, order):
-        """Visit the rows in ``order`` (None: as given) during the coming epoch."""
+    def start_epoch(self, order, loss_so_far=0.0):
+        """Visit the rows in ``order`` (None: as given) during the coming epoch; the epoch's
+        summed loss starts at ``loss_so_far`` (the rows of the epoch already seen elsewhere)."""
         self.order = self.identity if order is None else cupy.ascontiguousarray(order, dtype=np.int64)
-        self.loss_sum.fill(0.0)
+        self.loss_sum.fill(loss_so_far)
 
     def step(self, start):
         """Process rows ``start : start + batch_size`` of the epoch's order (asynchronous)."""

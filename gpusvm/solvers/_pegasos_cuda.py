@@ -22,8 +22,9 @@ _THREADS = 128
 class CupyPegasosSteps:
     """Pegasos steps on a CUDA device; same results as ``NumpyPegasosSteps`` up to rounding."""
 
-    def __init__(self, problem, state):
+    def __init__(self, problem, state, given_from=None):
         check_draw_range(problem.n_samples)  # pegasos_margins draws its rows in the kernel
+        self.given_from = given_from  # see NumpyPegasosSteps
         self.problem = problem
         self.state = state
         X = problem.X
@@ -52,13 +53,14 @@ class CupyPegasosSteps:
         common = (np.int32(n_classes), np.int32(v_stride), np.int32(problem.fit_intercept))
         average_weight = problem.average_weight(t)
         step_scale = 1.0 - 1.0 / t if t > 1 else 1.0
+        given_first_row = -1 if self.given_from is None else (t - self.given_from) * k
         with nvtx.annotate("pegasos.margins", color="blue"):
             self.margins(
                 (k,), (_THREADS,),
                 (data, indices, indptr, is_csr, np.int64(problem.n_samples), np.int32(problem.n_features),
                  state.v, state.scale_a, self.targets, self.sample_weight, *common,
                  np.uint64(problem.seed), np.uint64(t), np.float64(1.0 / (problem.lam * t * k)),
-                 self.batch_index, self.coef),
+                 np.int64(given_first_row), self.batch_index, self.coef),
             )
         with nvtx.annotate("pegasos.update", color="green"):
             self.accumulate(

@@ -267,13 +267,14 @@ class NumpyOnlineSteps:
         self._rows, self._labels = self.X, self.labels
         self._slot = np.empty(self.X.shape[1], dtype=np.int64)  # scratch of _distinct_columns
 
-    def start_epoch(self, order):
-        """Visit the rows in ``order`` (None: as given) during the coming epoch."""
+    def start_epoch(self, order, loss_so_far=0.0):
+        """Visit the rows in ``order`` (None: as given) during the coming epoch; the epoch's
+        summed loss starts at ``loss_so_far`` (``gpusvm.dask`` steps an epoch in blocks of rows)."""
         if order is None:
             self._rows, self._labels = self.X, self.labels
         else:
             self._rows, self._labels = self.X[order], self.labels[order]
-        self.loss_sum = 0.0
+        self.loss_sum = loss_so_far
 
     def step(self, start):
         """Process rows ``start : start + batch_size`` of the epoch's order."""
@@ -349,6 +350,15 @@ class NumpyOnlineSteps:
         return self.loss_sum
 
 
+def online_stepper(problem, state, xp):
+    """The backend's stepper over ``state`` (modified in place)."""
+    if xp is np:
+        return NumpyOnlineSteps(problem, state)
+    from ._online_logistic_cuda import CupyOnlineSteps
+
+    return CupyOnlineSteps(problem, state)
+
+
 def run_online(problem, state, *, n_epochs, shuffle, xp, verbose=0):
     """Run ``n_epochs`` passes over ``problem.X`` from ``state`` (which is not modified).
 
@@ -359,12 +369,7 @@ def run_online(problem, state, *, n_epochs, shuffle, xp, verbose=0):
         Each epoch's progressive loss: the mean over examples and one-vs-rest models of
         the logistic loss of each prediction made before the example's update.
     """
-    state = state.copy()
-    if xp is np:
-        Steps = NumpyOnlineSteps
-    else:
-        from ._online_logistic_cuda import CupyOnlineSteps as Steps
-    stepper = Steps(problem, state)
+    stepper = online_stepper(problem, state.copy(), xp)
     n_samples, losses = problem.n_samples, []
     starts = range(0, n_samples, problem.batch_size)
     bar = progress_bar(n_epochs * len(starts), f"online {problem.rule.kind}", verbose)

@@ -118,6 +118,8 @@ class PegasosProblem:
     average_start: int | None  # first step whose iterate enters the average; None: no average
     weight_by_step: bool  # average with weight t for step t (else uniform)
     seed: int
+    # mean(s) over all the training rows, when X holds only some of them (gpusvm.dask)
+    mean_weight: float | None = None
 
     @property
     def n_samples(self):
@@ -134,7 +136,8 @@ class PegasosProblem:
         The dual bound ``||w*||^2 <= (1/lam) (1/n) sum_i s_i`` (each dual variable is at
         most ``s_i / n``); with unit weights it is Pegasos' ``1 / sqrt(lam)``.
         """
-        return math.sqrt(float(self.sample_weight.mean()) / self.lam)
+        mean_weight = self.mean_weight if self.mean_weight is not None else float(self.sample_weight.mean())
+        return math.sqrt(mean_weight / self.lam)
 
     def averaging_at(self, step):
         return self.average_start is not None and step >= self.average_start
@@ -197,11 +200,16 @@ class BatchBlocks:
         a, b = self.bounds[s], self.bounds[s + 1]
         return self.rows[s], (self.row_of[a:b] - s * self.problem.batch_size, self.columns[a:b], self.values[a:b])
 
+    def _draw(self, step):
+        """The rows of steps ``step .. step + block_steps - 1``, shape (block_steps, batch_size)."""
+        return random_index_block(self.problem.seed, step, self.block_steps, self.problem.batch_size,
+                                  self.problem.n_samples)
+
     def _gather(self, step):
         problem = self.problem
         k = problem.batch_size
         self.first_step = step
-        self.rows = random_index_block(problem.seed, step, self.block_steps, k, problem.n_samples)
+        self.rows = self._draw(step)
         flat = self.rows.ravel()
         if self.sparse:
             bias = problem.n_features if problem.fit_intercept else None
@@ -211,14 +219,35 @@ class BatchBlocks:
             self.dense = problem.X[flat].reshape(self.block_steps, k, problem.n_features)
 
 
-class NumpyPegasosSteps:
-    """Pegasos steps on the CPU with NumPy (the reference for the CUDA path)."""
+class GivenBatches(BatchBlocks):
+    """The batches of steps ``given_from, given_from + 1, ...`` when ``problem.X`` holds
+    their rows already, in draw order (``batch_size`` rows a step): ``gpusvm.dask`` draws
+    the rows from the shared stream where the data live and gathers them here."""
 
-    def __init__(self, problem, state):
+    def __init__(self, problem, given_from):
+        super().__init__(problem)
+        self.given_from = given_from
+        self.block_steps = problem.n_samples // problem.batch_size
+
+    def _draw(self, step):
+        if step != self.given_from:
+            raise ValueError(f"The gathered rows start at step {self.given_from}; step {step} was asked for.")
+        k = self.problem.batch_size
+        return np.arange(self.block_steps * k, dtype=np.int64).reshape(self.block_steps, k)
+
+
+class NumpyPegasosSteps:
+    """Pegasos steps on the CPU with NumPy (the reference for the CUDA path).
+
+    With ``given_from``, ``problem.X`` holds the rows of the steps from ``given_from`` on
+    in draw order (:class:`GivenBatches`) instead of the whole training set.
+    """
+
+    def __init__(self, problem, state, given_from=None):
         self.problem = problem
         self.state = state
         self.sparse = sp.issparse(problem.X)
-        self.batches = BatchBlocks(problem)
+        self.batches = BatchBlocks(problem) if given_from is None else GivenBatches(problem, given_from)
         self.renormalize_below = RENORMALIZE_BELOW[np.dtype(state.v.dtype)]
 
     def step(self):
@@ -317,19 +346,35 @@ def primal_objective(X, targets, sample_weight, weights, lam, fit_intercept):
     ``weights`` has shape (n_classes, n_features + fit_intercept); the bias, when there
     is one, is the last column and is regularized like the rest.
     """
+    hinge_sum = weighted_hinge_sum(X, targets, sample_weight, weights, fit_intercept)
+    return float(0.5 * lam * (weights**2).sum() + hinge_sum / X.shape[0])
+
+
+def weighted_hinge_sum(X, targets, sample_weight, weights, fit_intercept):
+    """``sum_c sum_i s_i max(0, 1 - y_ic <w_c, x_i>)`` over the rows of X (a float): the
+    loss part of :func:`primal_objective`, which ``gpusvm.dask`` sums over its shards."""
     d = X.shape[1]
     # in X's dtype: a float64 right-hand side would make SciPy and CuPy copy a float32 X
     scores = (X @ weights[:, :d].T.astype(X.dtype)).astype(np.float64)
     if fit_intercept:
         scores = scores + weights[:, d]
     hinge = (1.0 - targets * scores).clip(0.0, None)
-    n = X.shape[0]
-    return float(0.5 * lam * (weights**2).sum() + (sample_weight[:, None] * hinge).sum() / n)
+    return float((sample_weight[:, None] * hinge).sum())
 
 
 def steps_per_epoch(n_samples, batch_size):
     """Steps of one epoch: enough batches to draw ``n_samples`` rows."""
     return max(1, math.ceil(n_samples / batch_size))
+
+
+def pegasos_stepper(problem, state, backend, given_from=None):
+    """The backend's stepper over ``state`` (modified in place); see :class:`NumpyPegasosSteps`
+    for ``given_from``."""
+    if backend == "cupy":
+        from ._pegasos_cuda import CupyPegasosSteps as Steps
+    else:
+        Steps = NumpyPegasosSteps
+    return Steps(problem, state, given_from)
 
 
 def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, verbose=0):
@@ -346,12 +391,7 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
     epochs_run : int
     objectives : list of float
     """
-    state = state.copy()
-    if backend == "cupy":
-        from ._pegasos_cuda import CupyPegasosSteps as Steps
-    else:
-        Steps = NumpyPegasosSteps
-    stepper = Steps(problem, state)
+    stepper = pegasos_stepper(problem, state.copy(), backend)
     n_steps = steps_per_epoch(problem.n_samples, problem.batch_size)
     averaged = problem.average_start is not None
     best, stale, objectives = math.inf, 0, []

@@ -1,0 +1,235 @@
+"""The dask side of a distributed fit: the client, the input collections, the shards on
+the workers, and resuming an epoch when a worker leaves.
+
+Nothing here schedules or communicates by itself: tasks go through dask.distributed's
+client and scheduler, rows move only as task inputs from the worker that holds them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import warnings
+
+import numpy as np
+from dask.array import Array
+from dask.core import flatten
+from distributed import default_client, futures_of
+
+from ._shards import build_shard, summarize
+
+# An epoch is run again from its checkpoint at most this many times when workers leave.
+MAX_RESUMES = 3
+
+
+def current_client(client):
+    """``client``, or the current dask.distributed client, with a clear error when none."""
+    if client is not None:
+        return client
+    try:
+        return default_client()
+    except ValueError:
+        raise ValueError(
+            "gpusvm.dask needs a dask.distributed Client: create one first (e.g. "
+            "`Client(LocalCluster())`, or `Client(LocalCUDACluster())` from dask-cuda for one GPU per "
+            "worker), or set the estimator's `client` attribute.") from None
+
+
+def as_row_chunked_arrays(X, y, sample_weight, estimator_name):
+    """X, y (and sample_weight) as dask arrays with the same known row chunks and X in
+    one column chunk. Dask DataFrames and Series are converted with their partition
+    lengths; anything else that is not a dask collection is refused."""
+    X, y = _as_dask_array(X, "X", estimator_name), _as_dask_array(y, "y", estimator_name)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (rows, features); got a dask array of shape {X.shape}.")
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D with one label per row; got a dask array of shape {y.shape}.")
+    arrays = [X, y] + ([] if sample_weight is None else [_as_dask_array(sample_weight, "sample_weight",
+                                                                        estimator_name)])
+    arrays = [array if not np.isnan(array.shape[0]) else array.compute_chunk_sizes() for array in arrays]
+    if len({array.shape[0] for array in arrays}) != 1:
+        raise ValueError(f"X, y and sample_weight must have the same number of rows; got "
+                         f"{[array.shape[0] for array in arrays]!r}.")
+    X = arrays[0] if len(arrays[0].chunks[1]) == 1 else arrays[0].rechunk({1: -1})
+    rows = X.chunks[0]
+    others = [array if array.chunks[0] == rows else array.rechunk({0: rows}) for array in arrays[1:]]
+    return X, others[0], (others[1] if len(others) > 1 else None)
+
+
+def _as_dask_array(data, name, estimator_name):
+    if isinstance(data, Array):
+        return data
+    if hasattr(data, "to_dask_array") and hasattr(data, "npartitions"):  # dask DataFrame or Series
+        return data.to_dask_array(lengths=True)
+    raise TypeError(
+        f"gpusvm.dask.{estimator_name} takes dask arrays or dataframes; got {name} of type "
+        f"{type(data).__name__}. Use gpusvm.{estimator_name} for data in memory, or wrap it with "
+        "dask.array.from_array(..., chunks=...).")
+
+
+def _partition_futures(client, array):
+    """The futures of a persisted array's blocks, in row order."""
+    by_key = {future.key: future for future in futures_of(array)}
+    return [by_key[key] for key in flatten(array.__dask_keys__())]
+
+
+@dataclasses.dataclass
+class ShardSet:
+    """One shard per worker that holds rows, built where the partitions are.
+
+    Attributes
+    ----------
+    futures : list of Future
+        Each worker's :class:`~gpusvm.dask._shards.Shard`, in worker order.
+    summaries : list of ShardSummary
+    workers : list of str
+        The worker each shard was built on (for messages about lost workers).
+    partitions : list of list of int
+        The partition numbers in each shard.
+    """
+
+    futures: list
+    summaries: list
+    workers: list
+    partitions: list
+
+    @classmethod
+    def build(cls, client, estimator, X, y, sample_weight):
+        """Persist the collections and build each worker's shard from the partitions it holds."""
+        X, y, sample_weight = as_row_chunked_arrays(X, y, sample_weight, type(estimator).__name__)
+        collections = [X, y] + ([sample_weight] if sample_weight is not None else [])
+        persisted = client.persist(collections)
+        parts = [_partition_futures(client, array) for array in persisted]
+        client.gather([client.submit(_row_count, future, pure=False) for future in parts[0]])  # all computed
+        holders = client.who_has(parts[0])
+        starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+        by_worker = {}
+        for number, future in enumerate(parts[0]):
+            by_worker.setdefault(sorted(holders[future.key])[0], []).append(number)
+        local = _local_twin(estimator)
+        futures, workers, partitions = [], [], []
+        for worker in sorted(by_worker):
+            numbers = by_worker[worker]
+            layout = [(number, int(starts[number]), sample_weight is not None) for number in numbers]
+            inputs = [array_parts[number] for number in numbers for array_parts in parts]
+            futures.append(client.submit(build_shard, local, layout, *inputs, workers=[worker],
+                                         allow_other_workers=True, pure=False))
+            workers.append(worker)
+            partitions.append(numbers)
+        summaries = client.gather([client.submit(summarize, future, pure=False) for future in futures])
+        keep = [i for i, summary in enumerate(summaries) if summary is not None]
+        if not keep:
+            raise ValueError(f"{type(estimator).__name__} got a collection with no rows.")
+        shards = cls([futures[i] for i in keep], [summaries[i] for i in keep],
+                     [workers[i] for i in keep], [partitions[i] for i in keep])
+        shards._check_consistent(type(estimator).__name__)
+        return shards
+
+    def _check_consistent(self, name):
+        features = {summary.n_features for summary in self.summaries}
+        dtypes = {summary.dtype for summary in self.summaries}
+        kinds = {summary.sparse for summary in self.summaries}
+        if len(features) > 1:
+            raise ValueError(f"The partitions of X do not agree on the number of features: {sorted(features)!r}.")
+        if len(dtypes) > 1 or len(kinds) > 1:
+            raise ValueError(f"The partitions of X must share one dtype and be all dense or all sparse for {name}; "
+                             f"got dtypes {sorted(map(str, dtypes))!r}, sparse {sorted(kinds)!r}.")
+
+    @property
+    def n_rows(self):
+        return sum(summary.n_rows for summary in self.summaries)
+
+    @property
+    def n_features(self):
+        return self.summaries[0].n_features
+
+    @property
+    def dtype(self):
+        return self.summaries[0].dtype
+
+    def classes(self):
+        """The sorted labels of every shard and the number of rows of each."""
+        classes = np.unique(np.concatenate([summary.classes for summary in self.summaries]))
+        counts = np.zeros(classes.shape[0], dtype=np.int64)
+        for summary in self.summaries:
+            counts[np.searchsorted(classes, summary.classes)] += summary.class_counts
+        return classes, counts
+
+    def bytes_per_row(self):
+        """The mean bytes of a row of X as stored (values, and column indices when sparse)."""
+        values = sum(summary.stored_values for summary in self.summaries)
+        per_value = self.dtype.itemsize + (4 if self.summaries[0].sparse else 0)
+        return max(1.0, values * per_value / self.n_rows)
+
+    def largest(self):
+        """The position of the shard with the most rows: its worker steps (the fewest rows travel)."""
+        return int(np.argmax([summary.n_rows for summary in self.summaries]))
+
+    def near(self, client, position):
+        """Keyword arguments of ``client.submit`` that place a task on the worker holding shard
+        ``position`` now, as a preference (nothing while the shard is being recomputed
+        after a worker left)."""
+        holders = client.who_has([self.futures[position]]).get(self.futures[position].key, ())
+        return {"workers": [sorted(holders)[0]], "allow_other_workers": True} if holders else {}
+
+    def release(self):
+        for future in self.futures:
+            future.release()
+
+
+def _row_count(block):
+    return block.shape[0]
+
+
+def _local_twin(estimator):
+    """The single-node estimator with ``estimator``'s parameters, whose input checks the
+    shards apply."""
+    return estimator.local_class(**estimator._local_params())
+
+
+@contextlib.contextmanager
+def worker_loss_guard(client, shards, what):
+    """Turn an error raised because workers left into a clear one, naming them and the
+    partitions they held; other errors pass through unchanged.
+
+    Yields a function that says which of the shards' workers have left.
+    """
+    def lost_workers():
+        alive = set(client.nthreads())
+        return [worker for worker in shards.workers if worker not in alive]
+
+    try:
+        yield lost_workers
+    except Exception as error:
+        lost = lost_workers()
+        if not lost:
+            raise
+        held = [number for worker, numbers in zip(shards.workers, shards.partitions) if worker in lost
+                for number in numbers]
+        raise RuntimeError(
+            f"{what} failed after worker(s) {lost!r} left the cluster (they held partitions {held!r}): "
+            f"{type(error).__name__}: {error}. gpusvm.dask resumes an epoch from its last checkpoint up to "
+            f"{MAX_RESUMES} times when dask can recompute the lost partitions (from a source, not from "
+            "client.scatter); here it could not.") from error
+
+
+def run_epoch_with_resumes(client, shards, epoch_function, checkpoint, epoch):
+    """Run ``epoch_function(checkpoint)``; when it fails because workers left, run it again
+    from ``checkpoint`` (draws are a pure function of seed, step and lane, so the resumed
+    epoch computes what the interrupted one would have), up to :data:`MAX_RESUMES` times.
+    """
+    with worker_loss_guard(client, shards, f"Epoch {epoch + 1}") as lost_workers:
+        for attempt in range(MAX_RESUMES + 1):
+            known_lost = set(lost_workers())
+            try:
+                return epoch_function(checkpoint)
+            except Exception:
+                newly_lost = set(lost_workers()) - known_lost
+                if not newly_lost or attempt == MAX_RESUMES:
+                    raise
+                warnings.warn(
+                    f"Worker(s) {sorted(newly_lost)!r} left the cluster during epoch {epoch + 1}; resuming the "
+                    "epoch from its start on the workers left (the model will be the same).",
+                    RuntimeWarning, stacklevel=3)

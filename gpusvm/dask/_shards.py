@@ -1,0 +1,180 @@
+"""Training rows on the workers that hold them: one shard per worker, and the gathers
+that bring a block's rows to the worker that steps.
+
+A shard is the concatenation of the partitions one worker holds (in partition order),
+with each row's global index: the row's place in the dask collection, so that a draw
+``g`` of the shared random stream names the same row as it does in
+``X.compute()`` on a single node. Building a shard moves no rows of X: its task runs
+on the worker that already holds the partitions (only the labels and weights of a
+partition held elsewhere travel to it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+
+from .._backend import is_cupy_array, issparse, namespace_of, to_numpy
+from .._random import random_index_block
+from .._validation import check_X_y, check_weights
+
+
+@dataclasses.dataclass
+class Shard:
+    """The rows of one worker.
+
+    Attributes
+    ----------
+    X : ndarray or CSR matrix (NumPy/SciPy or CuPy/cupyx), validated
+    y : ndarray of labels, on the host
+    sample_weight : ndarray of float64, on the host
+    rows : ndarray of int64
+        Each row's index in the whole collection, ascending.
+    """
+
+    X: object
+    y: np.ndarray
+    sample_weight: np.ndarray
+    rows: np.ndarray
+
+    @property
+    def n_rows(self):
+        return self.rows.shape[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardSummary:
+    """What the client needs to know of a shard: small, sent back once."""
+
+    n_rows: int
+    n_features: int
+    dtype: np.dtype
+    sparse: bool
+    classes: np.ndarray
+    class_counts: np.ndarray
+    stored_values: int  # nonzeros of a sparse X, else rows times features
+
+
+def build_shard(estimator, partitions, *arrays):
+    """One worker's shard from its partitions (runs on that worker).
+
+    Parameters
+    ----------
+    estimator : the single-node estimator whose input checks apply (cloned, not fitted)
+    partitions : list of (partition number, first global row, has sample weights)
+    *arrays : X, y (and sample_weight where given) of each partition, in that order
+    """
+    pieces, at = [], 0
+    for number, first_row, weighted in partitions:
+        X, y = arrays[at], arrays[at + 1]
+        weights = arrays[at + 2] if weighted else None
+        at += 3 if weighted else 2
+        if X.shape[0] == 0:
+            continue
+        last = first_row + X.shape[0] - 1
+        try:
+            X, y = check_X_y(clone(estimator), X, np.asarray(to_numpy(y)).ravel(), reset=True)
+            weights = check_weights(weights, X.shape[0])
+        except ValueError as error:
+            raise ValueError(f"Partition {number} (rows {first_row} to {last}): {error}") from error
+        pieces.append((X, y, weights, np.arange(first_row, last + 1, dtype=np.int64)))
+    if not pieces:
+        return None
+    return Shard(
+        X=stack_rows([piece[0] for piece in pieces]),
+        y=np.concatenate([piece[1] for piece in pieces]),
+        sample_weight=np.concatenate([piece[2] for piece in pieces]),
+        rows=np.concatenate([piece[3] for piece in pieces]),
+    )
+
+
+def summarize(shard):
+    """The :class:`ShardSummary` of a shard (None for a worker with no rows)."""
+    if shard is None:
+        return None
+    classes, counts = np.unique(shard.y, return_counts=True)
+    return ShardSummary(
+        n_rows=shard.n_rows, n_features=shard.X.shape[1], dtype=np.dtype(shard.X.dtype),
+        sparse=issparse(shard.X), classes=classes, class_counts=counts,
+        stored_values=int(shard.X.nnz if issparse(shard.X) else shard.X.size),
+    )
+
+
+def stack_rows(blocks):
+    """The rows of ``blocks`` (all dense or all CSR, one backend) one under another."""
+    if len(blocks) == 1:
+        return blocks[0]
+    if issparse(blocks[0]):
+        if is_cupy_array(blocks[0]):
+            import cupyx.scipy.sparse as cusparse
+
+            return cusparse.vstack(blocks).tocsr()
+        return sp.vstack(blocks, format="csr")
+    return namespace_of(blocks[0]).concatenate(blocks)
+
+
+# Which global rows a block needs, in the order its steps use them.
+
+@dataclasses.dataclass(frozen=True)
+class DrawnRows:
+    """The rows Pegasos draws at steps ``first_step .. first_step + n_steps - 1``."""
+
+    seed: int
+    first_step: int
+    n_steps: int
+    batch_size: int
+    n_samples: int
+
+    def indices(self, order=None):
+        return random_index_block(self.seed, self.first_step, self.n_steps, self.batch_size,
+                                  self.n_samples).ravel()
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderedRows:
+    """Positions ``start:stop`` of an epoch's visiting order (all rows in order when the
+    order, passed to :meth:`indices`, is None)."""
+
+    start: int
+    stop: int
+
+    def indices(self, order=None):
+        if order is None:
+            return np.arange(self.start, self.stop, dtype=np.int64)
+        return order[self.start:self.stop]
+
+
+def rows_of_block(shard, selector, order=None):
+    """The rows of a block that this shard holds (runs on its worker).
+
+    Returns
+    -------
+    None, or (positions in the block, X rows, labels, sample weights)
+    """
+    if shard is None:
+        return None
+    wanted = selector.indices(order)
+    local = np.minimum(np.searchsorted(shard.rows, wanted), shard.n_rows - 1)
+    mine = np.flatnonzero(shard.rows[local] == wanted)
+    if mine.size == 0:
+        return None
+    local = local[mine]
+    rows = local if not is_cupy_array(shard.X) else namespace_of(shard.X).asarray(local)
+    return mine, shard.X[rows], shard.y[local], shard.sample_weight[local]
+
+
+def assemble_block(gathered):
+    """The block's rows in step order from the shards' parts (each from
+    :func:`rows_of_block`): ``(X, labels, sample_weight)``."""
+    parts = [part for part in gathered if part is not None]
+    positions = np.concatenate([part[0] for part in parts])
+    order = np.argsort(positions, kind="stable")
+    X = stack_rows([part[1] for part in parts])
+    if order.size > 1 and not np.array_equal(order, np.arange(order.size)):
+        X = X[order if not is_cupy_array(X) else namespace_of(X).asarray(order)]
+    y = np.concatenate([part[2] for part in parts])[order]
+    weights = np.concatenate([part[3] for part in parts])[order]
+    return X, y, weights

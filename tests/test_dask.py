@@ -1,0 +1,306 @@
+"""gpusvm.dask on a LocalCluster (NumPy backend): exact modes equal the single-node
+estimators, averaging mode is close, predictions are lazy, and bad input, a missing
+client and a lost worker give clear errors or the same model."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import gpusvm  # noqa: E402
+import gpusvm.dask as gd  # noqa: E402
+
+ONLINE = ["FTRLClassifier", "TruncatedGradientClassifier", "FOBOSClassifier", "RDAClassifier"]
+UNEVEN = (700, 0, 1100, 450, 750)  # row chunks, one of them empty
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two workers (threads), the default client for the module's tests."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def one_worker():
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster,
+                                                                                           set_as_default=False) as c:
+        yield c
+
+
+def blobs(n_classes=3, n=3000, d=12, seed=0, dtype=np.float64, sparse=False):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=2.0, size=(n_classes, d))
+    y = rng.integers(0, n_classes, size=n)
+    X = (centers[y] + rng.normal(size=(n, d))).astype(dtype)
+    if sparse:
+        X[np.abs(X) < 1.0] = 0.0
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+def chunked(X, y, chunks=UNEVEN, weights=None):
+    """dask arrays of X and y (and weights) over row chunks summing to the rows of X."""
+    chunks = tuple(chunks)
+    assert sum(chunks) == X.shape[0]
+    arrays = [da.from_array(X, chunks=(chunks, X.shape[1]), asarray=False),
+              da.from_array(y, chunks=(chunks,))]
+    if weights is not None:
+        arrays.append(da.from_array(weights, chunks=(chunks,)))
+    return arrays
+
+
+def assert_same_model(distributed_model, local_model, rtol=1e-10):
+    np.testing.assert_allclose(distributed_model.coef_, local_model.coef_, rtol=rtol, atol=1e-12)
+    np.testing.assert_allclose(distributed_model.intercept_, local_model.intercept_, rtol=rtol, atol=1e-12)
+    np.testing.assert_array_equal(distributed_model.classes_, local_model.classes_)
+    assert distributed_model.t_ == local_model.t_
+    assert distributed_model.n_iter_ == local_model.n_iter_
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("n_classes, dtype, sparse", [(2, np.float64, False), (3, np.float32, False),
+                                                      (3, np.float64, True), (2, np.float32, True)])
+def test_exact_pegasos_equals_single_node(client, one_worker, workers, n_classes, dtype, sparse):
+    X, y = blobs(n_classes, dtype=dtype, sparse=sparse)
+    params = dict(random_state=3, max_iter=30, batch_size=16, backend="numpy")
+    model = gd.PegasosSVC(**params)
+    model.client = client if workers == 2 else one_worker
+    model.fit(*chunked(X, y))
+    local = gpusvm.PegasosSVC(**params).fit(X, y)
+    assert_same_model(model, local)
+    assert model.n_iter_ < 30  # stopped by tol at the same epoch
+    np.testing.assert_allclose(model.objective_curve_, local.objective_curve_, rtol=1e-12)
+
+
+def test_exact_pegasos_with_weights_and_balanced_classes(client):
+    X, y = blobs(3)
+    y[y == 2] = np.where(np.arange((y == 2).sum()) % 3 == 0, 2, 0)  # an uneven class
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, size=y.shape[0])
+    params = dict(random_state=0, max_iter=3, tol=None, class_weight="balanced", average=50, backend="numpy")
+    model = gd.PegasosSVC(**params).fit(*chunked(X, y), sample_weight=chunked(X, y, weights=weights)[2])
+    assert_same_model(model, gpusvm.PegasosSVC(**params).fit(X, y, sample_weight=weights))
+
+
+def test_exact_pegasos_partial_fit_continues_like_single_node(client):
+    X, y = blobs(2)
+    params = dict(random_state=5, backend="numpy", lam=1e-3)
+    model, local = gd.PegasosSVC(**params), gpusvm.PegasosSVC(**params)
+    for part in (slice(0, 1500), slice(1500, 3000)):
+        model.partial_fit(*chunked(X[part], y[part], chunks=(900, 600)), classes=[0, 1])
+        local.partial_fit(X[part], y[part], classes=[0, 1])
+    assert_same_model(model, local)
+
+
+def test_average_mode_with_one_worker_is_single_node(one_worker):
+    X, y = blobs(3)
+    params = dict(random_state=2, max_iter=8, tol=None, backend="numpy")
+    model = gd.PegasosSVC(mode="average", **params)
+    model.client = one_worker
+    model.fit(*chunked(X, y))
+    local = gpusvm.PegasosSVC(**params).fit(X, y)
+    np.testing.assert_array_equal(model.coef_, local.coef_)
+    np.testing.assert_array_equal(model.intercept_, local.intercept_)
+
+
+def test_average_mode_on_shuffled_shards_is_within_five_percent(client):
+    X, y = blobs(2, n=4000, d=20, seed=4)
+    params = dict(random_state=0, backend="numpy")
+    model = gd.PegasosSVC(mode="average", **params).fit(*chunked(X, y, chunks=(1000,) * 4))
+    local = gpusvm.PegasosSVC(**params).fit(X, y)
+    assert model.objective_curve_[-1] <= 1.05 * local.objective_curve_[-1]
+
+
+def test_average_mode_warns_on_shards_sorted_by_label(client):
+    X, y = blobs(2)
+    order = np.argsort(y, kind="stable")
+    with pytest.warns(UserWarning, match="class proportions differ"):
+        gd.PegasosSVC(mode="average", max_iter=2, tol=None, backend="numpy").fit(
+            *chunked(X[order], y[order], chunks=(1500, 1500)))
+
+
+@pytest.mark.parametrize("name", ONLINE)
+@pytest.mark.parametrize("n_classes, dtype, sparse", [(2, np.float64, True), (3, np.float32, False)])
+def test_online_learners_equal_single_node(client, name, n_classes, dtype, sparse):
+    X, y = blobs(n_classes, dtype=dtype, sparse=sparse)
+    params = dict(random_state=7, max_iter=3, batch_size=100, backend="numpy")
+    model = getattr(gd, name)(**params).fit(*chunked(X, y))
+    local = getattr(gpusvm, name)(**params).fit(X, y)
+    assert_same_model(model, local, rtol=0)
+    assert model.loss_curve_ == local.loss_curve_
+    for part in (slice(0, 1000), slice(1000, 3000)):  # a stream of partial_fit calls, in order
+        model.partial_fit(*chunked(X[part], y[part], chunks=(333, part.stop - part.start - 333)))
+        local.partial_fit(X[part], y[part])
+    assert_same_model(model, local, rtol=0)
+
+
+def test_online_learner_with_one_worker_and_dataframes(one_worker):
+    dd = pytest.importorskip("dask.dataframe")
+    pandas = pytest.importorskip("pandas")
+    X, y = blobs(2, n=1200)
+    frame = dd.from_pandas(pandas.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]), npartitions=3)
+    labels = dd.from_pandas(pandas.Series(y), npartitions=3)
+    model = gd.FTRLClassifier(random_state=1, backend="numpy")
+    model.client = one_worker
+    model.fit(frame, labels)
+    assert_same_model(model, gpusvm.FTRLClassifier(random_state=1, backend="numpy").fit(X, y), rtol=0)
+
+
+@pytest.mark.parametrize("estimator", [gd.PegasosSVC(random_state=0, max_iter=3, backend="numpy"),
+                                       gd.FTRLClassifier(random_state=0, backend="numpy")])
+def test_predictions_are_lazy_and_match_to_local(client, estimator):
+    X, y = blobs(3)
+    dX, dy = chunked(X, y)
+    model = estimator.fit(dX, dy)
+    local = model.to_local()
+    assert type(local) is getattr(gpusvm, type(model).__name__)
+    methods = ["predict", "decision_function"] + (["predict_proba"] if hasattr(local, "predict_proba") else [])
+    for method in methods:
+        lazy = getattr(model, method)(dX)
+        assert isinstance(lazy, da.Array)
+        np.testing.assert_array_equal(lazy.compute(), getattr(local, method)(X))
+        np.testing.assert_array_equal(getattr(model, method)(X), getattr(local, method)(X))  # in memory too
+    restored = pickle.loads(pickle.dumps(model))
+    assert "_client" not in restored.__dict__
+    np.testing.assert_array_equal(restored.predict(X), local.predict(X))
+
+
+def test_to_local_continues_with_partial_fit(client):
+    X, y = blobs(2)
+    model = gd.FTRLClassifier(random_state=0, max_iter=1, shuffle=False, backend="numpy").fit(*chunked(X, y))
+    local = model.to_local().partial_fit(X, y)
+    reference = gpusvm.FTRLClassifier(random_state=0, max_iter=1, shuffle=False, backend="numpy")
+    reference.fit(X, y).partial_fit(X, y)
+    assert_same_model(local, reference, rtol=0)
+
+
+def test_client_is_not_a_parameter(client):
+    from sklearn.base import clone
+
+    model = gd.PegasosSVC(mode="average")
+    model.client = client
+    assert "client" not in model.get_params()
+    assert clone(model).client is None
+    assert clone(model).get_params()["mode"] == "average"
+
+
+def test_single_node_estimators_warn_on_dask_input(client):
+    X, y = blobs(2, n=300)
+    dX, dy = chunked(X, y, chunks=(300,))
+    with pytest.warns(UserWarning, match="gpusvm.dask.PegasosSVC"):
+        gpusvm.PegasosSVC(max_iter=1, backend="numpy").fit(dX, dy)
+    with pytest.warns(UserWarning, match="dask collection"):
+        gpusvm.SBPClassifier(max_iter=1, backend="numpy").fit(dX, dy)
+
+
+def test_bad_input_is_refused_clearly(client):
+    X, y = blobs(2, n=600)
+    with pytest.raises(TypeError, match="takes dask arrays or dataframes; got X of type ndarray"):
+        gd.PegasosSVC().fit(X, y)
+    bad = X.copy()
+    bad[450, 3] = np.nan
+    with pytest.raises(ValueError, match=r"Partition 1 \(rows 300 to 599\).*NaN"):
+        gd.PegasosSVC(backend="numpy").fit(*chunked(bad, y, chunks=(300, 300)))
+    with pytest.raises(ValueError, match="same number of rows"):
+        gd.FTRLClassifier().fit(da.from_array(X, chunks=300), da.from_array(y[:500], chunks=250))
+    with pytest.raises(ValueError, match="number of classes has to be greater than one"):
+        gd.FTRLClassifier(backend="numpy").fit(*chunked(X, np.zeros(600, dtype=int), chunks=(300, 300)))
+    with pytest.raises(TypeError, match="takes no sample_weight"):
+        gd.FTRLClassifier().fit(*chunked(X, y, chunks=(600,), weights=np.ones(600)))
+    with pytest.raises(ValueError, match="mode"):
+        gd.PegasosSVC(mode="fast").fit(*chunked(X, y, chunks=(600,)))
+
+
+def test_failed_partial_fit_leaves_the_model_as_it_was(client):
+    X, y = blobs(2, n=600)
+    model = gd.FTRLClassifier(random_state=0, backend="numpy").partial_fit(*chunked(X, y, chunks=(600,)),
+                                                                           classes=[0, 1])
+    before = model.coef_.copy()
+    with pytest.raises(ValueError, match="not in classes"):
+        model.partial_fit(*chunked(X, y + 5, chunks=(600,)))
+    np.testing.assert_array_equal(model.coef_, before)
+    assert model.t_ == 600
+
+
+def test_no_client_is_a_clear_error():
+    """In a fresh process: this module's fixtures keep a default client in this one."""
+    import subprocess
+    import sys
+
+    script = ("import numpy as np, dask.array as da, gpusvm.dask as gd\n"
+              "X = da.from_array(np.eye(4), chunks=2); y = da.from_array(np.array([0, 1, 0, 1]), chunks=2)\n"
+              "gd.PegasosSVC().fit(X, y)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "ValueError: gpusvm.dask needs a dask.distributed Client" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def process_cluster():
+    """Three worker processes (what pickles crosses them), with nannies that restart a killed worker."""
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(
+                                      cluster, set_as_default=False) as client:
+        yield cluster, client
+
+
+def test_worker_processes_give_the_single_node_model(process_cluster):
+    _, client = process_cluster
+    X, y = blobs(3, sparse=True)
+    for distributed_model, local in [
+        (gd.PegasosSVC(random_state=1, max_iter=4, tol=None, backend="numpy"),
+         gpusvm.PegasosSVC(random_state=1, max_iter=4, tol=None, backend="numpy")),
+        (gd.RDAClassifier(random_state=1, backend="numpy"), gpusvm.RDAClassifier(random_state=1, backend="numpy")),
+    ]:
+        distributed_model.client = client
+        assert_same_model(distributed_model.fit(*chunked(X, y)), local.fit(X, y), rtol=0)
+
+
+def test_a_worker_lost_mid_fit_gives_the_same_model(process_cluster):
+    """A worker killed while the fit runs: the epoch resumes (or dask recomputes its
+    partitions) on the workers left, and the model is the uninterrupted one."""
+    import os
+    import signal
+    import threading
+    import time
+
+    cluster, client = process_cluster
+    X, y = blobs(2, n=20000, d=20)
+    params = dict(random_state=0, max_iter=12, tol=None, batch_size=4, backend="numpy")
+    dX, dy = client.persist(chunked(X, y, chunks=(5000,) * 4))
+    started = time.perf_counter()
+    reference = gd.PegasosSVC(**params)
+    reference.client = client
+    reference.fit(dX, dy)
+    duration = time.perf_counter() - started
+    holders = client.who_has(distributed.futures_of(dX))
+    held = {worker: sum(worker in found for found in holders.values()) for worker in client.nthreads()}
+    victim = max(sorted(held), key=held.get)  # the stepping worker: it holds the most rows
+    victim_pid = client.run(os.getpid, workers=[victim])[victim]
+    fitting, killed_mid_fit = threading.Event(), []
+
+    def kill():
+        os.kill(victim_pid, signal.SIGKILL)
+        killed_mid_fit.append(fitting.is_set())
+
+    timer = threading.Timer(duration / 3, kill)
+    model = gd.PegasosSVC(**params)
+    model.client = client
+    fitting.set()
+    timer.start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "resuming the epoch" when the kill cost one
+        model.fit(dX, dy)
+    fitting.clear()
+    timer.join()
+    assert killed_mid_fit == [True]
+    assert victim not in client.nthreads()
+    np.testing.assert_array_equal(model.coef_, reference.coef_)
+    np.testing.assert_array_equal(model.intercept_, reference.intercept_)
