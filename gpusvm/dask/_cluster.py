@@ -14,12 +14,19 @@ import warnings
 import numpy as np
 from dask.array import Array
 from dask.core import flatten
-from distributed import default_client, futures_of
+from distributed import default_client, futures_of, wait
 
-from ._shards import build_shard, summarize
+from ._shards import build_shard, rows_of_block, summarize
 
 # An epoch is run again from its checkpoint at most this many times when workers leave.
 MAX_RESUMES = 3
+# A block of steps gathers about BLOCK_BYTES of rows, at most BLOCK_ROWS: enough steps
+# per task that a task's milliseconds of overhead are small beside the steps' work, few
+# enough that the blocks in flight stay small beside the data.
+BLOCK_BYTES = 2**25
+BLOCK_ROWS = 2**16
+# Blocks gathered ahead of the one stepping, bounding the rows in flight.
+PREFETCH_BLOCKS = 4
 
 
 def current_client(client):
@@ -102,7 +109,8 @@ class ShardSet:
         collections = [X, y] + ([sample_weight] if sample_weight is not None else [])
         persisted = client.persist(collections)
         parts = [_partition_futures(client, array) for array in persisted]
-        client.gather([client.submit(_row_count, future, pure=False) for future in parts[0]])  # all computed
+        with client.as_current():
+            wait([future for array_parts in parts for future in array_parts])
         holders = client.who_has(parts[0])
         starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
         by_worker = {}
@@ -179,8 +187,32 @@ class ShardSet:
             future.release()
 
 
-def _row_count(block):
-    return block.shape[0]
+def block_rows(shards, batch_size):
+    """Rows per gathered block: whole batches, about :data:`BLOCK_BYTES`, at most :data:`BLOCK_ROWS`."""
+    rows = min(BLOCK_ROWS, BLOCK_BYTES / shards.bytes_per_row())
+    return max(1, int(rows) // batch_size) * batch_size
+
+
+def step_through_blocks(client, shards, carried, selectors, step, settings, orders=None):
+    """Run ``step(carried, settings, selector, *gathered)`` for each block in turn on the
+    worker with the most rows (the fewest rows travel), its rows gathered from every
+    shard (``rows_of_block``, with that shard's visiting order from ``orders``); up to
+    :data:`PREFETCH_BLOCKS` blocks are gathered ahead. Returns the last result, on the
+    client, through ``to_host``-style ``step.on_host``.
+    """
+    lead = shards.near(client, shards.largest())
+    orders = orders or [None] * len(shards.futures)
+    current = client.scatter(carried, workers=lead.get("workers"))
+    in_flight = []
+    for selector in selectors:
+        gathered = [client.submit(rows_of_block, shard, selector, order, pure=False)
+                    for shard, order in zip(shards.futures, orders)]
+        current = client.submit(step, current, settings, selector, *gathered, **lead, pure=False)
+        in_flight.append(current)
+        if len(in_flight) > PREFETCH_BLOCKS:  # bound the rows gathered ahead (nothing fetched)
+            with client.as_current():
+                wait(in_flight.pop(0))
+    return current
 
 
 def _local_twin(estimator):

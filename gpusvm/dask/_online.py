@@ -27,13 +27,9 @@ from .._backend import get_namespace, resolve_backend, to_numpy
 from .._validation import class_positions, to_backend
 from .._random import seed_from_random_state
 from ..solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, shuffled_order
-from ._cluster import run_epoch_with_resumes
+from ._cluster import block_rows, run_epoch_with_resumes, step_through_blocks
 from ._estimator import DaskEstimatorMixin
-from ._shards import OrderedRows, assemble_block, rows_of_block
-
-BLOCK_BYTES = 2**25  # as in gpusvm.dask._pegasos
-BLOCK_ROWS = 2**16
-PREFETCH_BLOCKS = 4
+from ._shards import OrderedRows, assemble_block
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,9 +51,10 @@ def epoch_order(seed, epoch, n_samples):
     return shuffled_order(seed, epoch, n_samples)
 
 
-def steps_on_gathered_rows(carried, settings, *gathered):
-    """The batches of one block, on the rows its shards sent in visiting order (runs on
-    the stepping worker). ``carried`` is (state, summed loss of the epoch so far)."""
+def steps_on_gathered_rows(carried, settings, selector, *gathered):
+    """The batches of one block (an :class:`OrderedRows`), on the rows its shards sent in
+    visiting order (runs on the stepping worker). ``carried`` is (state, summed loss of
+    the epoch so far)."""
     state, loss_sum = carried
     X, y, _ = assemble_block(gathered)
     backend = resolve_backend(settings.backend)
@@ -108,24 +105,15 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
             raise ValueError(f"{type(self).__name__} learned a model with NaN or infinite values: its arithmetic "
                              "overflowed. Scale the features, e.g. with sklearn.preprocessing.StandardScaler.")
 
-    def _epoch(self, client, shards, settings, state, epoch, shuffle):
-        n, batch = shards.n_rows, settings.batch_size
-        rows = min(BLOCK_ROWS, BLOCK_BYTES / shards.bytes_per_row())
-        block = max(1, int(rows) // batch) * batch  # whole batches, so they fall where they would on one node
-        lead = shards.near(client, shards.largest())  # the stepping worker: the most rows stay put
-        orders = [client.submit(epoch_order, settings.seed, epoch, n, **shards.near(client, i), pure=False) if shuffle else None
-                  for i in range(len(shards.futures))]
-        current, in_flight = client.scatter((state, 0.0), workers=lead.get("workers")), []
-        for start in range(0, n, block):
-            selector = OrderedRows(start, min(n, start + block))
-            gathered = [client.submit(rows_of_block, shard, selector, order, pure=False)
-                        for shard, order in zip(shards.futures, orders)]
-            current = client.submit(steps_on_gathered_rows, current, settings, *gathered, **lead,
-                                    pure=False)
-            in_flight.append(current)
-            if len(in_flight) > PREFETCH_BLOCKS:
-                in_flight.pop(0).result()
-        return client.submit(carried_on_host, current, pure=False).result()
+    def _epoch(self, client, shards, settings, carried_state, epoch, shuffle):
+        n = shards.n_rows
+        block = block_rows(shards, settings.batch_size)  # whole batches: they fall where they would on one node
+        orders = [client.submit(epoch_order, settings.seed, epoch, n, **shards.near(client, i), pure=False)
+                  for i in range(len(shards.futures))] if shuffle else None
+        selectors = [OrderedRows(start, min(n, start + block)) for start in range(0, n, block)]
+        final = step_through_blocks(client, shards, (carried_state, 0.0), selectors, steps_on_gathered_rows,
+                                    settings, orders)
+        return client.submit(carried_on_host, final, pure=False).result()
 
     def predict_proba(self, X):
         """Class probabilities; a lazy dask array for dask input."""

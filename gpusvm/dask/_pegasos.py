@@ -49,17 +49,10 @@ from ..solvers.pegasos import (
     steps_per_epoch,
     weighted_hinge_sum,
 )
-from ._cluster import run_epoch_with_resumes
+from ._cluster import block_rows, run_epoch_with_resumes, step_through_blocks
 from ._estimator import DaskEstimatorMixin
-from ._shards import DrawnRows, assemble_block, rows_of_block
+from ._shards import DrawnRows, assemble_block
 
-# A block of steps gathers about this many bytes of rows (and at most BLOCK_ROWS rows):
-# enough steps per task that a task's milliseconds of overhead are small beside the
-# steps' work, few enough that the blocks in flight stay small beside the data.
-BLOCK_BYTES = 2**25
-BLOCK_ROWS = 2**16
-# Blocks gathered ahead of the one stepping, bounding the rows in flight.
-PREFETCH_BLOCKS = 4
 # Below this ratio of a class's smallest to largest share among the shards, warn.
 SHARD_BALANCE = 0.5
 # Worker i's local epochs in mode="average" draw from the seed xor i times this.
@@ -101,14 +94,14 @@ class PegasosSettings:
 
 # Tasks (run on the workers).
 
-def steps_on_gathered_rows(state, settings, first_step, *gathered):
-    """The steps of one block on the rows its shards sent, in draw order (runs on the
-    stepping worker); the state stays on that worker's backend."""
+def steps_on_gathered_rows(state, settings, selector, *gathered):
+    """The steps of one block (a :class:`DrawnRows`) on the rows its shards sent, in draw
+    order (runs on the stepping worker); the state stays on that worker's backend."""
     X, y, weights = assemble_block(gathered)
     problem, backend = settings.problem(X, y, weights)
     # a copy: a task must not change its input (dask may run it again, threads share it)
     state = state.copy().to(get_namespace(backend))
-    stepper = pegasos_stepper(problem, state, backend, given_from=first_step)
+    stepper = pegasos_stepper(problem, state, backend, given_from=selector.first_step)
     for _ in range(X.shape[0] // settings.batch_size):
         stepper.step()
     return stepper.state
@@ -128,12 +121,6 @@ def shard_hinge_sum(shard, settings, weights):
     problem, _ = settings.problem(shard.X, shard.y, shard.sample_weight)
     weights = namespace_of(problem.X).asarray(weights)
     return weighted_hinge_sum(problem.X, problem.targets, problem.sample_weight, weights, settings.fit_intercept)
-
-
-def block_steps_for(shards, batch_size):
-    """Steps per gathered block: about :data:`BLOCK_BYTES` of rows, at most :data:`BLOCK_ROWS`."""
-    rows = min(BLOCK_ROWS, BLOCK_BYTES / shards.bytes_per_row())
-    return max(1, int(rows) // batch_size)
 
 
 def state_on_host(state):
@@ -265,19 +252,12 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
 
     def _exact_epoch(self, client, shards, settings, state):
         n, k = shards.n_rows, settings.batch_size
-        steps = steps_per_epoch(n, k)
-        block_steps = block_steps_for(shards, k)
-        lead = self._stepper(client, shards)
-        current, in_flight = client.scatter(state, workers=lead.get("workers")), []
-        for first in range(state.step + 1, state.step + steps + 1, block_steps):
-            selector = DrawnRows(settings.seed, first, min(block_steps, state.step + steps + 1 - first), k, n)
-            gathered = [client.submit(rows_of_block, shard, selector, pure=False) for shard in shards.futures]
-            current = client.submit(steps_on_gathered_rows, current, settings, first, *gathered,
-                                    **lead, pure=False)
-            in_flight.append(current)
-            if len(in_flight) > PREFETCH_BLOCKS:  # bound the rows gathered ahead
-                in_flight.pop(0).result()
-        return client.submit(state_on_host, current, pure=False).result()
+        last = state.step + steps_per_epoch(n, k)
+        block_steps = block_rows(shards, k) // k
+        selectors = [DrawnRows(settings.seed, first, min(block_steps, last + 1 - first), k, n)
+                     for first in range(state.step + 1, last + 1, block_steps)]
+        final = step_through_blocks(client, shards, state, selectors, steps_on_gathered_rows, settings)
+        return client.submit(state_on_host, final, pure=False).result()
 
     def _average_epoch(self, client, shards, settings, state):
         start = client.scatter(state, broadcast=True)

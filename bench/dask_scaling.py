@@ -1,0 +1,238 @@
+"""gpusvm.dask on one machine: round-trip costs, time and memory against the number of
+workers, and a data set larger than one worker's memory limit trained across workers.
+
+1. Rounds: the latency of one round through each channel dask.distributed offers (an
+   actor call to every worker, a task on every worker, a task chained on the previous
+   one), with thread and process workers. These decided the designs in gpusvm.dask
+   (a round per block of steps, never per step).
+2. Scaling: PegasosSVC (mode 'exact' and 'average') and FTRLClassifier on Adult (the
+   shipped UCI data, CSR; Pegasos to its default stopping rule, FTRL 5 epochs) and on
+   1M rows of the hashed click-log stream (2^20 columns, generated on the workers,
+   chunk by chunk; 3 epochs of each), with 1 and 2 worker processes; the single-node
+   estimator on the same data beside them. Time of ``fit``, the exact objective
+   (Pegasos) or test log loss (FTRL), and each worker's peak resident memory.
+3. Capacity: FTRLClassifier on hashed-stream rows whose CSR size exceeds one worker's
+   ``memory_limit``, across two workers that each hold half.
+
+    python bench/dask_scaling.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _common import report  # noqa: E402
+from _hashed_stream import HashedStream  # noqa: E402
+
+
+class _Echo:
+    def ping(self, value):
+        return value
+
+
+def _ping(value):
+    return value
+
+
+def _peak_rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def rounds(repeats):
+    """Milliseconds per round of each channel, with thread and with process workers."""
+    from distributed import Client, LocalCluster
+
+    rows = []
+    for processes in (False, True):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            workers = sorted(client.nthreads())
+            actors = [client.submit(_Echo, workers=[w], actor=True).result() for w in workers]
+            for actor in actors:
+                actor.ping(0).result()
+            started = time.perf_counter()
+            for i in range(repeats):
+                [future.result() for future in [actor.ping(i) for actor in actors]]
+            actor_ms = (time.perf_counter() - started) / repeats * 1e3
+            started = time.perf_counter()
+            for i in range(repeats):
+                client.gather([client.submit(_ping, i, workers=[w], pure=False) for w in workers])
+            task_ms = (time.perf_counter() - started) / repeats * 1e3
+            started = time.perf_counter()
+            future = client.submit(_ping, 0, pure=False)
+            for i in range(repeats):
+                future = client.submit(_ping, future, pure=False)
+            future.result()
+            chain_ms = (time.perf_counter() - started) / repeats * 1e3
+        rows.append({"workers": "processes" if processes else "threads", "actor_ms": actor_ms,
+                     "task_ms": task_ms, "chained_ms": chain_ms})
+    return rows
+
+
+def hashed_collections(n_rows, chunk_rows, n_features):
+    """The hashed stream as dask arrays whose chunks are generated on the workers."""
+    import dask
+    import dask.array as da
+
+    stream = HashedStream(n_rows, chunk_rows=chunk_rows, n_features=n_features, n_fields=40, seed=0)
+    sizes = [min(chunk_rows, n_rows - i * chunk_rows) for i in range(stream.n_chunks)]
+    chunk = dask.delayed(stream.chunk, nout=2, pure=True)
+    pairs = [chunk(i) for i in range(stream.n_chunks)]
+    import scipy.sparse as sp
+
+    meta = sp.csr_matrix((0, n_features), dtype=np.float32)
+    X = da.concatenate([da.from_delayed(p[0], shape=(size, n_features), dtype=np.float32, meta=meta)
+                        for p, size in zip(pairs, sizes)])
+    y = da.concatenate([da.from_delayed(p[1], shape=(size,), dtype=np.int64) for p, size in zip(pairs, sizes)])
+    test = stream.chunk(stream.n_chunks)  # fresh rows past the stream's end
+    return X, y, test, stream
+
+
+def scaling(quick):
+    import dask.array as da
+    import gpusvm
+    import gpusvm.dask as gd
+    from distributed import Client, LocalCluster
+    from gpusvm.datasets import load_adult
+    from sklearn.metrics import log_loss
+
+    X, y, X_test, y_test = load_adult()
+    hashed_rows = 100_000 if quick else 1_000_000
+    data = {
+        "adult": (lambda: (da.from_array(X, chunks=(8_200, X.shape[1]), asarray=False),
+                           da.from_array(y, chunks=8_200)), (X, y), (X_test, y_test)),
+    }
+    hX, hy, (htX, hty), stream = hashed_collections(hashed_rows, 50_000, 2**20)
+    local_hashed = None
+    def models(dataset):
+        """Adult: Pegasos to its default stopping rule; the hashed rows: 3 epochs of each."""
+        pegasos = dict(random_state=0, backend="numpy", **({"max_iter": 3, "tol": None} if dataset == "hashed" else {}))
+        online = dict(random_state=0, backend="numpy", max_iter=3 if dataset == "hashed" else 5)
+        return {
+            "PegasosSVC exact": (lambda: gd.PegasosSVC(**pegasos), lambda: gpusvm.PegasosSVC(**pegasos)),
+            "PegasosSVC average": (lambda: gd.PegasosSVC(mode="average", **pegasos), None),
+            "FTRLClassifier": (lambda: gd.FTRLClassifier(**online), lambda: gpusvm.FTRLClassifier(**online)),
+        }
+
+    rows = []
+    for dataset in ("adult", "hashed"):
+        if dataset == "hashed":
+            local_hashed = local_hashed or _stack(stream)
+            in_memory, test = local_hashed, (htX, hty)
+        else:
+            in_memory, test = data[dataset][1], data[dataset][2]
+        for name, (make, make_local) in models(dataset).items():
+            if make_local is not None:
+                model = make_local()
+                started = time.perf_counter()
+                model.fit(*in_memory)
+                rows.append(_row(dataset, name, "single node", time.perf_counter() - started, model, test,
+                                 _peak_rss(), log_loss))
+            for n_workers in (1, 2):
+                with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, Client(cluster) as client:
+                    dX, dy = (data[dataset][0]() if dataset == "adult" else (hX, hy))
+                    dX, dy = client.persist([dX, dy])
+                    client.gather([client.submit(lambda block: block.shape[0], f) for f in _futures(dX)])
+                    model = make()
+                    started = time.perf_counter()
+                    model.fit(dX, dy)
+                    seconds = time.perf_counter() - started
+                    peak = max(client.run(_peak_rss).values())
+                    rows.append(_row(dataset, name, f"{n_workers} worker{'s' * (n_workers > 1)}", seconds, model,
+                                     test, peak, log_loss))
+                    print(rows[-1], flush=True)
+    return rows
+
+
+def _futures(array):
+    from distributed import futures_of
+
+    return futures_of(array)
+
+
+def _stack(stream):
+    import scipy.sparse as sp
+
+    chunks = [stream.chunk(i) for i in range(stream.n_chunks)]
+    return sp.vstack([c[0] for c in chunks], format="csr"), np.concatenate([c[1] for c in chunks])
+
+
+def _row(dataset, name, where, seconds, model, test, peak, log_loss):
+    X_test, y_test = test
+    row = {"dataset": dataset, "model": name, "where": where, "seconds": seconds,
+           "accuracy": float(model.score(X_test, y_test)), "peak_rss_mib": peak / 2**20}
+    if hasattr(model, "objective_curve_") and model.objective_curve_:
+        row["objective"] = model.objective_curve_[-1]
+        row["epochs"] = model.n_iter_
+    if hasattr(model, "predict_proba"):
+        row["test_log_loss"] = float(log_loss(y_test, model.predict_proba(X_test)))
+    return row
+
+
+def capacity(quick):
+    """FTRL on more rows than one worker's memory limit holds, across two workers (each
+    holds half; neither spills to disk nor pauses before 95% of its limit)."""
+    import dask
+    import gpusvm.dask as gd
+    from distributed import Client, LocalCluster
+
+    n_rows = 200_000 if quick else 5_000_000
+    limit = "1GiB" if quick else "1.25GiB"  # quick: a smoke run only, the data fit one worker
+    X, y, (X_test, y_test), _ = hashed_collections(n_rows, 100_000, 2**20)
+    memory = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
+              "distributed.worker.memory.pause": 0.95}
+    with dask.config.set(memory), LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=limit,
+                                               dashboard_address=None) as cluster, Client(cluster) as client:
+        X, y = client.persist([X, y])
+        stored = sum(client.gather([client.submit(_csr_bytes, f) for f in _futures(X)]))
+        model = gd.FTRLClassifier(random_state=0, max_iter=1, backend="numpy")
+        started = time.perf_counter()
+        model.fit(X, y)
+        seconds = time.perf_counter() - started
+        peaks = sorted(client.run(_peak_rss).values())
+    return {"rows": n_rows, "worker_memory_limit": limit, "data_bytes": stored, "seconds": seconds,
+            "rows_per_second": n_rows / seconds, "worker_peak_rss_bytes": peaks,
+            "accuracy": float(model.score(X_test, y_test))}
+
+
+def _csr_bytes(block):
+    return int(block.data.nbytes + block.indices.nbytes + block.indptr.nbytes)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    args = parser.parse_args()
+    round_rows = rounds(20 if args.quick else 200)
+    scaling_rows = scaling(args.quick)
+    capacity_result = capacity(args.quick)
+    payload = {
+        "dataset": "Adult (shipped) and the hashed click-log stream (bench/_hashed_stream.py, 2^20 columns)",
+        "parameters": {"quick": args.quick, "note": "LocalCluster worker processes, 1 thread each, NumPy backend"},
+        "rounds": round_rows, "capacity": capacity_result, "results": scaling_rows,
+    }
+    columns = [("data", "dataset", "s"), ("model", "model", "s"), ("where", "where", "s"),
+               ("fit s", "seconds", ".2f"), ("epochs", "epochs", "d"), ("objective", "objective", ".5f"), ("test log loss", "test_log_loss", ".4f"),
+               ("accuracy", "accuracy", ".4f"), ("peak RSS per worker, MiB", "peak_rss_mib", ".0f")]
+    title = ("gpusvm.dask against single-node gpusvm on this machine (rounds: "
+             + "; ".join(f"{r['workers']}: actor {r['actor_ms']:.1f} ms, task {r['task_ms']:.1f} ms, "
+                         f"chained task {r['chained_ms']:.1f} ms" for r in round_rows)
+             + f". Capacity: FTRL on {capacity_result['rows']:,} rows, {capacity_result['data_bytes'] / 2**20:.0f} MiB "
+             f"as CSR, 2 workers limited to {capacity_result['worker_memory_limit']} each: "
+             f"{capacity_result['seconds']:.1f} s, worker peaks "
+             f"{', '.join(f'{p / 2**20:.0f}' for p in capacity_result['worker_peak_rss_bytes'])} MiB, "
+             f"accuracy {capacity_result['accuracy']:.4f})")
+    report("dask_scaling", ["numpy"], title=title, columns=columns, payload=payload)
+
+
+if __name__ == "__main__":
+    main()
