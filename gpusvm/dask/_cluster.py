@@ -76,7 +76,7 @@ def _as_dask_array(data, name, estimator_name):
         "dask.array.from_array(..., chunks=...).")
 
 
-def _partition_futures(client, array):
+def _partition_futures(array):
     """The futures of a persisted array's blocks, in row order."""
     by_key = {future.key: future for future in futures_of(array)}
     return [by_key[key] for key in flatten(array.__dask_keys__())]
@@ -108,7 +108,7 @@ class ShardSet:
         X, y, sample_weight = as_row_chunked_arrays(X, y, sample_weight, type(estimator).__name__)
         collections = [X, y] + ([sample_weight] if sample_weight is not None else [])
         persisted = client.persist(collections)
-        parts = [_partition_futures(client, array) for array in persisted]
+        parts = [_partition_futures(array) for array in persisted]
         with client.as_current():
             wait([future for array_parts in parts for future in array_parts])
         holders = client.who_has(parts[0])
@@ -197,8 +197,8 @@ def step_through_blocks(client, shards, carried, selectors, step, settings, orde
     """Run ``step(carried, settings, selector, *gathered)`` for each block in turn on the
     worker with the most rows (the fewest rows travel), its rows gathered from every
     shard (``rows_of_block``, with that shard's visiting order from ``orders``); up to
-    :data:`PREFETCH_BLOCKS` blocks are gathered ahead. Returns the last result, on the
-    client, through ``to_host``-style ``step.on_host``.
+    :data:`PREFETCH_BLOCKS` blocks are gathered ahead. Returns the future of the last
+    block's result (on its worker).
     """
     lead = shards.near(client, shards.largest())
     orders = orders or [None] * len(shards.futures)

@@ -121,11 +121,6 @@ class DaskEstimatorMixin:
         finally:
             shards.release()
 
-    def _check_class_set(self, classes, found):
-        missing = np.setdiff1d(found, classes)
-        if missing.size:
-            raise ValueError(f"y contains labels {missing.tolist()!r} that are not in classes {classes.tolist()!r}.")
-
     # Predictions: lazy for dask input, single-node otherwise.
 
     def decision_function(self, X):

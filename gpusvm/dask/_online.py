@@ -82,7 +82,7 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
         found, _ = shards.classes()
         if first:
             classes = self._classes_for_fit(found) if classes is None else classes
-        self._check_class_set(classes, found)
+        class_positions(found, classes)  # refuses labels not in classes
         n_models = 1 if classes.shape[0] == 2 else classes.shape[0]
         state = OnlineState.zeros(n_models, shards.n_features) if first else self._state.to(np)
         settings = OnlineSettings(
@@ -94,11 +94,11 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
                 client, shards, lambda start: self._epoch(client, shards, settings, start, epoch, shuffle),
                 state, epoch)
             losses.append(loss_sum / (shards.n_rows * n_models))
-        weights = state.coefficients(settings.rule)
+        weights = to_numpy(state.coefficients(settings.rule))
         self.backend_ = client.submit(resolve_backend, self.backend, pure=False).result()
         self.classes_, self._state, self._seed = classes, state, settings.seed
-        self.coef_ = np.ascontiguousarray(to_numpy(weights)[:, :-1])
-        self.intercept_ = to_numpy(weights)[:, -1].copy()
+        self.coef_ = np.ascontiguousarray(weights[:, :-1])
+        self.intercept_ = weights[:, -1].copy()
         self.n_nonzero_ = int(np.count_nonzero(self.coef_))
         self.n_iter_, self.t_, self.loss_curve_ = n_epochs, state.t, losses
         if not (np.isfinite(self.coef_).all() and np.isfinite(self.intercept_).all()):

@@ -41,7 +41,13 @@ from sklearn.utils.class_weight import compute_sample_weight
 from .. import svm
 from .._backend import get_namespace, namespace_of, resolve_backend
 from .._random import seed_from_random_state
-from .._validation import check_some_weight, class_weight_per_sample, one_vs_rest_targets, to_backend
+from .._validation import (
+    check_some_weight,
+    class_positions,
+    class_weight_per_sample,
+    one_vs_rest_targets,
+    to_backend,
+)
 from ..solvers.pegasos import (
     PegasosProblem,
     PegasosState,
@@ -198,7 +204,7 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         else:
             classes = self.classes_
             self._check_same_intercept()
-        self._check_class_set(classes, found)
+        class_positions(found, classes)  # refuses labels not in classes
         settings, state = self._settings_and_state(client, shards, classes, counts, found, first)
         if self.mode == "average":
             self._warn_if_unlike(shards, found)

@@ -17,9 +17,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from .._backend import is_cupy_array, issparse, namespace_of, to_numpy
+from .._backend import is_cupy_array, issparse, namespace_of, resolve_backend, to_numpy
 from .._random import random_index_block
-from .._validation import check_X_y, check_weights
+from .._validation import check_X_y, check_weights, to_backend
 
 
 @dataclasses.dataclass
@@ -28,7 +28,7 @@ class Shard:
 
     Attributes
     ----------
-    X : ndarray or CSR matrix (NumPy/SciPy or CuPy/cupyx), validated
+    X : ndarray or CSR matrix, validated, on the worker's backend (NumPy/SciPy or CuPy/cupyx)
     y : ndarray of labels, on the host
     sample_weight : ndarray of float64, on the host
     rows : ndarray of int64
@@ -84,7 +84,8 @@ def build_shard(estimator, partitions, *arrays):
     if not pieces:
         return None
     return Shard(
-        X=stack_rows([piece[0] for piece in pieces]),
+        # on the worker's backend once, so no epoch copies the shard to the device again
+        X=to_backend(stack_rows([piece[0] for piece in pieces]), resolve_backend(estimator.backend)),
         y=np.concatenate([piece[1] for piece in pieces]),
         sample_weight=np.concatenate([piece[2] for piece in pieces]),
         rows=np.concatenate([piece[3] for piece in pieces]),
