@@ -266,27 +266,18 @@ class LevelTracker:
                       for rows, size in zip(self.candidates, self.class_sizes, strict=True)]
         if positive is None:
             candidates = np.flatnonzero(responses < thresholds[0])
-            values = responses[candidates]
-            parts = [values]
+            is_positive = None
         else:
             candidates = np.flatnonzero(responses < np.where(positive, *thresholds))
-            values, is_positive = responses[candidates], positive[candidates]
-            parts = [values[is_positive], values[~is_positive]]
-        window = _window_search(parts, self.class_sizes, volume, self.covered_count)
-        if window is None:  # k* moved out of the window: search every candidate rank
-            window = _window_search(parts, self.class_sizes, volume, self.covered_count, whole=True)
-        if window is None:
+            is_positive = positive[candidates]
+        answer = covered_among_lowest(responses[candidates], is_positive, thresholds, self.class_sizes, volume,
+                                      previous=self.covered_count)
+        if answer is None:
             return None
-        covered, level, bias = window
-        heights = values if positive is None else values + bias * np.where(is_positive, 1.0, -1.0)
-        threshold = max(level, float(heights.min()))
-        # every row at or under the threshold must be a candidate (rounding at the edge)
-        edges = [threshold] if positive is None else [threshold - bias, threshold + bias]
-        if any(edge >= t for edge, t in zip(edges, thresholds, strict=True)):
-            return None
+        covered, level, bias, is_covered = answer
         self.covered_count, self.thresholds = covered, tuple(thresholds)
         self.candidates = [candidates] if positive is None else [candidates[is_positive], candidates[~is_positive]]
-        return level, bias, candidates[heights <= threshold]
+        return level, bias, candidates[is_covered]
 
     def _search_all(self, responses, positive, volume):
         """The O(n) partition search over every response; sets the candidates."""
@@ -308,10 +299,61 @@ class LevelTracker:
         return level, bias, np.flatnonzero(heights <= max(level, float(heights.min())))
 
 
+def lowest_needed(covered):
+    """How many of each class's lowest responses to gather when the previous call covered
+    ``covered`` rows: the previous count plus a window on each side and some slack."""
+    return _window_width(covered)[1]
+
+
 def _window_width(covered):
     """Ranks examined on each side of ``covered``, and the rank of the candidates' threshold."""
     width = max(WINDOW_MIN, covered // 32)
     return width, covered + 2 * width + TRACKER_SLACK
+
+
+def covered_among_lowest(values, positive, thresholds, sizes, volume, previous=None):
+    """The level, the bias and which of ``values`` the water covers, from the lowest
+    responses of each class only.
+
+    Parameters
+    ----------
+    values : float64 ndarray
+        Every response of each class below that class's threshold (in any order).
+    positive : bool ndarray like ``values``, or None
+        The class of each value, for a level with a bias; None for none.
+    thresholds : sequence of float
+        Per class (positive, then negative; one without a bias): every response of the
+        class below it is in ``values``.
+    sizes : sequence of int
+        The full size of each class.
+    volume : float
+    previous : int, optional
+        The covered count of a previous call: its window of ranks is searched first.
+
+    Returns
+    -------
+    (covered count, level, bias, covered mask over ``values``), or None when these
+    values do not settle it (more of each class's lowest are needed).
+    """
+    if values.size == 0:
+        return None
+    if positive is None and volume == 0:  # exactly the lowest, as LevelTracker.covered
+        level = float(values.min())
+        return (None, level, 0.0, values <= level) if level < thresholds[0] else None
+    parts = [values] if positive is None else [values[positive], values[~positive]]
+    window = None if previous is None else _window_search(parts, sizes, volume, previous)
+    if window is None:  # k* moved out of the window (or no window): search every candidate rank
+        window = _window_search(parts, sizes, volume, 1 if previous is None else previous, whole=True)
+    if window is None:
+        return None
+    covered, level, bias = window
+    heights = values if positive is None else values + bias * np.where(positive, 1.0, -1.0)
+    threshold = max(level, float(heights.min()))
+    # every row at or under the threshold must be among the values (rounding at the edge)
+    edges = [threshold] if positive is None else [threshold - bias, threshold + bias]
+    if any(edge >= t for edge, t in zip(edges, thresholds, strict=True)):
+        return None
+    return covered, level, bias, heights <= threshold
 
 
 def _window_search(parts, sizes, volume, previous, whole=False):

@@ -11,7 +11,9 @@ a ``LocalCUDACluster`` of dask-cuda, one GPU per worker).
 - :class:`PegasosSVC`: ``mode='exact'`` (the single-node iterates) or ``'average'``
   (local epochs averaged once per epoch);
 - :class:`FTRLClassifier`, :class:`TruncatedGradientClassifier`,
-  :class:`FOBOSClassifier`, :class:`RDAClassifier`: exact.
+  :class:`FOBOSClassifier`, :class:`RDAClassifier`: exact;
+- :class:`SBPClassifier`: the single-node iterates up to rounding, each worker keeping
+  the responses of its rows (one round between the client and the workers a step).
 
 A worker that leaves mid-fit costs the epoch it was in: the epoch runs again from its
 checkpoint on the workers left and the model is the one an uninterrupted fit gives,
@@ -20,5 +22,7 @@ when dask can recompute the lost partitions; otherwise the error names the worke
 
 from ._online import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier
 from ._pegasos import PegasosSVC
+from ._sbp import SBPClassifier
 
-__all__ = ["FOBOSClassifier", "FTRLClassifier", "PegasosSVC", "RDAClassifier", "TruncatedGradientClassifier"]
+__all__ = ["FOBOSClassifier", "FTRLClassifier", "PegasosSVC", "RDAClassifier", "SBPClassifier",
+           "TruncatedGradientClassifier"]

@@ -222,9 +222,10 @@ def _local_twin(estimator):
 
 
 @contextlib.contextmanager
-def worker_loss_guard(client, shards, what):
+def worker_loss_guard(client, shards, what, resumable=True):
     """Turn an error raised because workers left into a clear one, naming them and the
-    partitions they held; other errors pass through unchanged.
+    partitions they held; other errors pass through unchanged. ``resumable``: whether
+    the fit resumes epochs (the message says what to do either way).
 
     Yields a function that says which of the shards' workers have left.
     """
@@ -240,11 +241,12 @@ def worker_loss_guard(client, shards, what):
             raise
         held = [number for worker, numbers in zip(shards.workers, shards.partitions) if worker in lost
                 for number in numbers]
+        advice = (f"gpusvm.dask resumes an epoch from its last checkpoint up to {MAX_RESUMES} times when dask "
+                  "can recompute the lost partitions (from a source, not from client.scatter); here it could not."
+                  if resumable else "The state on those workers is lost with them: fit again on the workers left.")
         raise RuntimeError(
             f"{what} failed after worker(s) {lost!r} left the cluster (they held partitions {held!r}): "
-            f"{type(error).__name__}: {error}. gpusvm.dask resumes an epoch from its last checkpoint up to "
-            f"{MAX_RESUMES} times when dask can recompute the lost partitions (from a source, not from "
-            "client.scatter); here it could not.") from error
+            f"{type(error).__name__}: {error}. {advice}") from error
 
 
 def run_epoch_with_resumes(client, shards, epoch_function, checkpoint, epoch):

@@ -7,6 +7,7 @@ import inspect
 import numpy as np
 from dask.array import Array
 from sklearn.base import _fit_context
+from sklearn.utils._available_if import available_if
 
 from .._estimator import restore_on_error
 from ._cluster import ShardSet, current_client
@@ -81,6 +82,7 @@ class DaskEstimatorMixin:
                                  shuffle=getattr(self, "shuffle", False))
         return self
 
+    @available_if(lambda self: hasattr(self.local_class, "partial_fit"))
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch over the collection, continuing the model (as the single-node

@@ -20,11 +20,12 @@ import nvtx
 from .._kernels import get_kernel
 from .._water_level_cuda import DeviceWaterLevel, find_gamma_and_bias_cuda
 from ..kernel_functions import KERNEL_CODES, inner_products, squared_row_norms
+from .sbp import LocalModel
 
 _THREADS = 256
 
 
-class CupySBPSteps:
+class CupySBPSteps(LocalModel):
     """SBP steps on a CUDA device; same results as ``NumpySBPSteps`` up to rounding."""
 
     def __init__(self, problem):

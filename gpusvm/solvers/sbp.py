@@ -82,8 +82,13 @@ class SBPProblem:
         return self.targets.shape[1]
 
     @property
+    def n_rows(self):
+        """Training plus holdout rows: the length of a kernel row."""
+        return self.X.shape[0]
+
+    @property
     def n_holdout(self):
-        return self.X.shape[0] - self.n_train
+        return self.n_rows - self.n_train
 
     def kernel_rows(self, rows, sq_norms):
         """``K(X[rows], X)`` over training and holdout columns, in X's dtype."""
@@ -92,28 +97,55 @@ class SBPProblem:
 
     def first_step_size(self, sq_norms):
         """``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over the training rows."""
-        norms = sq_norms[: self.n_train].astype("float64")
-        if self.kernel == "rbf":
-            largest = 1.0
-        elif self.kernel == "poly":
-            largest = float(((self.gamma * norms + self.coef0) ** self.degree).max())
-        else:
-            largest = float(norms.max())
-        return 1.0 / math.sqrt(largest) if largest > 0 else 1.0
+        return step_size_for(largest_self_kernel(sq_norms[: self.n_train], self.kernel, self.gamma, self.degree,
+                                                 self.coef0))
+
+
+def largest_self_kernel(sq_norms, kernel, gamma, degree, coef0):
+    """``max_i K(x_i, x_i)`` from the rows' squared norms (0 for no rows)."""
+    norms = sq_norms.astype("float64")
+    if kernel == "rbf" or norms.shape[0] == 0:
+        return 1.0 if norms.shape[0] else 0.0
+    if kernel == "poly":
+        return float(((gamma * norms + coef0) ** degree).max())
+    return float(norms.max())
+
+
+def step_size_for(largest_self_kernel_value):
+    """``eta_0 = 1 / sqrt(max_i K(x_i, x_i))``, 1 when that is 0."""
+    value = largest_self_kernel_value
+    return 1.0 / math.sqrt(value) if value > 0 else 1.0
 
 
 @dataclasses.dataclass
 class SBPResult:
     """The averaged model after ``n_steps`` steps, on the host."""
 
-    alpha: np.ndarray  # (n_problems, n_train) averaged coefficients of y_i Phi(x_i)
+    alpha: np.ndarray  # (n_problems, n_columns) averaged coefficients of y_i Phi(x_i)
     level: np.ndarray  # (n_problems,) water level of the averaged responses
     bias: np.ndarray  # (n_problems,) bias of the averaged responses (0 without intercept)
     n_steps: int
     history: list
+    support: np.ndarray | None = None  # the training rows of alpha's columns; None: every row
 
 
-class NumpySBPSteps:
+class LocalModel:
+    """What ``run_sbp`` asks of the steps of one process, from their ``model`` and
+    ``levels`` (the steps of gpusvm.dask answer the same questions across workers)."""
+
+    def evaluate(self, average):
+        """Level and bias of each problem's model (host arrays), and its holdout error."""
+        _, responses, holdout_responses = self.model(average)
+        level, bias = self.levels(responses)
+        level, bias = to_numpy(level), to_numpy(bias)
+        return level, bias, holdout_error(self.problem, to_numpy(holdout_responses), level, bias)
+
+    def coefficients(self, average):
+        """``alpha`` of every training row (on the host), and None for "every row"."""
+        return to_numpy(self.model(average)[0]), None
+
+
+class NumpySBPSteps(LocalModel):
     """SBP steps on the host: a kernel-row cache filled in blocks, BLAS products, and a
     water level from the lowest responses only.
 
@@ -253,9 +285,14 @@ def holdout_error(problem, holdout_responses, level, bias):
     """Error rate on the holdout rows of the model ``(h + b) / level``, or None."""
     if problem.n_holdout == 0:
         return None
-    scores = (holdout_responses + bias[:, None]) / positive_level(level)[:, None]
-    predicted = (scores[0] > 0).astype(int) if scores.shape[0] == 1 else scores.argmax(axis=0)
-    return float((predicted != problem.holdout_labels).mean())
+    return float((predicted_classes(holdout_responses, level, bias) != problem.holdout_labels).mean())
+
+
+def predicted_classes(responses, level, bias):
+    """Positions in ``classes_`` that the model ``(responses + b) / level`` predicts
+    (responses of shape (n_problems, n), on the host)."""
+    scores = (responses + bias[:, None]) / positive_level(level)[:, None]
+    return (scores[0] > 0).astype(int) if scores.shape[0] == 1 else scores.argmax(axis=0)
 
 
 def positive_level(level):
@@ -278,13 +315,15 @@ class StoppingRules:
 def run_sbp(problem, steps, rules, *, average=True, verbose=0):
     """Run SBP steps until a stopping rule fires; checkpoint ten times per epoch.
 
-    ``steps`` is a ``NumpySBPSteps`` or ``CupySBPSteps``; ``average`` picks the model
-    that checkpoints evaluate and that is returned.  Returns an :class:`SBPResult`.
+    ``steps`` is a ``NumpySBPSteps``, a ``CupySBPSteps`` or gpusvm.dask's steps: it has
+    ``eta0``, ``step``, ``synchronize``, ``evaluate``, ``coefficients`` and
+    ``kernel_rows_computed``; ``average`` picks the model that checkpoints evaluate and
+    that is returned.  Returns an :class:`SBPResult`.
     """
     n_train, batch = problem.n_train, problem.batch_size
     steps_per_epoch = max(1, math.ceil(n_train / batch))
     checkpoint_every = max(1, steps_per_epoch // CHECKPOINTS_PER_EPOCH)
-    evals_per_step = problem.n_problems * batch * problem.X.shape[0]
+    evals_per_step = problem.n_problems * batch * problem.n_rows
     max_steps = rules.max_epochs * steps_per_epoch
     if rules.max_kernel_evals is not None:
         max_steps = min(max_steps, max(1, rules.max_kernel_evals // evals_per_step))
@@ -304,7 +343,7 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
         out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
         if t % checkpoint_every and t < max_steps and not out_of_time:
             continue
-        record, level, bias = checkpoint(problem, steps, average, t, evals_per_step * t, elapsed())
+        record, level, bias = checkpoint(steps, average, t, evals_per_step * t, elapsed())
         history.append(record)
         if record["holdout_error"] is not None:
             bar.set_postfix(holdout_error=f"{record['holdout_error']:.4f}", refresh=False)
@@ -315,18 +354,15 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
         if out_of_time or checkpoints_since_best >= rules.n_iter_no_change:
             break
     bar.close()
-    alpha, _, _ = steps.model(average)
-    return SBPResult(alpha=to_numpy(alpha), level=level, bias=bias, n_steps=t, history=history)
+    alpha, support = steps.coefficients(average)
+    return SBPResult(alpha=alpha, level=level, bias=bias, n_steps=t, history=history, support=support)
 
 
-def checkpoint(problem, steps, average, n_steps, kernel_evals, seconds):
+def checkpoint(steps, average, n_steps, kernel_evals, seconds):
     """A history record (the model's level, the objective, and its holdout error), and the
     model's level and bias per problem."""
     with nvtx.annotate("sbp.checkpoint", color="cyan"):
-        _, responses, holdout_responses = steps.model(average)
-        level, bias = steps.levels(responses)
-        level, bias = to_numpy(level), to_numpy(bias)
-        error = holdout_error(problem, to_numpy(holdout_responses), level, bias)
+        level, bias, error = steps.evaluate(average)
     return {
         "steps": n_steps,
         "kernel_evals": int(kernel_evals),
