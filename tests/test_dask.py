@@ -126,6 +126,85 @@ def test_average_mode_warns_on_shards_sorted_by_label(client):
             *chunked(X[order], y[order], chunks=(1500, 1500)))
 
 
+def overlapping(n_classes=2, n=2000, d=8, seed=0, dtype=np.float64, sparse=False):
+    """Classes that overlap (SBP's covered set is then more than a few rows), no two rows
+    alike: equal rows have equal responses, and a tie at the water's edge is broken by
+    rounding, which differs between one node and a cluster."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=0.6, size=(n_classes, d))
+    y = rng.integers(0, n_classes, size=n)
+    X = (centers[y] + rng.normal(size=(n, d))).astype(dtype)
+    if sparse:
+        X[np.abs(X) < 0.3] = 0.0
+    assert np.unique(X, axis=0).shape[0] == n
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+def assert_same_kernel_model(distributed_model, local_model):
+    np.testing.assert_array_equal(distributed_model.support_, local_model.support_)
+    np.testing.assert_allclose(distributed_model.dual_coef_, local_model.dual_coef_, rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(distributed_model.intercept_, local_model.intercept_, rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(distributed_model.water_level_, local_model.water_level_, rtol=1e-9)
+    assert distributed_model.t_ == local_model.t_
+    assert distributed_model.gamma_ == pytest.approx(local_model.gamma_, rel=1e-12)
+    sv = distributed_model.support_vectors_
+    np.testing.assert_array_equal(sv.toarray() if sp.issparse(sv) else sv,
+                                  local_model.support_vectors_.toarray() if sp.issparse(sv)
+                                  else local_model.support_vectors_)
+    for mine, theirs in zip(distributed_model.history_, local_model.history_, strict=True):
+        assert mine["steps"] == theirs["steps"]
+        assert mine["holdout_error"] == theirs["holdout_error"]
+        assert mine["objective"] == pytest.approx(theirs["objective"], rel=1e-9)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("n_classes, sparse, settings", [
+    (2, False, dict()),
+    (3, False, dict(validation_fraction=0.2, average=False, n_iter_no_change=3)),
+    (2, True, dict(fit_intercept=False, kernel="poly", gamma=0.1, coef0=1.0)),
+    (2, False, dict(nu=0.0, fit_intercept=False, validation_fraction=0.1, kernel="linear")),
+    (4, True, dict(batch_size=2, max_iter=1, gamma="auto")),
+])
+def test_sbp_equals_single_node(client, one_worker, workers, n_classes, sparse, settings):
+    X, y = overlapping(n_classes, sparse=sparse)
+    params = dict(nu=0.05, batch_size=16, max_iter=4, random_state=7, backend="numpy") | settings
+    model = gd.SBPClassifier(**params)
+    model.client = client if workers == 2 else one_worker
+    model.fit(*chunked(X, y, chunks=(500, 0, 700, 800)))
+    assert_same_kernel_model(model, gpusvm.SBPClassifier(**params).fit(X, y))
+
+
+def test_sbp_renormalizing_every_step_keeps_the_model(client, monkeypatch):
+    from gpusvm.dask import _sbp as cluster_sbp
+    from gpusvm.solvers import sbp as sbp_solver
+
+    X, y = overlapping(3, n=1200)
+    params = dict(nu=0.05, batch_size=8, max_iter=2, random_state=1, validation_fraction=0.25, backend="numpy")
+    monkeypatch.setattr(sbp_solver, "RENORMALIZE_BELOW", 0.99)  # fold the scale in at almost every step
+    monkeypatch.setattr(cluster_sbp, "RENORMALIZE_BELOW", 0.99)
+    model = gd.SBPClassifier(**params).fit(*chunked(X, y, chunks=(600, 600)))
+    assert_same_kernel_model(model, gpusvm.SBPClassifier(**params).fit(X, y))
+
+
+def test_sbp_float32_rows_and_scale_gamma(client):
+    X, y = overlapping(2, dtype=np.float32)
+    params = dict(nu=0.02, max_iter=2, random_state=0, backend="numpy")
+    model = gd.SBPClassifier(**params).fit(*chunked(X, y, chunks=(1000, 1000)))
+    local = gpusvm.SBPClassifier(**params).fit(X, y)
+    assert model.support_vectors_.dtype == np.float32
+    # float32 variance sums round differently: the same model to float32 precision
+    assert model.gamma_ == pytest.approx(local.gamma_, rel=1e-5)
+    assert (model.predict(X) == local.predict(X)).mean() > 0.995
+
+
+def test_sbp_takes_no_sample_weight_or_partial_fit(client):
+    X, y = overlapping(2, n=600)
+    with pytest.raises(TypeError, match="takes no sample_weight"):
+        gd.SBPClassifier().fit(*chunked(X, y, chunks=(600,), weights=np.ones(600)))
+    assert not hasattr(gd.SBPClassifier(), "partial_fit")
+    assert hasattr(gd.PegasosSVC(), "partial_fit")
+
+
 @pytest.mark.parametrize("name", ONLINE)
 @pytest.mark.parametrize("n_classes, dtype, sparse", [(2, np.float64, True), (3, np.float32, False)])
 def test_online_learners_equal_single_node(client, name, n_classes, dtype, sparse):
@@ -154,7 +233,8 @@ def test_online_learner_with_one_worker_and_dataframes(one_worker):
 
 
 @pytest.mark.parametrize("estimator", [gd.PegasosSVC(random_state=0, max_iter=3, backend="numpy"),
-                                       gd.FTRLClassifier(random_state=0, backend="numpy")])
+                                       gd.FTRLClassifier(random_state=0, backend="numpy"),
+                                       gd.SBPClassifier(random_state=0, max_iter=1, backend="numpy")])
 def test_predictions_are_lazy_and_match_to_local(client, estimator):
     X, y = blobs(3)
     dX, dy = chunked(X, y)
@@ -165,7 +245,8 @@ def test_predictions_are_lazy_and_match_to_local(client, estimator):
     for method in methods:
         lazy = getattr(model, method)(dX)
         assert isinstance(lazy, da.Array)
-        np.testing.assert_array_equal(lazy.compute(), getattr(local, method)(X))
+        # kernel products over a chunk's rows may round differently from those over all rows
+        np.testing.assert_allclose(lazy.compute(), getattr(local, method)(X), rtol=1e-13, atol=1e-15)
         np.testing.assert_array_equal(getattr(model, method)(X), getattr(local, method)(X))  # in memory too
     restored = pickle.loads(pickle.dumps(model))
     assert "_client" not in restored.__dict__
@@ -261,6 +342,35 @@ def test_worker_processes_give_the_single_node_model(process_cluster):
     ]:
         distributed_model.client = client
         assert_same_model(distributed_model.fit(*chunked(X, y)), local.fit(X, y), rtol=0)
+    X, y = overlapping(3, sparse=True)
+    params = dict(random_state=1, max_iter=2, validation_fraction=0.2, backend="numpy")
+    model = gd.SBPClassifier(**params)
+    model.client = client
+    assert_same_kernel_model(model.fit(*chunked(X, y, chunks=(700, 700, 600))), gpusvm.SBPClassifier(**params).fit(X, y))
+
+
+def test_a_worker_lost_mid_sbp_fit_is_a_clear_error(process_cluster):
+    """SBP's responses live on the workers: losing one ends the fit, naming it."""
+    import os
+    import signal
+    import threading
+
+    _, client = process_cluster
+    X, y = overlapping(2, n=6000)
+    dX, dy = client.persist(chunked(X, y, chunks=(2000,) * 3))
+    with client.as_current():
+        distributed.wait(distributed.futures_of(dX) + distributed.futures_of(dy))
+    holders = client.who_has(distributed.futures_of(dX))
+    victim = sorted(next(iter(holders.values())))[0]
+    victim_pid = client.run(os.getpid, workers=[victim])[victim]
+    model = gd.SBPClassifier(batch_size=1, max_iter=50, random_state=0, backend="numpy")
+    model.client = client
+    timer = threading.Timer(3.0, os.kill, (victim_pid, signal.SIGKILL))
+    timer.start()
+    with pytest.raises(RuntimeError, match=rf"SBPClassifier's fit failed after worker\(s\) \['{victim}'\] left"):
+        model.fit(dX, dy)
+    timer.join()
+    assert not hasattr(model, "support_")
 
 
 def test_a_worker_lost_mid_fit_gives_the_same_model(process_cluster):

@@ -43,7 +43,15 @@ from .. import sbp
 from .._backend import resolve_backend
 from .._instrumentation import PhaseClock
 from .._random import random_positions, seed_from_random_state
-from ..solvers.sbp import RENORMALIZE_BELOW, STEP_PHASES, StoppingRules, positive_level, run_sbp, step_size_for
+from ..solvers.sbp import (
+    PREFETCH_MAX_COVERED,
+    RENORMALIZE_BELOW,
+    STEP_PHASES,
+    StoppingRules,
+    positive_level,
+    run_sbp,
+    step_size_for,
+)
 from ..water_level import covered_among_lowest, lowest_needed
 from ._cluster import worker_loss_guard
 from ._estimator import DaskEstimatorMixin
@@ -52,6 +60,11 @@ from ._shards import stack_rows
 
 # Each class's lowest responses asked of every worker at the first step.
 INITIAL_LOWEST = 1024
+# When drawn rows must be fetched, the lowest covered rows not kept yet come along, up to
+# this many batches per problem (they are the next steps' draws: fewer fetch rounds), from
+# problems whose covered set is at most PREFETCH_MAX_COVERED of the rows (early on, when
+# the water covers much and moves fast, most would not be drawn).
+PREFETCH_BATCHES = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +135,7 @@ class ClusterSBPSteps:
         self.scale, self.r2, self.scale_sum = np.ones(k), np.zeros(k), np.zeros(k)
         self.slot_of, self.slot_keys = {}, []  # each drawn key's column in A and stamps
         self.A, self.stamps = np.zeros((k, 64)), np.zeros((k, 64))
-        self.store = RowStore()
+        self.store, self.kept = RowStore(), np.zeros(problem.n_train, dtype=bool)  # X rows here, by key
         self.counts = np.full(k, INITIAL_LOWEST)
         self.covered_counts = [None] * k
         self.lowest, self.pending = None, None
@@ -174,7 +187,7 @@ class ClusterSBPSteps:
         with self.phases.phase("draw", "sbp.draw", "yellow"):
             drawn = np.empty((k, batch), dtype=np.int64)
             old = np.empty((k, batch))
-            for p, (keys, values) in enumerate(covered):
+            for p, (keys, values, _) in enumerate(covered):
                 lanes = np.arange(p * batch, (p + 1) * batch, dtype=np.uint64)
                 at = random_positions(problem.seed, step, lanes, keys.size)
                 drawn[p], old[p] = keys[at], values[at]
@@ -183,7 +196,7 @@ class ClusterSBPSteps:
             weights = np.zeros((k, distinct.size))
             np.add.at(weights, (self.problem_of, position.reshape(k, batch)), drawn_labels / batch)
         with self.phases.phase("rows", "sbp.kernel_row", "orange"):
-            new_keys, new_rows = self._fetch_new_rows(distinct)
+            new_keys, new_rows = self._fetch_new_rows(distinct, [lowest_first for _, _, lowest_first in covered])
         with self.phases.phase("update", "sbp.update", "green"):
             message = StepMessage(self._take_pending(), new_keys, new_rows, distinct, weights, eta / self.scale,
                                   drawn, self.counts.copy())
@@ -223,8 +236,9 @@ class ClusterSBPSteps:
         self.scale_sum[:] = 0.0
 
     def _covered(self, volumes, source, remember=False):
-        """Per problem, the covered keys (ascending) and their responses; or, with
-        ``source`` other than 'current', the ``(level, bias)`` of each problem."""
+        """Per problem, the covered keys (ascending), their responses and the keys again,
+        lowest first; or, with ``source`` other than 'current', the ``(level, bias)`` of
+        each problem."""
         k = self.problem.n_problems
         counts = self.counts.copy()
         lowest = self.lowest if source == "current" else self._ask_lowest(counts, source)
@@ -246,10 +260,12 @@ class ClusterSBPSteps:
         if source != "current":
             return [(level, bias) for _, level, bias, _ in answers]
         covered = []
-        for p, (count, _, _, is_covered) in enumerate(answers):
+        for p, (count, _, bias, is_covered) in enumerate(answers):
             keys, values = lowest[p].keys[is_covered], lowest[p].values[is_covered]
             order = np.argsort(keys)
-            covered.append((keys[order], values[order]))
+            heights = values if lowest[p].positive is None else \
+                values + bias * np.where(lowest[p].positive[is_covered], 1.0, -1.0)
+            covered.append((keys[order], values[order], keys[np.argsort(heights, kind="stable")]))
             if remember:
                 self.covered_counts[p] = count
                 self.counts[p] = lowest_needed(count if count is not None else int(is_covered.sum()))
@@ -268,17 +284,23 @@ class ClusterSBPSteps:
             self.stamps = np.pad(self.stamps, ((0, 0), (0, grown - self.stamps.shape[1])))
         return np.vectorize(self.slot_of.__getitem__, otypes=[np.int64])(drawn)
 
-    def _fetch_new_rows(self, keys):
-        """The X rows of ``keys`` not drawn before, from the workers that hold them."""
-        new = np.array([key for key in keys if key not in self.store], dtype=np.int64)
+    def _fetch_new_rows(self, keys, lowest_first):
+        """The X rows of ``keys`` not kept yet, and of the lowest covered rows not kept yet
+        (see :data:`PREFETCH_BATCHES`), from the workers that hold them."""
+        new = keys[~self.kept[keys]]
         if new.size == 0:
             return new, None
+        budget = PREFETCH_BATCHES * self.problem.batch_size
+        ahead = [candidates[~self.kept[candidates]][:budget] for candidates in lowest_first
+                 if candidates.size <= PREFETCH_MAX_COVERED * self.problem.n_train]
+        new = np.unique(np.concatenate([new] + ahead))
         answers = [answer for answer in self._call_all("training_rows", new) if answer[1] is not None]
         held = np.concatenate([answer[0] for answer in answers])
         rows = stack_rows([answer[1] for answer in answers])
         order = np.argsort(held)  # ascending, as ``new``
         rows = rows[order]
         self.store.add(new, rows)
+        self.kept[new] = True
         return new, rows
 
     def synchronize(self):
@@ -337,8 +359,8 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
                                  cache_bytes=int(self.cache_size * 2**20))
         actor_futures = [client.submit(SBPShardState, future, settings, actor=True, **shards.near(client, i))
                          for i, future in enumerate(shards.futures)]
-        try:
-            with worker_loss_guard(client, shards, "SBPClassifier's fit", resumable=False):
+        try:  # as the current client: the actors' handles find the client they talk through
+            with client.as_current(), worker_loss_guard(client, shards, "SBPClassifier's fit", resumable=False):
                 actors = [future.result() for future in actor_futures]
                 shards.release()  # the actors hold the rows now (one copy, not two)
                 gamma = _cluster_gamma(self.gamma, actors, shards.n_features)

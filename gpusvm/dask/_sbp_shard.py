@@ -36,12 +36,6 @@ class RowStore:
     def __init__(self):
         self.blocks, self.where = [], {}  # where: key -> (block, position in it)
 
-    def __contains__(self, key):
-        return int(key) in self.where
-
-    def __len__(self):
-        return len(self.where)
-
     def add(self, keys, rows):
         """Keep ``rows`` (dense or CSR, one per key) under ``keys`` (new keys only)."""
         number = len(self.blocks)
