@@ -105,10 +105,23 @@ def _bias(two_gamma, p_k, p_next, m_k, m_next):
     ``g+`` must lie in ``[p_k, p_next]`` and ``g- = 2 gamma - g+`` in ``[m_k, m_next]``; any
     such pair is optimal (the bias is not unique), the midpoint is a deterministic choice.
     """
+    return _bias_and_edges(two_gamma, p_k, p_next, m_k, m_next)[0]
+
+
+def _bias_and_edges(two_gamma, p_k, p_next, m_k, m_next):
+    """The bias, and the water's edge in each class's responses: ``(g+, g-)`` held to
+    ``[p_k, p_next]`` and ``[m_k, m_next]``.
+
+    The rows the water covers are the responses at or below their class's edge. Read
+    off the data's own order statistics, the edges make that set independent of how the
+    level's sums were rounded: equal responses at the k*-th rank (duplicate rows) are
+    covered together, rather than split by ``c + b <= gamma`` rounding either way.
+    """
     low = max(p_k, two_gamma - m_next)
     high = min(p_next, two_gamma - m_k)
     g_plus = (low + high) / 2
-    return (two_gamma - 2 * g_plus) / 2
+    edges = (min(max(g_plus, p_k), p_next), min(max(two_gamma - g_plus, m_k), m_next))
+    return (two_gamma - 2 * g_plus) / 2, edges
 
 
 # --- 2. the O(n) partition search ----------------------------------------------------
@@ -246,8 +259,10 @@ class LevelTracker:
         level, bias : float
             As :func:`find_gamma_and_bias` (bias 0 without ``positive``).
         covered : int64 ndarray
-            Ascending indices of the rows with ``height <= max(level, min height)``,
-            ``height = responses + bias * y``: the rows SBP draws from.
+            Ascending indices of the rows SBP draws from: without a bias, the responses
+            at or below ``max(level, min(responses))``; with one, those at or below
+            their class's edge (:func:`_bias_and_edges`: ``response + bias * y <=
+            level`` in exact arithmetic, with equal responses at the edge kept together).
         """
         volume = self.volume if volume is None else float(volume)
         if positive is None and volume == 0:  # exactly the lowest, not a sum over a count
@@ -288,15 +303,16 @@ class LevelTracker:
         else:
             classes = [np.flatnonzero(positive), np.flatnonzero(~positive)]
             _check_both_classes(classes[0].size, classes[1].size)
-            level, bias = level_and_bias_of(responses[classes[0]], responses[classes[1]], volume)
-            heights = responses + bias * np.where(positive, 1.0, -1.0)
-            covered = max(1, int(np.count_nonzero(heights[classes[0]] < level)))
+            level, bias, edges = _level_bias_edges(responses[classes[0]], responses[classes[1]], volume)
+            covered = max(1, int(np.count_nonzero(responses[classes[0]] < edges[0])))
         rank = _window_width(covered)[1]
         self.class_sizes = [rows.size for rows in classes]
         self.thresholds = tuple(_rank_value(responses[rows], rank, rows.size) for rows in classes)
         self.candidates = [rows[responses[rows] < t] for rows, t in zip(classes, self.thresholds, strict=True)]
         self.covered_count = covered
-        return level, bias, np.flatnonzero(heights <= max(level, float(heights.min())))
+        if positive is None:
+            return level, bias, np.flatnonzero(heights <= max(level, float(heights.min())))
+        return level, bias, np.flatnonzero(responses <= np.where(positive, *edges))
 
 
 def lowest_needed(covered):
@@ -346,18 +362,21 @@ def covered_among_lowest(values, positive, thresholds, sizes, volume, previous=N
         window = _window_search(parts, sizes, volume, 1 if previous is None else previous, whole=True)
     if window is None:
         return None
-    covered, level, bias = window
-    heights = values if positive is None else values + bias * np.where(positive, 1.0, -1.0)
-    threshold = max(level, float(heights.min()))
-    # every row at or under the threshold must be among the values (rounding at the edge)
-    edges = [threshold] if positive is None else [threshold - bias, threshold + bias]
+    covered, level, bias, edges = window
+    if positive is None:
+        edges = (max(level, float(values.min())),)
+        is_covered = values <= edges[0]
+    else:
+        is_covered = values <= np.where(positive, *edges)
+    # every row at or under its class's edge must be among the values
     if any(edge >= t for edge, t in zip(edges, thresholds, strict=True)):
         return None
-    return covered, level, bias, heights <= threshold
+    return covered, level, bias, is_covered
 
 
 def _window_search(parts, sizes, volume, previous, whole=False):
-    """``(k*, level, bias)`` from candidate values (one array per class, each the lowest
+    """``(k*, level, bias, edges)`` (edges: see :func:`_bias_and_edges`; None without a
+    bias) from candidate values (one array per class, each the lowest
     values of its class: ``sizes`` are the classes' full sizes), searching the ranks
     about ``previous`` (or, if ``whole``, every rank the candidates hold); None when
     ``k*`` is not provably inside the window."""
@@ -391,9 +410,9 @@ def _window_search(parts, sizes, volume, previous, whole=False):
             return None  # the class's rank k*+1 is not among the candidates
     total = (volume + float(prefix[offset])) / covered
     if len(parts) == 1:
-        return covered, total, 0.0
+        return covered, total, 0.0, None
     p_k, m_k = float(windows[0][offset]), float(windows[1][offset])
-    return covered, total / 2, _bias(total, p_k, next_values[0], m_k, next_values[1])
+    return covered, total / 2, *_bias_and_edges(total, p_k, next_values[0], m_k, next_values[1])
 
 
 def _rank_value(values, rank, class_size):
@@ -469,11 +488,16 @@ def find_gamma_and_bias(y, responses, volume):
 
 def level_and_bias_of(positive, negative, volume):
     """:func:`find_gamma_and_bias` on the checked float64 responses of each class."""
+    return _level_bias_edges(positive, negative, volume)[:2]
+
+
+def _level_bias_edges(positive, negative, volume):
+    """Level, bias and each class's edge (:func:`_bias_and_edges`)."""
     covered, covered_sum = _covered_rank([positive, negative], volume, min(positive.size, negative.size))
     two_gamma = (volume + covered_sum) / covered
     p_k, p_next = _kth_and_next(positive, covered)
     m_k, m_next = _kth_and_next(negative, covered)
-    return two_gamma / 2, _bias(two_gamma, p_k, p_next, m_k, m_next)
+    return two_gamma / 2, *_bias_and_edges(two_gamma, p_k, p_next, m_k, m_next)
 
 
 # --- checks of device input (one synchronisation each, public functions only) ---------
