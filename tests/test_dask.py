@@ -174,7 +174,7 @@ def test_sbp_equals_single_node(client, one_worker, workers, n_classes, sparse, 
     assert_same_kernel_model(model, gpusvm.SBPClassifier(**params).fit(X, y))
 
 
-def test_sbp_renormalizing_every_step_keeps_the_model(client, monkeypatch):
+def test_sbp_renormalizing_and_asking_again_keep_the_model(client, monkeypatch):
     from gpusvm.dask import _sbp as cluster_sbp
     from gpusvm.solvers import sbp as sbp_solver
 
@@ -182,6 +182,7 @@ def test_sbp_renormalizing_every_step_keeps_the_model(client, monkeypatch):
     params = dict(nu=0.05, batch_size=8, max_iter=2, random_state=1, validation_fraction=0.25, backend="numpy")
     monkeypatch.setattr(sbp_solver, "RENORMALIZE_BELOW", 0.99)  # fold the scale in at almost every step
     monkeypatch.setattr(cluster_sbp, "RENORMALIZE_BELOW", 0.99)
+    monkeypatch.setattr(cluster_sbp, "INITIAL_LOWEST", 2)  # too few lowest at first: the workers are asked again
     model = gd.SBPClassifier(**params).fit(*chunked(X, y, chunks=(600, 600)))
     assert_same_kernel_model(model, gpusvm.SBPClassifier(**params).fit(X, y))
 

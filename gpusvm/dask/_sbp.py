@@ -257,6 +257,7 @@ class ClusterSBPSteps:
                     raise RuntimeError(f"The water level of problem {p} was not found among all its responses.")
                 counts[p] = min(2 * counts[p], max(self.class_sizes[p]))
             lowest = self._ask_lowest(counts, source)
+            answers = [None] * k  # every problem's lowest were sent again: solve each on its new ones
         if source != "current":
             return [(level, bias) for _, level, bias, _ in answers]
         covered = []
