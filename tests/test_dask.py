@@ -15,6 +15,8 @@ distributed = pytest.importorskip("distributed")
 import gpusvm  # noqa: E402
 import gpusvm.dask as gd  # noqa: E402
 
+from .conftest import needs_device  # noqa: E402
+
 ONLINE = ["FTRLClassifier", "TruncatedGradientClassifier", "FOBOSClassifier", "RDAClassifier"]
 UNEVEN = (700, 0, 1100, 450, 750)  # row chunks, one of them empty
 
@@ -196,6 +198,26 @@ def test_sbp_float32_rows_and_scale_gamma(client):
     # float32 variance sums round differently: the same model to float32 precision
     assert model.gamma_ == pytest.approx(local.gamma_, rel=1e-5)
     assert (model.predict(X) == local.predict(X)).mean() > 0.995
+
+
+@needs_device
+def test_cupy_chunks_give_the_single_node_models(client):
+    """CuPy chunks, backend resolved on the workers: Pegasos and FTRL as their single-node
+    CuPy models; SBP (whose workers follow the NumPy algorithm on device arrays) as the
+    single-node NumPy model, to rounding."""
+    import cupy
+
+    X, y = overlapping(3)
+    dX, dy = chunked(X, y, chunks=(1000, 1000))
+    dX = dX.map_blocks(cupy.asarray)
+    for name, params in [("PegasosSVC", dict(random_state=0, max_iter=3, tol=None)),
+                         ("FTRLClassifier", dict(random_state=0, max_iter=2))]:
+        model = getattr(gd, name)(backend="cupy", **params).fit(dX, dy)
+        assert model.backend_ == "cupy"
+        assert_same_model(model, getattr(gpusvm, name)(backend="cupy", **params).fit(cupy.asarray(X), y), rtol=1e-9)
+    params = dict(nu=0.05, max_iter=2, random_state=0, validation_fraction=0.2)
+    model = gd.SBPClassifier(backend="cupy", **params).fit(dX, dy)
+    assert_same_kernel_model(model, gpusvm.SBPClassifier(backend="numpy", **params).fit(X, y))
 
 
 def test_sbp_takes_no_sample_weight_or_partial_fit(client):
