@@ -88,6 +88,14 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
             )
         return self.classes_
 
+    # What a fit from scratch drops first: the state a partial_fit would continue from.
+    _training_state = ("backend_", "classes_", "_state", "_seed")
+
+    def _forget_training_state(self):
+        """Drop the attributes in ``_training_state`` (a fit starts from scratch)."""
+        for name in self._training_state:
+            self.__dict__.pop(name, None)
+
     def _fit_backend(self):
         """The resolved backend for this fit (``backend_`` once a model exists)."""
         return getattr(self, "backend_", None) or resolve_backend(self.backend)

@@ -63,8 +63,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         self
         """
         with restore_on_error(self):
-            for name in ("backend_", "classes_", "_state", "_seed"):
-                self.__dict__.pop(name, None)
+            self._forget_training_state()
             self._train(X, y, classes=None, n_epochs=self.max_iter, shuffle=self.shuffle)
         return self
 
@@ -116,8 +115,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         self._validate_params()
         source = ChunkSource(chunks)
         with restore_on_error(self):
-            for name in ("backend_", "classes_", "_state", "_seed"):
-                self.__dict__.pop(name, None)
+            self._forget_training_state()
             classes = source.classes() if classes is None else classes
             bar = progress_bar(None, f"{type(self).__name__} chunks", self.verbose, unit="row")
             losses = []

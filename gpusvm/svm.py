@@ -108,6 +108,8 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
     0.85
     """
 
+    _training_state = GPUClassifierMixin._training_state + ("lam_",)
+
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="neither")],
         "lam": [Interval(Real, 0, None, closed="neither"), None],
@@ -157,8 +159,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         self
         """
         with restore_on_error(self):
-            for name in ("backend_", "classes_", "_state", "lam_", "_seed"):
-                self.__dict__.pop(name, None)
+            self._forget_training_state()
             self._train(X, y, sample_weight, classes=None, n_epochs=self.max_iter, tol=self.tol)
         return self
 
@@ -210,8 +211,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         self._validate_params()
         source = ChunkSource(chunks)
         with restore_on_error(self):
-            for name in ("backend_", "classes_", "_state", "lam_", "_seed"):
-                self.__dict__.pop(name, None)
+            self._forget_training_state()
             classes = source.classes() if classes is None else classes
             n_rows = source.n_rows() if self.lam is None else None
             seed = seed_from_random_state(self.random_state)

@@ -37,13 +37,14 @@ def one_worker():
         yield c
 
 
-def blobs(n_classes=3, n=3000, d=12, seed=0, dtype=np.float64, sparse=False):
+def blobs(n_classes=3, n=3000, d=12, seed=0, dtype=np.float64, sparse=False, spread=2.0, zero_below=1.0):
+    """Gaussian classes around centers ``spread`` apart; sparse: entries under ``zero_below`` dropped."""
     rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=2.0, size=(n_classes, d))
+    centers = rng.normal(scale=spread, size=(n_classes, d))
     y = rng.integers(0, n_classes, size=n)
     X = (centers[y] + rng.normal(size=(n, d))).astype(dtype)
     if sparse:
-        X[np.abs(X) < 1.0] = 0.0
+        X[np.abs(X) < zero_below] = 0.0
         X = sp.csr_matrix(X)
     return X, y
 
@@ -132,14 +133,10 @@ def overlapping(n_classes=2, n=2000, d=8, seed=0, dtype=np.float64, sparse=False
     """Classes that overlap (SBP's covered set is then more than a few rows); sparse, with
     some rows alike (all zeros): equal responses at the water's edge, which must be
     covered together on one node and on a cluster, whatever the rounding."""
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=0.6, size=(n_classes, d))
-    y = rng.integers(0, n_classes, size=n)
-    X = (centers[y] + rng.normal(size=(n, d))).astype(dtype)
+    X, y = blobs(n_classes, n, d, seed, dtype, sparse, spread=0.6, zero_below=0.8)
     if sparse:
-        X[np.abs(X) < 0.8] = 0.0
-        assert np.unique(X, axis=0).shape[0] < n
-    return (sp.csr_matrix(X) if sparse else X), y
+        assert np.unique(X.toarray(), axis=0).shape[0] < n
+    return X, y
 
 
 def assert_same_kernel_model(distributed_model, local_model):

@@ -76,8 +76,7 @@ class DaskEstimatorMixin:
         self
         """
         with restore_on_error(self):
-            for name in ("backend_", "classes_", "_state", "lam_", "_seed"):
-                self.__dict__.pop(name, None)
+            self._forget_training_state()
             self._fit_on_cluster(X, y, sample_weight, classes=None, n_epochs=self.max_iter, first=True,
                                  shuffle=getattr(self, "shuffle", False))
         return self

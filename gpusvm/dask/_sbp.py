@@ -162,9 +162,7 @@ class ClusterSBPSteps:
     # --- talking to the workers ----------------------------------------------------------
 
     def _call_all(self, method, *args):
-        """``method(*args)`` on every worker's actor at once; their answers in worker order."""
-        futures = [getattr(actor, method)(*args) for actor in self.actors]
-        return [future.result() for future in futures]
+        return call_all(self.actors, method, *args)
 
     def _take_pending(self):
         """The previous step's scale, sent once (the workers apply it on receipt)."""
@@ -368,7 +366,7 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
                 actors = [future.result() for future in actor_futures]
                 shards.release()  # the actors hold the rows now (one copy, not two)
                 gamma = _cluster_gamma(self.gamma, actors, shards.n_features)
-                eta0 = step_size_for(max(actor.prepare(gamma).result() for actor in actors))
+                eta0 = step_size_for(max(call_all(actors, "prepare", gamma)))
                 problem = ClusterSBPProblem(n_train=train.size, n_holdout=holdout.size,
                                             n_problems=1 if classes.size == 2 else classes.size,
                                             batch_size=self.batch_size, nu=float(self.nu), seed=seed)
@@ -401,6 +399,12 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
         self.n_support_ = np.bincount(np.searchsorted(classes, y[self.support_]), minlength=classes.size)
 
 
+def call_all(actors, method, *args):
+    """``method(*args)`` on every worker's actor at once; their answers in worker order."""
+    futures = [getattr(actor, method)(*args) for actor in actors]
+    return [future.result() for future in futures]
+
+
 def _labels_of(shard):
     return (shard.rows, shard.y) if shard is not None else None
 
@@ -421,12 +425,11 @@ def _cluster_gamma(gamma, actors, n_features):
         return float(gamma)
     if gamma == "auto":
         return 1.0 / n_features
-    sums = [actor.element_sums().result() for actor in actors]
+    sums = call_all(actors, "element_sums")
     count = sum(part[0] for part in sums)
     mean = sum(part[1] for part in sums) / count
     if sums[0][2] is not None:  # sparse
         variance = sum(part[2] for part in sums) / count - mean**2
     else:
-        futures = [actor.squared_deviations(mean) for actor in actors]
-        variance = sum(future.result() for future in futures) / count
+        variance = sum(call_all(actors, "squared_deviations", mean)) / count
     return 1.0 / (n_features * variance) if variance > 0 else 1.0

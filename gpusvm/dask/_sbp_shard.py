@@ -210,14 +210,12 @@ class SBPShardState:
 
     def training_rows(self, keys):
         """``(keys held here, their X rows on the host)`` of the wanted ``keys``."""
-        positions = np.minimum(np.searchsorted(self.keys, keys), max(0, self.n_train - 1))
-        mine = np.flatnonzero((self.n_train > 0) & (self.keys[positions] == keys)) if self.n_train else \
-            np.empty(0, dtype=np.int64)
-        if mine.size == 0:
+        owned, positions = self._columns_of(keys)
+        if not owned.any():
             return keys[:0], None
-        at = positions[mine]
+        at = positions[owned]
         rows = self.X[at if self.xp is np else self.xp.asarray(at)]
-        return keys[mine], to_backend(rows, "numpy")
+        return keys[owned], to_backend(rows, "numpy")
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -242,10 +240,16 @@ class SBPShardState:
         return kernel_block(rows, self.X, kernel=s.kernel, gamma=self.gamma, degree=s.degree, coef0=s.coef0,
                             X_sq_norms=squared_row_norms(rows), Y_sq_norms=self.sq_norms)
 
+    def _columns_of(self, keys):
+        """Which ``keys`` are training rows here, and their columns (where they are)."""
+        if self.n_train == 0:
+            return np.zeros(keys.shape, dtype=bool), np.zeros(keys.shape, dtype=np.int64)
+        positions = np.minimum(np.searchsorted(self.keys, keys), self.n_train - 1)
+        return self.keys[positions] == keys, positions
+
     def _at_keys(self, values, drawn):
         """``values[p, column of drawn[p, b]]`` for the drawn keys held here: (mask, values)."""
-        positions = np.minimum(np.searchsorted(self.keys, drawn), max(0, self.n_train - 1))
-        owned = (self.keys[positions] == drawn) if self.n_train else np.zeros(drawn.shape, dtype=bool)
+        owned, positions = self._columns_of(drawn)
         problems = np.broadcast_to(np.arange(drawn.shape[0])[:, None], drawn.shape)
         picked = np.zeros(drawn.shape)
         if owned.any():
