@@ -217,6 +217,42 @@ def test_cupy_chunks_give_the_single_node_models(client):
     assert_same_kernel_model(model, gpusvm.SBPClassifier(backend="numpy", **params).fit(X, y))
 
 
+def test_shards_take_contiguous_rows_and_persisted_partitions_stay(client):
+    """Unpersisted partitions are computed on the worker whose shard takes them (about
+    half the rows each, in order); persisted ones go to the worker holding them."""
+    from gpusvm.dask._cluster import ShardSet
+
+    X, y = blobs(2, n=4000)
+    estimator = gd.PegasosSVC(backend="numpy")
+    shards = ShardSet.build(client, estimator, *chunked(X, y, chunks=(1000, 500, 500, 1500, 500)), None)
+    assert shards.partitions == [[0, 1, 2], [3, 4]]
+    assert [summary.n_rows for summary in shards.summaries] == [2000, 2000]
+    workers = sorted(client.nthreads())
+    dX, dy = chunked(X, y, chunks=(1000,) * 4)
+    dX, dy = dX.persist(workers=[workers[1]]), dy.persist(workers=[workers[1]])
+    shards = ShardSet.build(client, estimator, dX, dy, None)
+    assert shards.workers == [workers[1]] and shards.partitions == [[0, 1, 2, 3]]
+    held = client.gather([client.submit(lambda shard: shard.rows, f) for f in shards.futures])
+    np.testing.assert_array_equal(held[0], np.arange(4000))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_stacking_a_shard_empties_its_blocks(sparse):
+    """The shard's X is the rows stacked, its blocks released as copied (so a worker
+    never holds them twice)."""
+    from gpusvm.dask._shards import stack_rows_consuming
+
+    X, _ = blobs(2, n=300, sparse=sparse)
+    blocks = [X[:100], X[100:101], X[101:101], X[101:]]
+    stacked = stack_rows_consuming(blocks)
+    assert blocks == []
+    if sparse:
+        assert sp.isspmatrix_csr(stacked) and stacked.indices.dtype == np.int32
+        stacked = stacked.toarray()
+        X = X.toarray()
+    np.testing.assert_array_equal(stacked, X)
+
+
 def test_sbp_takes_no_sample_weight_or_partial_fit(client):
     X, y = overlapping(2, n=600)
     with pytest.raises(TypeError, match="takes no sample_weight"):

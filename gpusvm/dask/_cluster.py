@@ -7,6 +7,7 @@ client and scheduler, rows move only as task inputs from the worker that holds t
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import warnings
@@ -16,7 +17,7 @@ from dask.array import Array
 from dask.core import flatten
 from distributed import default_client, futures_of, wait
 
-from ._shards import build_shard, rows_of_block, summarize
+from ._shards import add_partition, finish_shard, rows_of_block, summarize
 
 # An epoch is run again from its checkpoint at most this many times when workers leave.
 MAX_RESUMES = 3
@@ -27,6 +28,8 @@ BLOCK_BYTES = 2**25
 BLOCK_ROWS = 2**16
 # Blocks gathered ahead of the one stepping, bounding the rows in flight.
 PREFETCH_BLOCKS = 4
+# Partitions computed ahead of the shard that takes them, per worker, while shards are built.
+PARTITIONS_AHEAD = 2
 
 
 def current_client(client):
@@ -76,10 +79,40 @@ def _as_dask_array(data, name, estimator_name):
         "dask.array.from_array(..., chunks=...).")
 
 
-def _partition_futures(array):
-    """The futures of a persisted array's blocks, in row order."""
-    by_key = {future.key: future for future in futures_of(array)}
-    return [by_key[key] for key in flatten(array.__dask_keys__())]
+class _Partitions:
+    """The row partitions of a dask array: the futures of those already persisted, the
+    tasks of the others."""
+
+    def __init__(self, array):
+        held = {future.key: future for future in futures_of(array)}
+        self.held = [held.get(key) for key in flatten(array.__dask_keys__())]
+        self.tasks = array.to_delayed().ravel()
+
+    def future(self, client, number, worker):
+        """Partition ``number``: where persisted, its future; else computed on ``worker``
+        (or another when ``worker`` has left)."""
+        if self.held[number] is not None:
+            return self.held[number]
+        return client.compute(self.tasks[number], workers=[worker], allow_other_workers=True)
+
+
+def _assign_partitions(client, partitions, starts):
+    """Each worker's partition numbers: a persisted partition goes to the worker holding
+    it, the others in contiguous ranges of about equal rows over the workers (by address)."""
+    workers = sorted(client.nthreads())
+    held = [future for future in partitions.held if future is not None]
+    if held:
+        with client.as_current():
+            wait(held)
+    holders = client.who_has(held) if held else {}
+    n_rows = max(1, int(starts[-1]))
+    by_worker = {}
+    for number, future in enumerate(partitions.held):
+        found = holders.get(future.key) if future is not None else None
+        middle = (starts[number] + starts[number + 1]) / 2
+        worker = sorted(found)[0] if found else workers[min(len(workers) - 1, int(middle * len(workers) / n_rows))]
+        by_worker.setdefault(worker, []).append(number)
+    return by_worker
 
 
 @dataclasses.dataclass
@@ -104,34 +137,44 @@ class ShardSet:
 
     @classmethod
     def build(cls, client, estimator, X, y, sample_weight):
-        """Persist the collections and build each worker's shard from the partitions it holds."""
+        """Build each worker's shard from its partitions, a partition at a time.
+
+        Persisted partitions go to the shard of the worker that holds them. The others are
+        computed on the worker whose shard takes them (contiguous ranges of rows, about
+        equal per worker), at most :data:`PARTITIONS_AHEAD` ahead of its shard, and released
+        once added: a worker holds its shard and a few partitions, not its rows twice.
+        """
         X, y, sample_weight = as_row_chunked_arrays(X, y, sample_weight, type(estimator).__name__)
-        collections = [X, y] + ([sample_weight] if sample_weight is not None else [])
-        persisted = client.persist(collections)
-        parts = [_partition_futures(array) for array in persisted]
-        with client.as_current():
-            wait([future for array_parts in parts for future in array_parts])
-        holders = client.who_has(parts[0])
+        sources = [_Partitions(array) for array in [X, y] + ([sample_weight] if sample_weight is not None else [])]
         starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
-        by_worker = {}
-        for number, future in enumerate(parts[0]):
-            by_worker.setdefault(sorted(holders[future.key])[0], []).append(number)
+        by_worker = _assign_partitions(client, sources[0], starts)
         local = _local_twin(estimator)
-        futures, workers, partitions = [], [], []
-        for worker in sorted(by_worker):
-            numbers = by_worker[worker]
-            layout = [(number, int(starts[number]), sample_weight is not None) for number in numbers]
-            inputs = [array_parts[number] for number in numbers for array_parts in parts]
-            futures.append(client.submit(build_shard, local, layout, *inputs, workers=[worker],
-                                         allow_other_workers=True, pure=False))
-            workers.append(worker)
-            partitions.append(numbers)
-        summaries = client.gather([client.submit(summarize, future, pure=False) for future in futures])
+        built = dict.fromkeys(by_worker)
+        waiting = {worker: collections.deque(numbers) for worker, numbers in by_worker.items()}
+        adding = {worker: collections.deque() for worker in by_worker}
+        while any(waiting.values()) or any(adding.values()):
+            for worker in sorted(by_worker):
+                while waiting[worker] and len(adding[worker]) < PARTITIONS_AHEAD:
+                    number = waiting[worker].popleft()
+                    inputs = [source.future(client, number, worker) for source in sources]
+                    built[worker] = client.submit(add_partition, built[worker], local, (number, int(starts[number])),
+                                                  *inputs, workers=[worker], allow_other_workers=True, pure=False)
+                    adding[worker].append(built[worker])
+            with client.as_current():
+                wait([future for queue in adding.values() for future in queue], return_when="FIRST_COMPLETED")
+            for queue in adding.values():
+                while queue and queue[0].done():
+                    queue.popleft()
+        workers = sorted(by_worker)
+        futures = [client.submit(finish_shard, built.pop(worker), workers=[worker], allow_other_workers=True,
+                                 pure=False) for worker in workers]
+        summaries = client.gather([client.submit(summarize, future, workers=[worker], allow_other_workers=True,
+                                                 pure=False) for future, worker in zip(futures, workers)])
         keep = [i for i, summary in enumerate(summaries) if summary is not None]
         if not keep:
             raise ValueError(f"{type(estimator).__name__} got a collection with no rows.")
         shards = cls([futures[i] for i in keep], [summaries[i] for i in keep],
-                     [workers[i] for i in keep], [partitions[i] for i in keep])
+                     [workers[i] for i in keep], [by_worker[workers[i]] for i in keep])
         shards._check_consistent(type(estimator).__name__)
         return shards
 
@@ -182,6 +225,19 @@ class ShardSet:
         holders = client.who_has([self.futures[position]]).get(self.futures[position].key, ())
         return {"workers": [sorted(holders)[0]], "allow_other_workers": True} if holders else {}
 
+    def on_each(self, client, function, *args, per_shard=None, placements=None):
+        """Futures of ``function(shard, *args, *per_shard[i])`` for every shard ``i``, each run
+        on the worker holding its shard (``placements``: those of :meth:`placements`, when
+        the caller has them)."""
+        placements = placements or self.placements(client)
+        per_shard = per_shard or [()] * len(self.futures)
+        return [client.submit(function, shard, *args, *extra, **placement, pure=False)
+                for shard, extra, placement in zip(self.futures, per_shard, placements)]
+
+    def placements(self, client):
+        """:meth:`near` of every shard."""
+        return [self.near(client, position) for position in range(len(self.futures))]
+
     def release(self):
         for future in self.futures:
             future.release()
@@ -200,13 +256,13 @@ def step_through_blocks(client, shards, carried, selectors, step, settings, orde
     :data:`PREFETCH_BLOCKS` blocks are gathered ahead. Returns the future of the last
     block's result (on its worker).
     """
-    lead = shards.near(client, shards.largest())
-    orders = orders or [None] * len(shards.futures)
+    placements = shards.placements(client)
+    lead = placements[shards.largest()]
+    orders = [(order,) for order in orders or [None] * len(shards.futures)]
     current = client.scatter(carried, workers=lead.get("workers"))
     in_flight = []
     for selector in selectors:
-        gathered = [client.submit(rows_of_block, shard, selector, order, pure=False)
-                    for shard, order in zip(shards.futures, orders)]
+        gathered = shards.on_each(client, rows_of_block, selector, per_shard=orders, placements=placements)
         current = client.submit(step, current, settings, selector, *gathered, **lead, pure=False)
         in_flight.append(current)
         if len(in_flight) > PREFETCH_BLOCKS:  # bound the rows gathered ahead (nothing fetched)

@@ -108,8 +108,8 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
     def _epoch(self, client, shards, settings, carried_state, epoch, shuffle):
         n = shards.n_rows
         block = block_rows(shards, settings.batch_size)  # whole batches: they fall where they would on one node
-        orders = [client.submit(epoch_order, settings.seed, epoch, n, **shards.near(client, i), pure=False)
-                  for i in range(len(shards.futures))] if shuffle else None
+        orders = [client.submit(epoch_order, settings.seed, epoch, n, **placement, pure=False)
+                  for placement in shards.placements(client)] if shuffle else None
         selectors = [OrderedRows(start, min(n, start + block)) for start in range(0, n, block)]
         final = step_through_blocks(client, shards, (carried_state, 0.0), selectors, steps_on_gathered_rows,
                                     settings, orders)

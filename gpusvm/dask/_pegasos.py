@@ -245,7 +245,7 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
             fit_intercept=self.fit_intercept, projection=self.projection,
             average_start=None if self.average is False else int(self.average),
             weight_by_step=self.average is True, seed=seed, mean_weight=1.0, backend=self.backend)
-        sums = client.gather([client.submit(_weight_sum, shard, settings, pure=False) for shard in shards.futures])
+        sums = client.gather(shards.on_each(client, _weight_sum, settings))
         settings = dataclasses.replace(settings, mean_weight=float(sum(sums)) / shards.n_rows)
         n_models = 1 if classes.shape[0] == 2 else classes.shape[0]
         state = PegasosState.zeros(n_models, shards.n_features + int(self.fit_intercept), shards.dtype, np) \
@@ -267,10 +267,8 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
 
     def _average_epoch(self, client, shards, settings, state):
         start = client.scatter(state, broadcast=True)
-        states = client.gather([
-            client.submit(local_epoch, shard, start, settings, settings.seed ^ (position * _WORKER_STREAM),
-                          pure=False)
-            for position, shard in enumerate(shards.futures)])
+        worker_seeds = [(settings.seed ^ (position * _WORKER_STREAM),) for position in range(len(shards.futures))]
+        states = client.gather(shards.on_each(client, local_epoch, start, settings, per_shard=worker_seeds))
         return average_states(states, [summary.n_rows for summary in shards.summaries])
 
     def _objective(self, client, shards, settings, state):
@@ -278,8 +276,7 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         in worker order."""
         weights = state.weights(averaged=settings.average_start is not None)
         shared = client.scatter(weights, broadcast=True)
-        sums = client.gather([client.submit(shard_hinge_sum, shard, settings, shared, pure=False)
-                              for shard in shards.futures])
+        sums = client.gather(shards.on_each(client, shard_hinge_sum, settings, shared))
         return float(0.5 * settings.lam * (weights**2).sum() + float(sum(sums)) / shards.n_rows)
 
     def _warn_if_unlike(self, shards, found):

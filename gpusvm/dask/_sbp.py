@@ -411,8 +411,7 @@ def _labels_of(shard):
 
 def _collection_labels(client, shards):
     """Every row's label, in the collection's order (small beside X: one value a row)."""
-    parts = [part for part in client.gather([client.submit(_labels_of, future, pure=False)
-                                             for future in shards.futures]) if part is not None]
+    parts = [part for part in client.gather(shards.on_each(client, _labels_of)) if part is not None]
     rows = np.concatenate([part[0] for part in parts])
     return np.concatenate([part[1] for part in parts])[np.argsort(rows, kind="stable")]
 

@@ -1,12 +1,12 @@
 """Training rows on the workers that hold them: one shard per worker, and the gathers
 that bring a block's rows to the worker that steps.
 
-A shard is the concatenation of the partitions one worker holds (in partition order),
-with each row's global index: the row's place in the dask collection, so that a draw
-``g`` of the shared random stream names the same row as it does in
-``X.compute()`` on a single node. Building a shard moves no rows of X: its task runs
-on the worker that already holds the partitions (only the labels and weights of a
-partition held elsewhere travel to it).
+A shard is the concatenation of one worker's partitions (in partition order), with
+each row's global index: the row's place in the dask collection, so that a draw ``g``
+of the shared random stream names the same row as it does in ``X.compute()`` on a
+single node. It is built a partition at a time (:func:`add_partition`, then
+:func:`finish_shard`) on the worker that holds or computes the partitions, so no rows
+of X move, and the worker holds its shard and a few partitions, never its rows twice.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import dataclasses
 
 import numpy as np
 import scipy.sparse as sp
+from dask.sizeof import sizeof
 from sklearn.base import clone
 
 from .._backend import is_cupy_array, issparse, namespace_of, resolve_backend, to_numpy
@@ -45,6 +46,13 @@ class Shard:
         return self.rows.shape[0]
 
 
+@sizeof.register(Shard)
+def _sizeof_shard(shard):
+    # Dask places tasks and reports memory by their inputs' sizes: without this a shard
+    # would look free to move, and the scheduler would copy it to run a task elsewhere.
+    return int(sizeof(shard.X) + shard.y.nbytes + shard.sample_weight.nbytes + shard.rows.nbytes)
+
+
 @dataclasses.dataclass(frozen=True)
 class ShardSummary:
     """What the client needs to know of a shard: small, sent back once."""
@@ -58,38 +66,61 @@ class ShardSummary:
     stored_values: int  # nonzeros of a sparse X, else rows times features
 
 
-def build_shard(estimator, partitions, *arrays):
-    """One worker's shard from its partitions (runs on that worker).
+@dataclasses.dataclass
+class ShardPieces:
+    """One worker's validated partitions so far, on its backend: a shard being built.
+
+    ``add_partition`` returns a new one (it shares the earlier pieces); ``finish_shard``
+    empties it as it copies, so the worker never holds its rows twice.
+    """
+
+    pieces: list  # of (X, y, sample_weight, rows), in partition order
+
+
+@sizeof.register(ShardPieces)
+def _sizeof_pieces(built):
+    return int(sum(sizeof(piece[0]) + sum(array.nbytes for array in piece[1:]) for piece in built.pieces))
+
+
+def add_partition(built, estimator, partition, X, y, weights=None):
+    """``built`` (a :class:`ShardPieces`, or None for the first) with one partition more
+    (runs on the worker that builds the shard).
 
     Parameters
     ----------
+    built : ShardPieces or None
     estimator : the single-node estimator whose input checks apply (cloned, not fitted)
-    partitions : list of (partition number, first global row, has sample weights)
-    *arrays : X, y (and sample_weight where given) of each partition, in that order
+    partition : (partition number, first global row)
+    X, y, weights : the partition's arrays (weights None when not given)
     """
-    pieces, at = [], 0
-    for number, first_row, weighted in partitions:
-        X, y = arrays[at], arrays[at + 1]
-        weights = arrays[at + 2] if weighted else None
-        at += 3 if weighted else 2
-        if X.shape[0] == 0:
-            continue
-        last = first_row + X.shape[0] - 1
-        try:
-            X, y = check_X_y(clone(estimator), X, np.asarray(to_numpy(y)).ravel(), reset=True)
-            weights = check_weights(weights, X.shape[0])
-        except ValueError as error:
-            raise ValueError(f"Partition {number} (rows {first_row} to {last}): {error}") from error
-        pieces.append((X, y, weights, np.arange(first_row, last + 1, dtype=np.int64)))
-    if not pieces:
+    pieces = [] if built is None else list(built.pieces)
+    number, first_row = partition
+    if X.shape[0] == 0:
+        return ShardPieces(pieces)
+    last = first_row + X.shape[0] - 1
+    try:
+        X, y = check_X_y(clone(estimator), X, np.asarray(to_numpy(y)).ravel(), reset=True)
+        weights = check_weights(weights, X.shape[0])
+    except ValueError as error:
+        raise ValueError(f"Partition {number} (rows {first_row} to {last}): {error}") from error
+    # on the worker's backend once, so no epoch copies the shard to the device again
+    X = to_backend(X, resolve_backend(estimator.backend))
+    pieces.append((X, y, weights, np.arange(first_row, last + 1, dtype=np.int64)))
+    return ShardPieces(pieces)
+
+
+def finish_shard(built):
+    """The :class:`Shard` of the pieces (None when they hold no rows); empties ``built``,
+    whose only holder is the build that drops it next."""
+    if built is None or not built.pieces:
         return None
-    return Shard(
-        # on the worker's backend once, so no epoch copies the shard to the device again
-        X=to_backend(stack_rows([piece[0] for piece in pieces]), resolve_backend(estimator.backend)),
-        y=np.concatenate([piece[1] for piece in pieces]),
-        sample_weight=np.concatenate([piece[2] for piece in pieces]),
-        rows=np.concatenate([piece[3] for piece in pieces]),
-    )
+    pieces = built.pieces
+    y = np.concatenate([piece[1] for piece in pieces])
+    weights = np.concatenate([piece[2] for piece in pieces])
+    rows = np.concatenate([piece[3] for piece in pieces])
+    blocks = [piece[0] for piece in pieces]
+    pieces.clear()
+    return Shard(X=stack_rows_consuming(blocks), y=y, sample_weight=weights, rows=rows)
 
 
 def summarize(shard):
@@ -115,6 +146,43 @@ def stack_rows(blocks):
             return cusparse.vstack(blocks).tocsr()
         return sp.vstack(blocks, format="csr")
     return namespace_of(blocks[0]).concatenate(blocks)
+
+
+def stack_rows_consuming(blocks):
+    """:func:`stack_rows`, emptying the list ``blocks`` as it copies them, so that the
+    memory held at once is the result and one block (not every block twice)."""
+    if len(blocks) == 1:
+        return blocks.pop()
+    xp = namespace_of(blocks[0])
+    n_rows, n_columns, dtype = sum(block.shape[0] for block in blocks), blocks[0].shape[1], blocks[0].dtype
+    if not issparse(blocks[0]):
+        stacked, at = xp.empty((n_rows, n_columns), dtype=dtype), 0
+        while blocks:
+            block = blocks.pop(0)
+            stacked[at:at + block.shape[0]] = block
+            at += block.shape[0]
+        return stacked
+    nnz = sum(int(block.nnz) for block in blocks)
+    index_dtype = np.int32 if max(nnz, n_columns) <= np.iinfo(np.int32).max else np.int64
+    data, indices = xp.empty(nnz, dtype=dtype), xp.empty(nnz, dtype=index_dtype)
+    indptr = xp.empty(n_rows + 1, dtype=index_dtype)
+    indptr[0], row, at = 0, 0, 0
+    while blocks:
+        block = blocks.pop(0)
+        start, stop = int(block.indptr[0]), int(block.indptr[-1])
+        data[at:at + stop - start] = block.data[start:stop]
+        indices[at:at + stop - start] = block.indices[start:stop]
+        indptr[row + 1:row + 1 + block.shape[0]] = block.indptr[1:] - start + at
+        row, at = row + block.shape[0], at + stop - start
+    return _csr_matrix_class(xp)((data, indices, indptr), shape=(n_rows, n_columns))
+
+
+def _csr_matrix_class(xp):
+    if xp is np:
+        return sp.csr_matrix
+    import cupyx.scipy.sparse as cusparse
+
+    return cusparse.csr_matrix
 
 
 # Which global rows a block needs, in the order its steps use them.
