@@ -28,12 +28,17 @@ The client holds ``O(support vectors)`` rows and the coefficients, never X.
 
 What is exact: the model equals the single-node one for the same data, parameters and
 seed up to rounding: the same support vectors, and coefficients that differ by about
-1e-15 (kernel products over a worker's columns and sums over workers round differently;
-the covered set does not depend on that rounding, even with duplicate rows: see
-``water_level._bias_and_edges``). Known gap: after two epochs on Adult the model had
-drifted slightly from single-node's (a discrete choice flipped on rounding; not found yet). A worker that leaves mid-fit ends the fit with
-an error naming it: the responses it held are lost, and recomputing them costs as much as
-fitting again.
+1e-15. Equal responses at a class's edge are covered together whatever the rounding of
+the level (``water_level._bias_and_edges``), but the responses themselves carry the
+rounding of the BLAS product ``weights @ kernel_rows``, whose sums OpenBLAS splits over
+its threads: over Adult's rows it differs by up to 6e-15 between 1 and 2 BLAS threads,
+on one node alone. When two responses lie that close at a class's edge, the covered set
+can differ, and from there the runs are two SBP runs of equal standing. Seen once: on
+Adult, at step 584 of 916, one response 2.4e-16 above three equal ones at the edge
+(single-node with 2 BLAS threads against worker processes, which dask starts with one);
+with one BLAS thread on both sides every step's covered set was the same. A worker that
+leaves mid-fit ends the fit with an error naming it: the responses it held are lost, and
+recomputing them costs as much as fitting again.
 """
 
 from __future__ import annotations
