@@ -12,18 +12,20 @@ workers, and a data set larger than one worker's memory limit trained across wor
    1M rows of the hashed click-log stream (2^20 columns, generated on the workers,
    chunk by chunk; 3 epochs of each), with 1 and 2 worker processes; the single-node
    estimator on the same data beside them. Time of ``fit``, the exact objective
-   (Pegasos) or test log loss (FTRL), and each worker's peak resident memory.
-3. Capacity: FTRLClassifier on hashed-stream rows whose CSR size exceeds one worker's
-   ``memory_limit``, across two workers that each hold half.
+   (Pegasos) or test log loss (FTRL), and the peak resident memory during the fit (of
+   the process for single-node, of the largest worker otherwise; sampled every 10 ms).
+3. Capacity: FTRLClassifier and exact PegasosSVC (one epoch each) on 8M hashed-stream
+   rows whose CSR size exceeds one worker's ``memory_limit``, across three workers that
+   each hold a third.
 
-    python bench/dask_scaling.py [--quick]
+    python bench/dask_scaling.py [--quick] [--parts rounds,scaling,capacity]
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -44,8 +46,41 @@ def _ping(value):
     return value
 
 
-def _peak_rss():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+class PeakMemory:
+    """The peak resident memory of this process from :meth:`start` to :meth:`stop`,
+    sampled every 10 ms by a thread (``ru_maxrss`` would include what a worker process
+    inherited from the one that started it, and never resets)."""
+
+    def __init__(self):
+        self.peak, self._running, self._thread = 0, False, None
+
+    def start(self):
+        import psutil
+
+        process = psutil.Process()
+        self.peak, self._running = process.memory_info().rss, True
+
+        def sample():
+            while self._running:
+                self.peak = max(self.peak, process.memory_info().rss)
+                time.sleep(0.01)
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._running = False
+        self._thread.join()
+        return self.peak
+
+
+def _start_peak_memory(dask_worker):
+    dask_worker.gpusvm_peak_memory = PeakMemory().start()
+
+
+def _stop_peak_memory(dask_worker):
+    return dask_worker.gpusvm_peak_memory.stop()
 
 
 def rounds(repeats):
@@ -135,11 +170,11 @@ def scaling(quick):
             in_memory, test = data[dataset][1], data[dataset][2]
         for name, (make, make_local) in models(dataset).items():
             if make_local is not None:
-                model = make_local()
+                model, memory = make_local(), PeakMemory().start()
                 started = time.perf_counter()
                 model.fit(*in_memory)
-                rows.append(_row(dataset, name, "single node", time.perf_counter() - started, model, test,
-                                 _peak_rss(), log_loss))
+                seconds = time.perf_counter() - started
+                rows.append(_row(dataset, name, "single node", seconds, model, test, memory.stop(), log_loss))
             for n_workers in (1, 2):
                 with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, Client(cluster) as client:
@@ -147,10 +182,11 @@ def scaling(quick):
                     dX, dy = client.persist([dX, dy])
                     client.gather([client.submit(lambda block: block.shape[0], f) for f in _futures(dX)])
                     model = make()
+                    client.run(_start_peak_memory)
                     started = time.perf_counter()
                     model.fit(dX, dy)
                     seconds = time.perf_counter() - started
-                    peak = max(client.run(_peak_rss).values())
+                    peak = max(client.run(_stop_peak_memory).values())
                     rows.append(_row(dataset, name, f"{n_workers} worker{'s' * (n_workers > 1)}", seconds, model,
                                      test, peak, log_loss))
                     print(rows[-1], flush=True)
@@ -187,34 +223,47 @@ def _row(dataset, name, where, seconds, model, test, peak, log_loss):
 
 
 def capacity(quick):
-    """FTRL on more rows than one worker's memory limit holds, across two workers (each
-    holds half; neither spills to disk nor pauses before 95% of its limit)."""
+    """FTRL and exact Pegasos (one epoch each) on more rows than one worker's memory
+    limit holds, across three workers (each holds a third; none spills to disk or pauses
+    before 95% of its limit; a worker process starts at about 0.4 GiB). The rows are
+    generated on the workers, chunk by chunk, and not persisted first: the shards are
+    their only copy."""
     import dask
     import gpusvm.dask as gd
     from distributed import Client, LocalCluster
 
-    n_rows = 200_000 if quick else 5_000_000
-    limit = "1GiB" if quick else "1.25GiB"  # quick: a smoke run only, the data fit one worker
+    n_rows = 200_000 if quick else 8_000_000
+    limit = "1GiB" if quick else "2GiB"  # quick: a smoke run only, the data fit one worker
     X, y, (X_test, y_test), _ = hashed_collections(n_rows, 100_000, 2**20)
     memory = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
               "distributed.worker.memory.pause": 0.95}
     first_chunk = hashed_collections(100_000, 100_000, 2**20)[3].chunk(0)[0]
     stored = _csr_bytes(first_chunk) * n_rows / first_chunk.shape[0]  # about: every chunk alike
-    result = {"rows": n_rows, "worker_memory_limit": limit, "data_bytes": stored}
-    with dask.config.set(memory), LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=limit,
-                                               dashboard_address=None) as cluster, Client(cluster) as client:
-        model = gd.FTRLClassifier(random_state=0, max_iter=1, backend="numpy")
-        started = time.perf_counter()
-        try:
-            model.fit(X, y)  # not persisted first: the shards are the only copy once built
-        except Exception as error:  # recorded, not hidden: what a user with these limits would see
-            result.update(error=f"{type(error).__name__}: {str(error)[:300]}", seconds=time.perf_counter() - started)
-            return result
-        seconds = time.perf_counter() - started
-        peaks = sorted(client.run(_peak_rss).values())
-    result.update(seconds=seconds, rows_per_second=n_rows / seconds, worker_peak_rss_bytes=peaks,
-                  accuracy=float(model.score(X_test, y_test)))
-    return result
+    models = {"FTRLClassifier": lambda: gd.FTRLClassifier(random_state=0, max_iter=1, backend="numpy"),
+              "PegasosSVC exact": lambda: gd.PegasosSVC(random_state=0, max_iter=1, tol=None, backend="numpy")}
+    results = []
+    for name, make in models.items():
+        result = {"model": name, "rows": n_rows, "worker_memory_limit": limit, "data_bytes": stored}
+        with dask.config.set(memory), LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                                                   memory_limit=limit, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            model = make()
+            client.run(_start_peak_memory)
+            started = time.perf_counter()
+            try:
+                model.fit(X, y)
+            except Exception as error:  # recorded, not hidden: what a user with these limits would see
+                result.update(error=f"{type(error).__name__}: {str(error)[:300]}",
+                              seconds=time.perf_counter() - started)
+                results.append(result)
+                continue
+            seconds = time.perf_counter() - started
+            peaks = sorted(client.run(_stop_peak_memory).values())
+        result.update(seconds=seconds, rows_per_second=n_rows / seconds, worker_peak_rss_bytes=peaks,
+                      accuracy=float(model.score(X_test, y_test)))
+        print(result, flush=True)
+        results.append(result)
+    return results
 
 
 def _csr_bytes(block):
@@ -223,35 +272,38 @@ def _csr_bytes(block):
 
 def _capacity_outcome(result):
     if "error" in result:
-        return f"failed after {result['seconds']:.0f} s ({result['error'][:160]})"
+        return f"{result['model']} failed after {result['seconds']:.0f} s ({result['error'][:160]})"
     peaks = ", ".join(f"{p / 2**20:.0f}" for p in result["worker_peak_rss_bytes"])
-    return f"{result['seconds']:.1f} s, worker peaks {peaks} MiB, accuracy {result['accuracy']:.4f}"
+    return (f"{result['model']} in {result['seconds']:.1f} s, worker peaks {peaks} MiB, "
+            f"accuracy {result['accuracy']:.4f}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    parser.add_argument("--capacity", action="store_true",
-                        help="also part 3 (not yet recorded: see the module docstring)")
+    parser.add_argument("--parts", default="rounds,scaling,capacity",
+                        help="comma-separated parts to run (default: all three)")
     args = parser.parse_args()
-    round_rows = rounds(20 if args.quick else 200)
-    scaling_rows = scaling(args.quick)
-    capacity_result = capacity(args.quick) if args.capacity else None
+    parts = set(args.parts.split(","))
+    round_rows = rounds(20 if args.quick else 200) if "rounds" in parts else []
+    scaling_rows = scaling(args.quick) if "scaling" in parts else []
+    capacity_results = capacity(args.quick) if "capacity" in parts else []
     payload = {
         "dataset": "Adult (shipped) and the hashed click-log stream (bench/_hashed_stream.py, 2^20 columns)",
         "parameters": {"quick": args.quick, "note": "LocalCluster worker processes, 1 thread each, NumPy backend"},
-        "rounds": round_rows, "capacity": capacity_result, "results": scaling_rows,
+        "rounds": round_rows, "capacity": capacity_results, "results": scaling_rows,
     }
     columns = [("data", "dataset", "s"), ("model", "model", "s"), ("where", "where", "s"),
                ("fit s", "seconds", ".2f"), ("epochs", "epochs", "g"), ("objective", "objective", ".5f"), ("test log loss", "test_log_loss", ".4f"),
-               ("accuracy", "accuracy", ".4f"), ("peak RSS per worker, MiB", "peak_rss_mib", ".0f")]
+               ("accuracy", "accuracy", ".4f"), ("peak RSS during fit (largest worker), MiB", "peak_rss_mib", ".0f")]
     title = ("gpusvm.dask against single-node gpusvm on this machine (rounds: "
              + "; ".join(f"{r['workers']}: actor {r['actor_ms']:.1f} ms, task {r['task_ms']:.1f} ms, "
                          f"chained task {r['chained_ms']:.1f} ms" for r in round_rows)
-             + (f". Capacity: FTRL on {capacity_result['rows']:,} rows, about "
-                f"{capacity_result['data_bytes'] / 2**20:.0f} MiB as CSR, 2 workers limited to "
-                f"{capacity_result['worker_memory_limit']} each: " + _capacity_outcome(capacity_result)
-                if capacity_result else "") + ")")
+             + (f". Capacity: {capacity_results[0]['rows']:,} hashed rows, about "
+                f"{capacity_results[0]['data_bytes'] / 2**20:.0f} MiB as CSR, on 3 workers limited to "
+                f"{capacity_results[0]['worker_memory_limit']} each: "
+                + "; ".join(_capacity_outcome(result) for result in capacity_results)
+                if capacity_results else "") + ")")
     report("dask_scaling", ["numpy"], title=title, columns=columns, payload=payload)
 
 

@@ -8,6 +8,7 @@
 #   ci/gpu.sh linear    PegasosSVC's time to objective beside LIBLINEAR, SGD and snapml
 #                       (Adult and 1M sparse rows)
 #   ci/gpu.sh extra     the water level
+#   ci/gpu.sh dask      gpusvm.dask's tests with CuPy chunks and backends resolved on the workers
 #   ci/gpu.sh all       every step in turn (on a machine without the 10-minute limit)
 # Results land in bench/results/*-<device>.json (each names the device, CUDA and CuPy).
 # Each benchmark has its own time limit (seconds) so that one slow script cannot take the
@@ -56,5 +57,9 @@ if [ "$step" = linear ] || [ "$step" = all ]; then
 fi
 if [ "$step" = extra ] || [ "$step" = all ]; then
   bench 120 bench/water_level.py --backends cupy
+fi
+if [ "$step" = dask ] || [ "$step" = all ]; then
+  echo "== tests/test_dask.py (limit 500 s)"
+  timeout 500 python3 -m pytest -q -p no:cacheprovider tests/test_dask.py || { echo "FAILED: gpusvm.dask"; status=1; }
 fi
 exit $status

