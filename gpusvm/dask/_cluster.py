@@ -115,6 +115,28 @@ def _assign_partitions(client, partitions, starts):
     return by_worker
 
 
+def _add_partitions(client, estimator, sources, starts, by_worker):
+    """Each worker's :class:`~gpusvm.dask._shards.ShardPieces` (a future on it), its
+    partitions added in order, at most :data:`PARTITIONS_AHEAD` in flight per worker."""
+    built = dict.fromkeys(by_worker)
+    waiting = {worker: collections.deque(numbers) for worker, numbers in by_worker.items()}
+    adding = {worker: collections.deque() for worker in by_worker}
+    while any(waiting.values()) or any(adding.values()):
+        for worker in sorted(by_worker):
+            while waiting[worker] and len(adding[worker]) < PARTITIONS_AHEAD:
+                number = waiting[worker].popleft()
+                inputs = [source.future(client, number, worker) for source in sources]
+                built[worker] = client.submit(add_partition, built[worker], estimator, (number, int(starts[number])),
+                                              *inputs, workers=[worker], allow_other_workers=True, pure=False)
+                adding[worker].append(built[worker])
+        with client.as_current():
+            wait([future for queue in adding.values() for future in queue], return_when="FIRST_COMPLETED")
+        for queue in adding.values():  # a worker's additions finish in order: each takes the one before
+            while queue and queue[0].done():
+                queue.popleft()
+    return built
+
+
 @dataclasses.dataclass
 class ShardSet:
     """One shard per worker that holds rows, built where the partitions are.
@@ -148,26 +170,10 @@ class ShardSet:
         sources = [_Partitions(array) for array in [X, y] + ([sample_weight] if sample_weight is not None else [])]
         starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
         by_worker = _assign_partitions(client, sources[0], starts)
-        local = _local_twin(estimator)
-        built = dict.fromkeys(by_worker)
-        waiting = {worker: collections.deque(numbers) for worker, numbers in by_worker.items()}
-        adding = {worker: collections.deque() for worker in by_worker}
-        while any(waiting.values()) or any(adding.values()):
-            for worker in sorted(by_worker):
-                while waiting[worker] and len(adding[worker]) < PARTITIONS_AHEAD:
-                    number = waiting[worker].popleft()
-                    inputs = [source.future(client, number, worker) for source in sources]
-                    built[worker] = client.submit(add_partition, built[worker], local, (number, int(starts[number])),
-                                                  *inputs, workers=[worker], allow_other_workers=True, pure=False)
-                    adding[worker].append(built[worker])
-            with client.as_current():
-                wait([future for queue in adding.values() for future in queue], return_when="FIRST_COMPLETED")
-            for queue in adding.values():
-                while queue and queue[0].done():
-                    queue.popleft()
+        built = _add_partitions(client, _local_twin(estimator), sources, starts, by_worker)
         workers = sorted(by_worker)
         futures = [client.submit(finish_shard, built.pop(worker), workers=[worker], allow_other_workers=True,
-                                 pure=False) for worker in workers]
+                                 pure=False) for worker in workers]  # popped: the pieces go with the shard
         summaries = client.gather([client.submit(summarize, future, workers=[worker], allow_other_workers=True,
                                                  pure=False) for future, worker in zip(futures, workers)])
         keep = [i for i, summary in enumerate(summaries) if summary is not None]
