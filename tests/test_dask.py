@@ -236,6 +236,26 @@ def test_shards_take_contiguous_rows_and_persisted_partitions_stay(client):
     np.testing.assert_array_equal(held[0], np.arange(4000))
 
 
+def test_shards_stay_on_their_workers(client):
+    """Dask knows a shard's size (else its scheduler copies shards to run tasks elsewhere),
+    and an epoch's tasks leave each shard on the one worker that built it."""
+    from dask.sizeof import sizeof
+    from gpusvm.dask._cluster import ShardSet
+    from gpusvm.dask._online import epoch_order
+    from gpusvm.dask._shards import OrderedRows, rows_of_block
+
+    X, y = blobs(2, n=20000, d=20)
+    shards = ShardSet.build(client, gd.FTRLClassifier(backend="numpy"), *chunked(X, y, chunks=(5000,) * 4), None)
+    sizes = client.gather([client.submit(sizeof, future) for future in shards.futures])
+    assert all(size >= X.nbytes / 2 for size in sizes)
+    orders = [client.submit(epoch_order, 0, 0, 20000, pure=False) for _ in shards.futures]  # placed anywhere
+    parts = [shards.on_each(client, rows_of_block, OrderedRows(start, start + 500), per_shard=[(o,) for o in orders])
+             for start in range(0, 20000, 500)]
+    client.gather([part for block in parts for part in block])
+    holders = client.who_has(shards.futures)
+    assert [sorted(holders[future.key]) for future in shards.futures] == [[worker] for worker in shards.workers]
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_stacking_a_shard_empties_its_blocks(sparse):
     """The shard's X is the rows stacked, its blocks released as copied (so a worker
