@@ -257,20 +257,21 @@ def test_shards_stay_on_their_workers(client):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_stacking_a_shard_empties_its_blocks(sparse):
+def test_stacking_a_shard_empties_its_blocks(sparse, backend):
     """The shard's X is the rows stacked, its blocks released as copied (so a worker
-    never holds them twice)."""
+    never holds them twice), on the worker's backend."""
+    from gpusvm._backend import to_numpy
+    from gpusvm._validation import to_backend
     from gpusvm.dask._shards import stack_rows_consuming
 
     X, _ = blobs(2, n=300, sparse=sparse)
-    blocks = [X[:100], X[100:101], X[101:101], X[101:]]
+    blocks = [to_backend(block, backend) for block in (X[:100], X[100:101], X[101:101], X[101:])]
     stacked = stack_rows_consuming(blocks)
     assert blocks == []
     if sparse:
-        assert sp.isspmatrix_csr(stacked) and stacked.indices.dtype == np.int32
-        stacked = stacked.toarray()
-        X = X.toarray()
-    np.testing.assert_array_equal(stacked, X)
+        assert stacked.format == "csr" and stacked.indices.dtype == np.int32
+        stacked, X = stacked.toarray(), X.toarray()
+    np.testing.assert_array_equal(to_numpy(stacked), X)
 
 
 def test_sbp_takes_no_sample_weight_or_partial_fit(client):
