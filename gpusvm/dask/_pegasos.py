@@ -55,7 +55,7 @@ from ..solvers.pegasos import (
     steps_per_epoch,
     weighted_hinge_sum,
 )
-from ._cluster import block_rows, run_epoch_with_resumes, step_through_blocks
+from ._cluster import block_rows, put, run_epoch_with_resumes, step_through_blocks
 from ._estimator import DaskEstimatorMixin
 from ._shards import DrawnRows, assemble_block
 
@@ -212,9 +212,12 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         best, stale, objectives = math.inf, 0, []
         for epoch in range(n_epochs):
             run = self._exact_epoch if self.mode == "exact" else self._average_epoch
-            state = run_epoch_with_resumes(client, shards, lambda start: run(client, shards, settings, start),
-                                           state, epoch)
-            objective = self._objective(client, shards, settings, state)
+
+            def epoch_and_objective(start):  # the objective's round resumes with the epoch too
+                trained = run(client, shards, settings, start)
+                return trained, self._objective(client, shards, settings, trained)
+
+            state, objective = run_epoch_with_resumes(client, shards, epoch_and_objective, state, epoch)
             objectives.append(objective)
             if tol is not None:
                 stale = stale + 1 if objective > best - tol else 0
@@ -266,7 +269,7 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         return client.submit(state_on_host, final, pure=False).result()
 
     def _average_epoch(self, client, shards, settings, state):
-        start = client.scatter(state, broadcast=True)
+        start = put(client, state)
         worker_seeds = [(settings.seed ^ (position * _WORKER_STREAM),) for position in range(len(shards.futures))]
         states = client.gather(shards.on_each(client, local_epoch, start, settings, per_shard=worker_seeds))
         return average_states(states, [summary.n_rows for summary in shards.summaries])
@@ -275,7 +278,7 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         """The epoch objective of the weights the model returns: the shards' hinge sums added
         in worker order."""
         weights = state.weights(averaged=settings.average_start is not None)
-        shared = client.scatter(weights, broadcast=True)
+        shared = put(client, weights)
         sums = client.gather(shards.on_each(client, shard_hinge_sum, settings, shared))
         return float(0.5 * settings.lam * (weights**2).sum() + float(sum(sums)) / shards.n_rows)
 
