@@ -54,6 +54,8 @@ def check_model_parts(model, classes, n_features):
         if name not in attributes:
             raise InconsistentModel(f"the fitted attribute {name} is missing")
     n_outputs = _check_classes(model.classes_, classes)
+    if getattr(model, "multi_class", None) == "ovo" and n_outputs > 1:
+        n_outputs = n_outputs * (n_outputs - 1) // 2  # a one-vs-one model: a decision column per pair
     if not _is_int(n_features) or n_features < 1 or model.n_features_in_ != n_features:
         raise InconsistentModel(f"n_features_in_ is {model.n_features_in_!r}, the metadata says {n_features!r}")
     if model.backend_ not in ("numpy", "cupy"):

@@ -49,6 +49,9 @@ from .solvers.pegasos import PegasosState
 
 FORMAT = "gpusvm-model"
 FORMAT_VERSION = 1
+# Parameters added after files were written without them, with the value that gives the
+# behaviour those files' models were trained with.
+PARAMETERS_ADDED = {"SBPClassifier": {"multi_class": "ovr"}}
 METADATA_MEMBER = "gpusvm.json"
 _STATE_CLASSES = {cls.__name__: cls for cls in (PegasosState, OnlineState)}
 _SAFE_MEMBER = re.compile(r"^[A-Za-z0-9_.]+$")
@@ -177,7 +180,7 @@ def load(path, *, backend=None):
         raise ModelFileError(f"{path} is a damaged gpusvm model file: {error!r}.") from None
     model = cls()
     try:
-        model.set_params(**params)
+        model.set_params(**{**PARAMETERS_ADDED.get(cls.__name__, {}), **params})
         model._validate_params()
     except ValueError as error:
         raise ModelFileError(f"{path} holds parameters {type(model).__name__} rejects: {error}") from None

@@ -166,11 +166,18 @@ def assert_same_kernel_model(distributed_model, local_model):
 ])
 def test_sbp_equals_single_node(client, one_worker, workers, n_classes, sparse, settings):
     X, y = overlapping(n_classes, sparse=sparse)
-    params = dict(nu=0.05, batch_size=16, max_iter=4, random_state=7, backend="numpy") | settings
+    params = dict(nu=0.05, batch_size=16, max_iter=4, multi_class="ovr", random_state=7, backend="numpy") | settings
     model = gd.SBPClassifier(**params)
     model.client = client if workers == 2 else one_worker
     model.fit(*chunked(X, y, chunks=(500, 0, 700, 800)))
     assert_same_kernel_model(model, gpusvm.SBPClassifier(**params).fit(X, y))
+
+
+def test_sbp_one_vs_one_on_a_cluster_is_a_clear_error(client):
+    X, y = overlapping(3, n=600)
+    with pytest.raises(ValueError, match=r"one-vs-rest only; got multi_class='ovo' for 3 classes"):
+        gd.SBPClassifier(max_iter=1).fit(*chunked(X, y, chunks=(300, 300)))
+    gd.SBPClassifier(max_iter=1).fit(*chunked(X, y == 0, chunks=(300, 300)))  # two classes: no pairs
 
 
 def test_sbp_renormalizing_and_asking_again_keep_the_model(client, monkeypatch):
@@ -178,7 +185,8 @@ def test_sbp_renormalizing_and_asking_again_keep_the_model(client, monkeypatch):
     from gpusvm.solvers import sbp as sbp_solver
 
     X, y = overlapping(3, n=1200)
-    params = dict(nu=0.05, batch_size=8, max_iter=2, random_state=1, validation_fraction=0.25, backend="numpy")
+    params = dict(nu=0.05, batch_size=8, max_iter=2, multi_class="ovr", random_state=1, validation_fraction=0.25,
+                  backend="numpy")
     monkeypatch.setattr(sbp_solver, "RENORMALIZE_BELOW", 0.99)  # fold the scale in at almost every step
     monkeypatch.setattr(cluster_sbp, "RENORMALIZE_BELOW", 0.99)
     monkeypatch.setattr(cluster_sbp, "INITIAL_LOWEST", 2)  # too few lowest at first: the workers are asked again
@@ -212,7 +220,7 @@ def test_cupy_chunks_give_the_single_node_models(client):
         model = getattr(gd, name)(backend="cupy", **params).fit(dX, dy)
         assert model.backend_ == "cupy"
         assert_same_model(model, getattr(gpusvm, name)(backend="cupy", **params).fit(cupy.asarray(X), y), rtol=1e-9)
-    params = dict(nu=0.05, max_iter=2, random_state=0, validation_fraction=0.2)
+    params = dict(nu=0.05, max_iter=2, random_state=0, validation_fraction=0.2, multi_class="ovr")
     model = gd.SBPClassifier(backend="cupy", **params).fit(dX, dy)
     assert_same_kernel_model(model, gpusvm.SBPClassifier(backend="numpy", **params).fit(X, y))
 
@@ -311,7 +319,7 @@ def test_online_learner_with_one_worker_and_dataframes(one_worker):
 
 @pytest.mark.parametrize("estimator", [gd.PegasosSVC(random_state=0, max_iter=3, backend="numpy"),
                                        gd.FTRLClassifier(random_state=0, backend="numpy"),
-                                       gd.SBPClassifier(random_state=0, max_iter=1, backend="numpy")])
+                                       gd.SBPClassifier(random_state=0, max_iter=1, multi_class="ovr", backend="numpy")])
 def test_predictions_are_lazy_and_match_to_local(client, estimator):
     X, y = blobs(3)
     dX, dy = chunked(X, y)
@@ -420,7 +428,7 @@ def test_worker_processes_give_the_single_node_model(process_cluster):
         distributed_model.client = client
         assert_same_model(distributed_model.fit(*chunked(X, y)), local.fit(X, y), rtol=0)
     X, y = overlapping(3, sparse=True)
-    params = dict(random_state=1, max_iter=2, validation_fraction=0.2, backend="numpy")
+    params = dict(random_state=1, max_iter=2, validation_fraction=0.2, multi_class="ovr", backend="numpy")
     model = gd.SBPClassifier(**params)
     model.client = client
     assert_same_kernel_model(model.fit(*chunked(X, y, chunks=(700, 700, 600))), gpusvm.SBPClassifier(**params).fit(X, y))

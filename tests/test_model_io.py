@@ -480,3 +480,23 @@ def test_a_save_killed_mid_write_leaves_a_file_the_next_save_removes(fitted_path
     save(model, path)
     assert not orphans[0].exists() and live.exists()
     np.testing.assert_array_equal(load(path).decision_function(X), model.decision_function(X))
+
+
+def test_a_multiclass_sbp_file_from_before_one_vs_one_loads_as_one_vs_rest(rng, tmp_path):
+    """Files written before SBPClassifier had ``multi_class`` hold one-vs-rest models:
+    loading one without the parameter gives multi_class='ovr', the model it was."""
+    X, y = make_data(rng, n_classes=3)
+    model = SBPClassifier(max_iter=2, random_state=0, multi_class="ovr").fit(X, y)
+    path = tmp_path / "ovr.gpusvm"
+    save(model, path)
+
+    def without_multi_class(doc):
+        del doc["params"]["multi_class"], doc["params"]["decision_function_shape"]
+
+    old = load(rewrite(path, tmp_path / "old.gpusvm", document=without_multi_class))
+    assert old.multi_class == "ovr" and old.decision_function_shape == "ovr"
+    np.testing.assert_array_equal(old.decision_function(X), model.decision_function(X))
+    one_vs_one = SBPClassifier(max_iter=2, random_state=0).fit(X, y)
+    assert one_vs_one.dual_coef_.shape[0] == 3  # a row per pair: (0, 1), (0, 2), (1, 2)
+    save(one_vs_one, tmp_path / "ovo.gpusvm")
+    assert_same_attributes(load(tmp_path / "ovo.gpusvm"), one_vs_one)

@@ -1,6 +1,8 @@
 """SBPClassifier and its solver: against the plain Algorithm 1, against SVC's optimum, and
 the row cache against direct computation."""
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -287,3 +289,78 @@ def test_the_clock_is_read_after_the_queued_steps(monkeypatch, breast_cancer):
                           backend="numpy").fit(X_train, y_train)
     steps = model.history_[-1]["steps"]
     assert len(calls) >= steps  # once per step for the budget, once per checkpoint for history_
+
+
+def four_classes(rng, n=800, n_test=300, d=5):
+    """Training and test rows of four Gaussian classes labelled 'a' to 'd'."""
+    centers = 2.0 * rng.normal(size=(4, d))
+    y = rng.integers(0, 4, size=n + n_test)
+    X, labels = centers[y] + rng.normal(size=(n + n_test, d)), np.array(["a", "b", "c", "d"])[y]
+    return X[:n], labels[:n], X[n:], labels[n:]
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept):
+    """Pair p of a one-vs-one model is the binary SBPClassifier on that pair's rows, with
+    the pair's first class positive and the pair's stream seed."""
+    from gpusvm._one_vs_one import class_pairs, pair_seed
+
+    X, y, X_test, _ = four_classes(rng, n_test=50)
+    params = dict(nu=0.05, gamma=0.2, batch_size=4, max_iter=2, validation_fraction=0.0, fit_intercept=fit_intercept)
+    model = SBPClassifier(random_state=11, decision_function_shape="ovo", **params).fit(X, y)
+    pair_scores = model.decision_function(X_test)
+    assert pair_scores.shape == (50, 6) and model.dual_coef_.shape == (6, model.support_.size)
+    steps = 0
+    for number, (i, j) in enumerate(class_pairs(4)):
+        rows = np.isin(y, model.classes_[[i, j]])
+        binary = SBPClassifier(random_state=pair_seed(11, number), **params).fit(X[rows], y[rows] == model.classes_[i])
+        np.testing.assert_allclose(pair_scores[:, number], binary.decision_function(X_test), rtol=1e-9, atol=1e-12)
+        assert model.water_level_[number] == binary.water_level_[0]
+        steps += binary.t_
+    assert model.t_ == steps and model.n_support_.sum() == model.support_.size
+    in_order = [pair for pair, _ in itertools.groupby(tuple(record["pair"]) for record in model.history_)]
+    assert in_order == class_pairs(4) and model.history_[-1]["steps"] == steps
+
+
+def test_one_vs_one_scores_and_votes_are_svcs(rng):
+    """The pairs' order and signs, the 'ovr' scores and the votes, as SVC's: SVC's own
+    pair scores through ``ovr_scores`` give its 'ovr' scores; the SBP model predicts the
+    highest, and about as well as SVC."""
+    from gpusvm._one_vs_one import ovr_scores
+
+    X, y, X_test, y_test = four_classes(rng)
+    svc = SVC(gamma=0.2, decision_function_shape="ovo").fit(X, y)
+    np.testing.assert_allclose(ovr_scores(svc.decision_function(X_test), 4),
+                               svc.set_params(decision_function_shape="ovr").decision_function(X_test))
+    model = SBPClassifier(nu=0.05, gamma=0.2, max_iter=5, random_state=0).fit(X, y)
+    scores = model.decision_function(X_test)
+    assert scores.shape == (300, 4)
+    np.testing.assert_array_equal(model.predict(X_test), model.classes_[scores.argmax(axis=1)])
+    assert model.score(X_test, y_test) >= svc.score(X_test, y_test) - 0.03
+    ovr = SBPClassifier(nu=0.05, gamma=0.2, max_iter=5, random_state=0, multi_class="ovr").fit(X, y)
+    assert ovr.dual_coef_.shape[0] == 4 and ovr.decision_function(X_test).shape == (300, 4)
+
+
+def test_one_vs_one_shares_the_budgets_and_holds_out_per_pair(rng):
+    X, y, _, _ = four_classes(rng, n=1200)
+    budget = 400_000
+    model = SBPClassifier(batch_size=2, max_iter=50, max_kernel_evals=budget, validation_fraction=0.0,
+                          random_state=0).fit(X, y)
+    spent = model.history_[-1]["kernel_evals"]
+    assert 0.8 * budget <= spent <= budget
+    assert {tuple(record["pair"]) for record in model.history_} == set(itertools.combinations(range(4), 2))
+    timed = SBPClassifier(batch_size=1, max_iter=1000, time_budget=0.3, random_state=0).fit(X, y)
+    assert timed.history_[-1]["seconds"] < 1.5 and len({tuple(r["pair"]) for r in timed.history_}) == 6
+    held = SBPClassifier(max_iter=2, validation_fraction=0.25, random_state=0).fit(X, y)
+    assert all(record["holdout_error"] is not None for record in held.history_)
+    assert np.isin(held.support_, np.arange(X.shape[0])).all() and held.support_.size < 0.75 * X.shape[0] + 1
+
+
+def test_automatic_holdout_looks_at_the_largest_problem():
+    """12,000 rows of 4 classes: one-vs-rest problems have every row (a tenth held out);
+    the largest pair has 6,000, under AUTO_HOLDOUT_MIN_ROWS: nothing held out."""
+    y = np.repeat(np.arange(4), 3000)
+    classes = np.arange(4)
+    assert SBPClassifier(multi_class="ovr")._split(y, classes, 0)[1].size == 1200
+    assert SBPClassifier()._split(y, classes, 0)[1].size == 0
+    assert SBPClassifier(validation_fraction=0.1)._split(y, classes, 0)[1].size == 1200

@@ -359,6 +359,10 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
     def _train_shards(self, client, shards, *, classes, n_epochs, first, shuffle):
         y = _collection_labels(client, shards)
         classes = self._classes_for_fit(y)
+        if self._trains_one_vs_one(classes):
+            raise ValueError(
+                f"gpusvm.dask.SBPClassifier trains one-vs-rest only; got multi_class={self.multi_class!r} for "
+                f"{classes.size} classes. Pass multi_class='ovr'.")
         seed = seed_from_random_state(self.random_state)
         train, holdout = self._split(y, classes, seed)
         settings = ShardSettings(classes=classes, holdout_rows=holdout, n_train=train.size, kernel=self.kernel,
