@@ -322,7 +322,7 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
     """
     n_train, batch = problem.n_train, problem.batch_size
     steps_per_epoch = max(1, math.ceil(n_train / batch))
-    checkpoint_every = max(1, steps_per_epoch // CHECKPOINTS_PER_EPOCH)
+    checkpoint_every = max(1, math.ceil(steps_per_epoch / CHECKPOINTS_PER_EPOCH))  # at most ten an epoch
     evals_per_step = problem.n_problems * batch * problem.n_rows
     max_steps = rules.max_epochs * steps_per_epoch
     if rules.max_kernel_evals is not None:
