@@ -20,9 +20,9 @@ them on the two-class data sets when they are importable, and are reported as mi
 otherwise (``bench/_peers.py``).
 
 * KEEL magic, letter and penbased (``bench/get_data.sh``), standardized: gamma = 1/d,
-  C = 1, and the SVC's nu. SBP is one-vs-rest on letter (26 classes) and penbased (10);
-  SVC is timed as users run it, one-vs-one, and its nu is the median over
-  one-vs-rest SVCs fitted untimed.
+  C = 1, and the SVC's nu. On letter (26 classes) and penbased (10) both are one-vs-one
+  (SBPClassifier's default multi_class); SVC is timed as users run it, and SBP's nu is
+  the median over the pairs' SVCs, fitted untimed.
 
     python bench/sbp_kernel.py [--datasets adult mnist8 magic letter] [--backends numpy cupy] [--quick]
 """
@@ -30,13 +30,13 @@ otherwise (``bench/_peers.py``).
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -56,7 +56,7 @@ SETTINGS = {
         {"setting": "bias", "sigma2": 25.0, "C": 1000.0, "nu": 6.42e-11, "fit_intercept": True},
     ],
     # KEEL, standardized: gamma = 1 / d (SVC's gamma='scale' there), C = 1, and SBP's nu
-    # read off the SVC (nu = None; for letter's one-vs-rest, the median over the classes).
+    # read off the SVC (nu = None; for letter and penbased, the median over the pairs).
     "magic": [{"setting": "bias", "sigma2": 5.0, "C": 1.0, "nu": None, "fit_intercept": True}],
     "letter": [{"setting": "bias", "sigma2": 8.0, "C": 1.0, "nu": None, "fit_intercept": True}],
     "penbased": [{"setting": "bias", "sigma2": 8.0, "C": 1.0, "nu": None, "fit_intercept": True}],
@@ -110,7 +110,9 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
 
 
 def n_problems(y):
-    """Binary problems a one-vs-rest model solves: 1 for two classes, else one per class."""
+    """1 for two classes, else the number of classes: the scale of the first kernel
+    evaluation budget (a one-vs-rest epoch over n rows is n_problems * n * n evaluations;
+    a one-vs-one epoch is fewer, so its doubling budgets start at a smaller share)."""
     classes = np.unique(y).size
     return 1 if classes == 2 else classes
 
@@ -118,16 +120,30 @@ def n_problems(y):
 def fit_svc(setting, X, y, cache_mb):
     """SVC at the setting's C and gamma as a user runs it (one-vs-one for more than two
     classes), its fit seconds, and the ``nu`` at which SBP solves the same problem (for
-    more than two classes, the median over one-vs-rest SVCs, fitted untimed: SBP is
-    one-vs-rest)."""
+    more than two classes, the median over the SVCs of SBP's one-vs-one pairs, fitted
+    untimed)."""
     svc = SVC(C=setting["C"], gamma=1 / (2 * setting["sigma2"]), cache_size=cache_mb)
     seconds = timed_fit(svc, X, y, "numpy")
     if n_problems(y) == 1:
         return svc, seconds, nu_from_svc(svc, X, y)
-    one_vs_rest = OneVsRestClassifier(clone(svc)).fit(X, y)
-    nus = [nu_from_svc(binary, X, (y == label).astype(int)) for binary, label in zip(
-        one_vs_rest.estimators_, one_vs_rest.classes_, strict=True)]
-    return svc, seconds, float(np.median(nus))
+    return svc, seconds, median_nu(svc, X, y, "ovo")
+
+
+def median_nu(svc, X, y, multi_class):
+    """The median ``nu`` (:func:`gpusvm.nu_from_svc`) over SVCs with ``svc``'s parameters
+    fitted to the binary problems SBPClassifier trains with this ``multi_class``: a class
+    against the rest ('ovr') or the rows of a pair of classes ('ovo')."""
+    classes = np.unique(y)
+    if multi_class == "ovr":
+        problems = [(np.ones(y.shape[0], dtype=bool), y == label) for label in classes]
+    else:
+        problems = [(np.isin(y, classes[[i, j]]), y == classes[i])
+                    for i, j in itertools.combinations(range(classes.size), 2)]
+    nus = []
+    for rows, positive in problems:
+        labels = positive[rows].astype(int)
+        nus.append(nu_from_svc(clone(svc).fit(X[rows], labels), X[rows], labels))
+    return float(np.median(nus))
 
 
 def fit_peer(make, setting, X, y, X_test, y_test):

@@ -18,7 +18,6 @@ are untimed. Times are of ``fit`` alone.
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 import time
 from pathlib import Path
@@ -28,9 +27,9 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import report  # noqa: E402
-from sbp_kernel import SETTINGS, load  # noqa: E402
+from sbp_kernel import SETTINGS, load, median_nu  # noqa: E402
 
-from gpusvm import SBPClassifier, nu_from_svc  # noqa: E402
+from gpusvm import SBPClassifier  # noqa: E402
 
 BATCH = 64
 
@@ -40,24 +39,9 @@ def sbp(nu, gamma, epochs, multi_class):
                          multi_class=multi_class, random_state=0, backend="numpy")
 
 
-def median_nu(X, y, gamma, multi_class):
-    """The median ``nu`` of the SVCs of the binary problems ``multi_class`` trains."""
-    classes = np.unique(y)
-    if multi_class == "ovr":
-        problems = [(np.ones(y.shape[0], dtype=bool), y == label) for label in classes]
-    else:
-        problems = [(np.isin(y, classes[[i, j]]), y == classes[i])
-                    for i, j in itertools.combinations(range(classes.size), 2)]
-    nus = []
-    for rows, positive in problems:
-        labels = positive[rows].astype(int)
-        nus.append(nu_from_svc(SVC(C=1.0, gamma=gamma).fit(X[rows], labels), X[rows], labels))
-    return float(np.median(nus))
-
-
 def run(X, y, X_test, y_test, gamma, epochs, multi_class):
     """Fit time and test error of SBPClassifier(multi_class=...) after each epoch count."""
-    nu = median_nu(X, y, gamma, multi_class)
+    nu = median_nu(SVC(C=1.0, gamma=gamma), X, y, multi_class)
     rows = []
     for n_epochs in epochs:
         model = sbp(nu, gamma, n_epochs, multi_class)
