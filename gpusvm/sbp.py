@@ -267,7 +267,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             rows_left -= rows.size
             n_pair_train = int(np.searchsorted(rows, n_train))
             first = labels[rows] == pair[0]
-            result = self._solve(X_dev[rows], n_pair_train, np.where(first[:n_pair_train], 1.0, -1.0)[:, None],
+            result = self._solve(X_dev[get_namespace(backend).asarray(rows)], n_pair_train, np.where(first[:n_pair_train], 1.0, -1.0)[:, None],
                                  first[n_pair_train:].astype(int), gamma, pair_seed(seed, number), budget, backend)
             history += [{**record, **{name: record[name] + totals[name] for name in _SUMMED_COUNTS},
                          "pair": [int(pair[0]), int(pair[1])]} for record in result.history]

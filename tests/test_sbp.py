@@ -364,3 +364,15 @@ def test_automatic_holdout_looks_at_the_largest_problem():
     assert SBPClassifier(multi_class="ovr")._split(y, classes, 0)[1].size == 1200
     assert SBPClassifier()._split(y, classes, 0)[1].size == 0
     assert SBPClassifier(validation_fraction=0.1)._split(y, classes, 0)[1].size == 1200
+
+
+@needs_device
+def test_one_vs_one_models_agree_on_both_backends(rng):
+    X, y, X_test, _ = four_classes(rng, n=400, n_test=50)
+    params = dict(nu=0.05, gamma=0.2, batch_size=4, max_iter=2, validation_fraction=0.2, random_state=3)
+    host = SBPClassifier(backend="numpy", **params).fit(X, y)
+    device = SBPClassifier(backend="cupy", **params).fit(X, y)
+    np.testing.assert_array_equal(host.support_, device.support_)
+    np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), rtol=1e-6, atol=1e-8)
+    assert [r["holdout_error"] for r in device.history_] == [r["holdout_error"] for r in host.history_]
