@@ -174,6 +174,7 @@ class NumpySBPSteps(LocalModel):
         self.R, self.R_sum = np.zeros((k, n_total)), np.zeros((k, n_total))
         self.scale, self.r2, self.scale_sum = np.ones(k), np.zeros(k), np.zeros(k)
         self.trackers = [LevelTracker(problem.volume) for _ in range(k)]
+        self.checkpoint_trackers = [LevelTracker(problem.volume) for _ in range(k)]
         self.problem_of = np.repeat(np.arange(k), problem.batch_size).reshape(k, problem.batch_size)
         self.phases = PhaseClock(STEP_PHASES)
         self.n_steps = 0
@@ -183,11 +184,15 @@ class NumpySBPSteps(LocalModel):
         return self.cache.rows_computed
 
     def levels(self, responses):
-        """Water level and bias of each problem's responses (k, n_train), shape (k,) each."""
+        """Water level and bias of each problem's responses (k, n_train), shape (k,) each.
+
+        Checkpoints ask for the levels of the averaged responses, which move little
+        between checkpoints: the search is warm-started from the previous one's (as exact
+        as a fresh search; on small problems a fresh search cost as much as a step)."""
         k = self.problem.n_problems
         level, bias = np.empty(k), np.zeros(k)
         for p in range(k):
-            level[p], bias[p], _ = LevelTracker(self.problem.volume).covered(responses[p], self.positive[p])
+            level[p], bias[p], _ = self.checkpoint_trackers[p].covered(responses[p], self.positive[p])
         return level, bias
 
     def draw(self, step):
