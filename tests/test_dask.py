@@ -319,7 +319,8 @@ def test_online_learner_with_one_worker_and_dataframes(one_worker):
 
 @pytest.mark.parametrize("estimator", [gd.PegasosSVC(random_state=0, max_iter=3, backend="numpy"),
                                        gd.FTRLClassifier(random_state=0, backend="numpy"),
-                                       gd.SBPClassifier(random_state=0, max_iter=1, multi_class="ovr", backend="numpy")])
+                                       gd.SBPClassifier(random_state=0, max_iter=1, multi_class="ovr",
+                                                        backend="numpy")])
 def test_predictions_are_lazy_and_match_to_local(client, estimator):
     X, y = blobs(3)
     dX, dy = chunked(X, y)

@@ -23,6 +23,7 @@ from ._shards import add_partition, finish_shard, rows_of_block, summarize
 
 # An epoch is run again from its checkpoint at most this many times when workers leave.
 MAX_RESUMES = 3
+# After a connection error, how long to wait for the scheduler to report the worker gone.
 DEPARTURE_WAIT_S = 5.0
 # A block of steps gathers about BLOCK_BYTES of rows, at most BLOCK_ROWS: enough steps
 # per task that a task's milliseconds of overhead are small beside the steps' work, few
@@ -330,10 +331,9 @@ def worker_loss_guard(client, shards, what, resumable=True):
 
 
 def _departures_seen(lost_workers, known_lost, error):
-    """The workers lost since ``known_lost``. A connection error can reach the client
-    (an ``OSError``, as dask's ``CommClosedError`` is) before the scheduler has removed
-    the worker behind it: then wait up to
-    :data:`DEPARTURE_WAIT_S` for the departure to show."""
+    """The workers lost since ``known_lost``. A connection error (an ``OSError``, as
+    dask's ``CommClosedError`` is) can reach the client before the scheduler has removed
+    the worker behind it: then wait up to :data:`DEPARTURE_WAIT_S` for it to show."""
     deadline = time.monotonic() + (DEPARTURE_WAIT_S if isinstance(error, OSError) else 0)
     while True:
         newly_lost = set(lost_workers()) - known_lost
