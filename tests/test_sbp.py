@@ -245,7 +245,8 @@ def test_last_iterate_and_verbose(breast_cancer, capsys):
 
 @pytest.mark.parametrize("name,value", [("nu", -0.1), ("kernel", "sigmoid"), ("gamma", -1.0),
                                         ("batch_size", 0), ("validation_fraction", 1.0),
-                                        ("max_iter", 0), ("backend", "tpu"), ("max_kernel_evals", 0)])
+                                        ("max_iter", 0), ("backend", "tpu"), ("max_kernel_evals", 0),
+                                        ("multi_class", "crammer_singer"), ("decision_function_shape", "ovx")])
 def test_bad_parameters(name, value, breast_cancer):
     X_train, _, y_train, _ = breast_cancer
     with pytest.raises(ValueError, match=f"'{name}' parameter of SBPClassifier.*Got {value!r}"):
@@ -376,3 +377,13 @@ def test_one_vs_one_models_agree_on_both_backends(rng):
     np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, rtol=1e-7, atol=1e-10)
     np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), rtol=1e-6, atol=1e-8)
     assert [r["holdout_error"] for r in device.history_] == [r["holdout_error"] for r in host.history_]
+
+
+def test_one_vs_one_with_a_class_of_one_row(rng):
+    """A pair with a one-row class still trains (no holdout: a class cannot be split)."""
+    X, y, _, _ = four_classes(rng, n=300)
+    y = y.copy()
+    y[0] = "e"  # a fifth class of one row
+    model = SBPClassifier(max_iter=2, validation_fraction=0.2, random_state=0).fit(X, y)
+    assert model.dual_coef_.shape[0] == 10 and model.predict(X[:1]).shape == (1,)
+    assert all(record["holdout_error"] is None for record in model.history_)
