@@ -78,6 +78,21 @@ def random_positions(seed, step, lanes, bounds, xp=np):
     return ((high * xp.asarray(bounds, dtype=xp.uint64)) >> np.uint64(32)).astype(xp.int64)
 
 
+def random_positions_of_streams(seeds, step, n_lanes, bounds, xp=np):
+    """Lanes ``0..n_lanes-1`` of many streams at one step, shape ``(len(seeds), n_lanes)``:
+    row ``i`` draws uniformly from ``[0, bounds[i])`` on the stream seeded ``seeds[i]``.
+
+    Row ``i`` equals ``random_positions(seeds[i], step, range(n_lanes), bounds[i])``
+    (one-vs-one SBP steps every pair, each on its own stream, at once).
+    """
+    keys = splitmix64(xp.asarray(seeds, dtype=xp.uint64), xp)
+    stepped = splitmix64(keys ^ xp.asarray(step, dtype=xp.uint64), xp)
+    lanes = xp.arange(n_lanes, dtype=xp.uint64)
+    high = splitmix64(stepped[:, None] ^ lanes[None, :], xp) >> np.uint64(32)
+    bounds = xp.asarray(bounds, dtype=xp.uint64)[:, None]
+    return ((high * bounds) >> np.uint64(32)).astype(xp.int64)
+
+
 def random_index_block(seed, first_step, n_steps, count, n, xp=np):
     """Indices of steps ``first_step .. first_step + n_steps - 1`` at once, shape (n_steps, count).
 

@@ -19,6 +19,7 @@ from ._random import seed_from_random_state
 from ._validation import check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
 from .solvers.sbp import NumpySBPSteps, SBPProblem, StoppingRules, positive_level, run_sbp
+from .solvers.sbp_pairs import NumpyPairSteps, PairStack, run_pair_stack
 
 
 # validation_fraction='auto': no holdout below this many rows, and at most this many held out
@@ -93,12 +94,15 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         Stop when the holdout error has not improved on its best for this many
         checkpoints in a row (10 = one epoch).
     time_budget : float, default=None
-        Stop after this many seconds (checked after every step): anytime training.
+        Stop after this many seconds (checked after every step): anytime training. In a
+        one-vs-one model, the pairs (on the host, the stacks of pairs stepping together)
+        share the time left in turn, by rows.
     max_kernel_evals : int, default=None
         Stop before the step that would pass this many kernel evaluations, counted as
         the algorithm asks for them: ``problems * batch_size * n`` per step, with ``n``
         the training plus holdout rows and no credit for the row cache (``problems`` is
-        1 for two classes). At least one step is taken.
+        1 for two classes). At least one step is taken. A one-vs-one model gives each
+        pair its share by rows.
     multi_class : {'ovo', 'ovr'}, default='ovo'
         How more than two classes are trained. 'ovo' (as SVC): one binary problem per
         pair of classes, on those two classes' rows, each with its own holdout share,
@@ -118,6 +122,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         Megabytes of kernel rows kept on the host (the numpy backend), as SVC's
         ``cache_size``. SBP draws from the few examples below the level, so most rows
         are reused; when all rows fit this is the full kernel matrix, filled lazily.
+        A one-vs-one model on the host keeps its pairs' rows in one cache, of at least
+        two batches of rows per pair.
     random_state : int, RandomState or None, default=None
         Seeds the shared random stream: the same int draws the same examples on the
         numpy and cupy backends.
@@ -148,8 +154,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         (rows actually computed, after the cache), ``seconds``, ``objective`` (the
         level of the averaged model, the mean over classes) and ``holdout_error``. In a
         one-vs-one model the pairs' records follow one another, each with its ``pair``
-        of class positions; its objective and holdout error are the pair's, and the
-        counts and seconds add up over the fit, so the last record holds the totals.
+        of class positions; its steps, counts, objective and holdout error are the
+        pair's own, and its seconds count from the start of the fit (on the host the
+        pairs step together, so their records interleave in time).
     classes_, gamma_, backend_, n_features_in_
     t_ : int
         Steps taken (over all pairs of a one-vs-one model).
@@ -256,26 +263,55 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         return run_sbp(problem, self._steps(problem, backend), rules, average=self.average, verbose=self.verbose)
 
     def _fit_pairs(self, X, X_dev, order, n_train, labels, classes, gamma, seed, rules, backend):
-        """One binary SBP per pair of classes on those classes' rows (:mod:`._one_vs_one`);
-        the time and kernel-evaluation budgets are shared out by rows as the pairs go."""
+        """One binary SBP per pair of classes on those classes' rows (:mod:`._one_vs_one`).
+
+        On the host the pairs step together in stacks of similar widths
+        (:mod:`.solvers.sbp_pairs`); on a device they train one after another. Either
+        way each pair has its share (by rows) of ``max_kernel_evals``, fixed at the start,
+        and the stacks or pairs share the time left in turn."""
         pairs = class_pairs(classes.size)
-        in_pair = [np.flatnonzero(np.isin(labels, pair)) for pair in pairs]  # training rows first, as in X_dev
-        rows_left = sum(rows.size for rows in in_pair)
-        started, totals, history, results = time.perf_counter(), dict.fromkeys(_SUMMED_COUNTS, 0), [], []
-        for number, (pair, rows) in enumerate(zip(pairs, in_pair, strict=True)):
-            budget = _pair_rules(rules, time.perf_counter() - started, totals["kernel_evals"], rows.size, rows_left)
-            rows_left -= rows.size
-            n_pair_train = int(np.searchsorted(rows, n_train))
-            first = labels[rows] == pair[0]  # the pair's first class is its positive one, as LIBSVM's
-            targets = np.where(first[:n_pair_train], 1.0, -1.0)[:, None]
-            result = self._solve(X_dev[get_namespace(backend).asarray(rows)], n_pair_train, targets,
-                                 first[n_pair_train:].astype(int), gamma, pair_seed(seed, number), budget, backend)
-            history += [{**record, **{name: record[name] + totals[name] for name in _SUMMED_COUNTS},
-                         "pair": [int(pair[0]), int(pair[1])]} for record in result.history]
-            totals = {name: history[-1][name] for name in _SUMMED_COUNTS}
-            totals["seconds"] = time.perf_counter() - started
-            results.append((rows[:n_pair_train], result))
-        self._set_pair_model(results, X, order, labels, classes, history)
+        members = [np.flatnonzero(np.isin(labels, pair)) for pair in pairs]  # training rows first, as in X_dev
+        pair_train = [int(np.searchsorted(rows, n_train)) for rows in members]
+        first = [labels[rows] == pair[0] for pair, rows in zip(pairs, members, strict=True)]  # positive, as LIBSVM's
+        total_rows = sum(rows.size for rows in members)
+        kernel_evals = [None if rules.max_kernel_evals is None
+                        else max(1, int(share(rules.max_kernel_evals, rows.size, total_rows))) for rows in members]
+        groups = _stacks_by_width([rows.size for rows in members]) if backend == "numpy" \
+            else [[p] for p in range(len(pairs))]
+        started, results, rows_left = time.perf_counter(), [None] * len(pairs), total_rows
+        histories = [None] * len(pairs)
+        for group in groups:
+            group_rows = sum(members[p].size for p in group)
+            offset = time.perf_counter() - started
+            budget = _time_share(rules, offset, group_rows, rows_left)
+            rows_left -= group_rows
+            if backend == "numpy":
+                group_results = self._solve_stack(X_dev, [members[p] for p in group], [pair_train[p] for p in group],
+                                                  [first[p] for p in group], gamma,
+                                                  [pair_seed(seed, p) for p in group], budget,
+                                                  None if rules.max_kernel_evals is None
+                                                  else [kernel_evals[p] for p in group])
+            else:
+                group_results = [self._solve(
+                    X_dev[get_namespace(backend).asarray(members[p])], pair_train[p],
+                    np.where(first[p][: pair_train[p]], 1.0, -1.0)[:, None], first[p][pair_train[p]:].astype(int),
+                    gamma, pair_seed(seed, p), dataclasses.replace(budget, max_kernel_evals=kernel_evals[p]), backend,
+                ) for p in group]
+            for p, result in zip(group, group_results, strict=True):
+                results[p] = (members[p][: pair_train[p]], result)
+                histories[p] = [{**record, "seconds": record["seconds"] + offset, "pair": [int(i) for i in pairs[p]]}
+                                for record in result.history]
+        self._set_pair_model(results, X, order, labels, classes, [record for h in histories for record in h])
+
+    def _solve_stack(self, X_dev, members, n_train, first, gamma, seeds, rules, kernel_evals):
+        """The SBP runs of several pairs stepping together on the host."""
+        stack = PairStack.of_pairs(
+            X_dev, members, n_train, first, seeds, nu=float(self.nu), batch_size=self.batch_size, kernel=self.kernel,
+            gamma=gamma, degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
+        )
+        steps = NumpyPairSteps(stack, cache_bytes=int(self.cache_size * 2**20))
+        return run_pair_stack(stack, steps, rules, kernel_evals=kernel_evals, average=self.average,
+                              verbose=self.verbose)
 
     def _set_pair_model(self, results, X, order, labels, classes, history):
         """Support vectors (the union of the pairs') and one coefficient row per pair."""
@@ -363,17 +399,24 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         self.n_support_ = np.bincount(np.searchsorted(classes, y[self.support_]), minlength=classes.size)
 
 
-_SUMMED_COUNTS = ("steps", "kernel_evals", "kernel_rows_computed", "seconds")
-
-
-def _pair_rules(rules, seconds_spent, evals_spent, pair_rows, rows_left):
-    """A pair's stopping rules: its share (by rows) of the time and kernel evaluations
-    the pairs before it left; at least one step each."""
+def _time_share(rules, seconds_spent, rows, rows_left):
+    """The stopping rules of pairs with ``rows`` rows when ``seconds_spent`` have gone:
+    their share (by rows) of the time left to the pairs still to train."""
     time_left = None if rules.time_budget is None else max(1e-9, rules.time_budget - seconds_spent)
-    evals_left = None if rules.max_kernel_evals is None else max(1, rules.max_kernel_evals - evals_spent)
-    evals = share(evals_left, pair_rows, rows_left)
-    return dataclasses.replace(rules, time_budget=share(time_left, pair_rows, rows_left),
-                               max_kernel_evals=None if evals is None else max(1, int(evals)))
+    return dataclasses.replace(rules, time_budget=share(time_left, rows, rows_left))
+
+
+def _stacks_by_width(widths):
+    """Pairs (positions into ``widths``, their rows) grouped to step together: from the
+    widest down, a stack takes the pairs at least half as wide as its first, so that
+    padding at most doubles its arrays."""
+    order = np.argsort(widths, kind="stable")[::-1]
+    stacks = []
+    for p in order:
+        if not stacks or 2 * widths[p] < widths[stacks[-1][0]]:
+            stacks.append([])
+        stacks[-1].append(int(p))
+    return [sorted(stack) for stack in stacks]
 
 
 def nu_from_svc(svc, X, y):

@@ -426,6 +426,104 @@ def _rank_value(values, rank, class_size):
     return float(np.nextafter(values.max(), np.inf)) if values.size else -np.inf
 
 
+# --- 5. many problems at once, one per row ---------------------------------------------
+
+def levels_of_rows(responses, classes, volumes, window=64, work=None):
+    """Water levels (and biases) of many problems at once, one per row of ``responses``:
+    the sorted search of ``find_gamma*_sorted`` over each class's lowest ``window``
+    responses, the window doubled for the rows whose covered count reaches it. A few
+    calls over the whole array, however many rows (one-vs-one SBP steps its pairs
+    together).
+
+    Parameters
+    ----------
+    responses : float64 ndarray of shape (P, W)
+    classes : sequence of float64 ndarrays of shape (P, W)
+        Where each class's responses are, as :func:`class_offsets` gives them (0 on the
+        class, +inf elsewhere): (positive, negative) for a level with an unregularized
+        bias, one for none. Entries in no class (padding, holdout columns) are ignored;
+        every row of every class has at least one entry.
+    volumes : float64 ndarray of shape (P,)
+        ``n * nu`` of each row's problem.
+    window : int
+        The lowest responses of each class sorted first.
+    work : sequence of float64 ndarrays like ``responses``, optional
+        One per class, overwritten: room for the class's responses, so that a caller
+        calling step after step does not have fresh memory mapped each time.
+
+    Returns
+    -------
+    level, bias : float64 ndarrays of shape (P,)
+        As :func:`find_gamma` and :func:`find_gamma_and_bias` (bias 0 without a bias).
+    edges : float64 ndarray of shape (P, len(classes))
+        The covered rows are the responses at or below their class's edge (with a bias,
+        :func:`_bias_and_edges`; without, ``max(level, min)``).
+    covered : int ndarray of shape (P,)
+        ``k*``, the covered count of each class (without a bias, of the row).
+    """
+    n_rows, width = responses.shape
+    lowest = [np.empty_like(responses) for _ in classes] if work is None else work
+    for values, offsets in zip(lowest, classes, strict=True):
+        np.add(responses, offsets, out=values)
+    ranks = np.min([(offsets == 0).sum(axis=1) for offsets in classes], axis=0)  # ranks every class has
+    level, bias, covered = np.empty(n_rows), np.zeros(n_rows), np.empty(n_rows, dtype=np.int64)
+    edges = np.empty((n_rows, len(classes)))
+    todo = np.arange(n_rows)
+    while todo.size:
+        window = min(window, width)
+        parts = [_sorted_lowest(values if todo.size == n_rows else values[todo], window)
+                 for values in lowest]  # (rows, window + 1)
+        heights = parts[0][:, :window] if len(parts) == 1 else parts[0][:, :window] + parts[1][:, :window]
+        volume = volumes[todo]
+        with np.errstate(invalid="ignore"):  # past a class's end: inf - inf, which does not fit
+            prefix = np.cumsum(heights, axis=1)
+            fits = np.arange(1, window + 1) * heights - prefix <= volume[:, None]
+        count = window - np.argmax(fits[:, ::-1], axis=1)  # the last rank that fits (rank 1 always does)
+        settled = (count < window) | (window >= ranks[todo])
+        rows, count, volume = todo[settled], count[settled], volume[settled]
+        parts = [part[settled] for part in parts]
+        at = (np.arange(rows.size), count - 1)
+        total = (volume + prefix[settled][at]) / count
+        covered[rows] = count
+        if len(parts) == 1:
+            lowest_value = parts[0][:, 0]
+            level[rows] = np.where(volume == 0, lowest_value, total)  # volume 0: exactly the lowest
+            edges[rows, 0] = np.maximum(level[rows], lowest_value)
+        else:
+            level[rows] = total / 2
+            (p_k, m_k), (p_next, m_next) = [[part[(at[0], at[1] + shift)] for part in parts] for shift in (0, 1)]
+            bias[rows], edges[rows] = _biases_and_edges(total, p_k, p_next, m_k, m_next)
+        todo, window = todo[~settled], 2 * window
+    return level, bias, edges, covered
+
+
+def class_offsets(mask):
+    """A class of :func:`levels_of_rows` from its bool mask: 0 on it, +inf elsewhere
+    (added to the responses, one fast pass instead of a masked copy)."""
+    return np.where(mask, 0.0, np.inf)
+
+
+def _sorted_lowest(values, count):
+    """The ``count + 1`` lowest of each row, sorted (+inf past the row's end); partitions
+    ``values`` in place."""
+    if count < values.shape[1]:
+        values.partition(count, axis=1)
+        values = values[:, : count + 1]
+    else:
+        values = np.concatenate([values, np.full((values.shape[0], 1), np.inf)], axis=1)
+    return np.sort(values, axis=1)
+
+
+def _biases_and_edges(two_gamma, p_k, p_next, m_k, m_next):
+    """:func:`_bias_and_edges` of arrays: the biases, and the edges of shape (n, 2)."""
+    low = np.maximum(p_k, two_gamma - m_next)
+    high = np.minimum(p_next, two_gamma - m_k)
+    g_plus = (low + high) / 2
+    edges = np.stack([np.minimum(np.maximum(g_plus, p_k), p_next),
+                      np.minimum(np.maximum(two_gamma - g_plus, m_k), m_next)], axis=1)
+    return (two_gamma - 2 * g_plus) / 2, edges
+
+
 def find_gamma(responses, volume, *, start=None):
     """The water level ``gamma`` with ``sum_i max(0, gamma - responses_i) = volume``.
 

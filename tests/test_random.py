@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 
 from gpusvm._kernels import kernel_dir
-from gpusvm._random import random_bits, random_index_block, random_indices, seed_from_random_state
+from gpusvm._random import (
+    random_bits,
+    random_index_block,
+    random_indices,
+    random_positions,
+    random_positions_of_streams,
+    seed_from_random_state,
+)
 
 from .conftest import needs_device
 
@@ -40,6 +47,17 @@ def test_block_equals_step_by_step(rng):
     assert block.shape == (7, 5)
     for s in range(7):
         assert np.array_equal(block[s], random_indices(seed, first + s, 5, n))
+
+
+def test_many_streams_equal_each_stream_alone(rng):
+    seeds = rng.integers(0, 2**63, size=6, dtype=np.uint64)
+    bounds = rng.integers(1, 2**31, size=6)
+    step = int(rng.integers(2**40))
+    together = random_positions_of_streams(seeds, step, 5, bounds)
+    assert together.shape == (6, 5)
+    for row, seed, bound in zip(together, seeds, bounds, strict=True):
+        assert np.array_equal(row, random_positions(int(seed), step, np.arange(5), np.full(5, bound)))
+        assert np.array_equal(row, random_indices(int(seed), step, 5, int(bound)))
 
 
 def test_indices_are_uniform():

@@ -283,3 +283,35 @@ def test_equal_responses_at_the_edge_are_covered_together(seed):
     sizes = [int(positive.sum()), int((~positive).sum())]
     _, _, _, permuted = covered_among_lowest(c[order], positive[order], [np.inf, np.inf], sizes, volume)
     np.testing.assert_array_equal(np.sort(order[permuted]), covered)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**16), with_bias=st.booleans(), integers=st.booleans(), window=st.sampled_from([1, 2, 64]))
+def test_levels_of_rows_agree_with_the_oracle_row_by_row(seed, with_bias, integers, window):
+    """Many problems of different sizes in one array (padding and holdout entries in no
+    class): each row's level, bias and covered rows are those of the tracker on that
+    row's responses alone; a small window is doubled until it holds the covered count."""
+    from gpusvm.water_level import LevelTracker, class_offsets, levels_of_rows
+
+    rng = np.random.default_rng(seed)
+    n_problems, width = int(rng.integers(1, 8)), int(rng.integers(2, 40))
+    responses = rng.integers(-3, 4, size=(n_problems, width)).astype(float) if integers \
+        else rng.normal(size=(n_problems, width)) * rng.choice([1e-3, 1, 1e3])
+    sizes = rng.integers(2, width + 1, size=n_problems)
+    used = np.arange(width) < sizes[:, None]
+    positive = used & (rng.random((n_problems, width)) < 0.5)
+    positive[:, 0], positive[:, 1] = True, False
+    responses[~used] = rng.normal(size=(~used).sum()) * 1e6  # padding: must not count
+    volumes = rng.choice([0.0, 0.5, 3.0, 100.0], size=n_problems) * rng.uniform(0.5, 2, size=n_problems)
+    classes = (positive, used & ~positive) if with_bias else (used,)
+    level, bias, edges, covered = levels_of_rows(responses, [class_offsets(c) for c in classes], volumes,
+                                                 window=window)
+    for p in range(n_problems):
+        c = responses[p, : sizes[p]]
+        expected = LevelTracker(volumes[p]).covered(c, positive[p, : sizes[p]] if with_bias else None)
+        scale = np.abs(c).max() + volumes[p]
+        assert close(level[p], expected[0], scale) and close(bias[p], expected[1], scale)
+        threshold = np.where(positive[p], *edges[p]) if with_bias else edges[p, 0]
+        np.testing.assert_array_equal(np.flatnonzero((responses[p] <= threshold) & used[p]), expected[2])
+        if with_bias:  # k* ranks of the positive class; equal responses at the edge come along
+            assert 1 <= covered[p] <= (positive[p] & (responses[p] <= threshold)).sum()

@@ -64,10 +64,17 @@ class KernelRowCache:
         ``block_rows`` in all and as many as prefetching has earned, and kept (they are
         not returned).
         """
-        self.clock += 1
         if indices.size > self.capacity:  # more than the cache holds: no caching this time
+            self.clock += 1
             self.rows_computed += indices.size
             return self.compute_rows(indices)
+        return self.store[self.slots(indices, prefetch)]
+
+    def slots(self, indices, prefetch=None):
+        """The slots of ``store`` holding the rows of distinct ``indices`` (at most
+        ``capacity`` of them), computing the missing ones (``prefetch``: as :meth:`rows`).
+        For a product with the rows where they lie, without gathering them."""
+        self.clock += 1
         slots = self.slot_of_row[indices]
         hit = slots >= 0
         self.last_used[slots[hit]] = self.clock  # hits are now the most recent: never evicted below
@@ -83,7 +90,7 @@ class KernelRowCache:
             new_slots = self._free_slots(missing.size)
             evicted = self.row_in_slot[new_slots]
             self.slot_of_row[evicted[evicted >= 0]] = -1
-            self.store[new_slots] = self.compute_rows(missing)
+            self._fill(missing, new_slots)
             self.rows_computed += missing.size
             self.slot_of_row[missing] = new_slots
             self.row_in_slot[new_slots] = missing
@@ -92,7 +99,12 @@ class KernelRowCache:
             self.prefetched_slot[new_slots[asked:]] = True
             self.prefetched += missing.size - asked
             slots = self.slot_of_row[indices]
-        return self.store[slots]
+        return slots
+
+    def _fill(self, indices, slots):
+        """Compute the rows of ``indices`` into ``store[slots]`` (a subclass may write
+        them in place, without a block-sized temporary)."""
+        self.store[slots] = self.compute_rows(indices)
 
     def _not_kept(self, candidates, asked, count):
         """The first ``count`` distinct rows of ``candidates`` (in the caller's order of

@@ -1,0 +1,364 @@
+"""One-vs-one SBP on the host: the binary problems of every pair of classes, stepped together.
+
+A one-vs-one model has one binary SBP problem per pair of classes, each on its pair's
+rows (KEEL letter: 325 pairs of about 1,200 rows). Stepped one pair after another, a step
+costs some fifty NumPy calls on arrays of a thousand values, so the calls, not the
+arithmetic, bound the fit (0.5 ms a step on letter). Here each pair's state is a row of a
+``(P, W)`` array, its rows in its columns (training rows, then holdout rows, then padding
+up to the widest pair), and one step of every pair costs the same few calls:
+
+* the water levels of all rows at once (:func:`~gpusvm.water_level.levels_of_rows`);
+* the draws of every pair's own stream at once
+  (:func:`~gpusvm._random.random_positions_of_streams`);
+* one kernel-row cache over (pair, row) keys, and one sparse product of the pairs'
+  weights with the cached rows, read where they lie;
+* the updates of :class:`~gpusvm.solvers.sbp.NumpySBPSteps`, row-wise.
+
+Pair ``p`` is the binary SBP of :mod:`gpusvm.solvers.sbp` on its rows with its own
+stream and stopping rules, up to rounding (``tests/test_sbp.py`` fits each pair alone).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+import nvtx
+from scipy import sparse
+
+from .._instrumentation import PhaseClock, progress_bar
+from .._random import random_positions_of_streams
+from ..kernel_functions import kernel_block, squared_row_norms
+from ..water_level import class_offsets, levels_of_rows, lowest_needed
+from .row_cache import KernelRowCache
+from .sbp import (
+    CHECKPOINTS_PER_EPOCH,
+    PREFETCH_MAX_COVERED,
+    RENORMALIZE_BELOW,
+    STEP_PHASES,
+    SBPResult,
+    largest_self_kernel,
+    positive_level,
+    step_size_for,
+)
+
+# Ranks of each class sorted first by the level search before anything is known.
+FIRST_WINDOW = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class PairStack:
+    """The binary problems of several pairs of classes, on the host.
+
+    ``columns[p]`` lists the rows of ``X`` in pair ``p``'s problem: its training rows,
+    then its holdout rows, then ``-1`` up to the width of the widest pair.
+    """
+
+    X: object  # (n_rows, n_features), dense or CSR: every row of the fit
+    columns: np.ndarray  # (P, W) int64
+    n_train: np.ndarray  # (P,) training rows of each pair
+    n_rows: np.ndarray  # (P,) training and holdout rows of each pair
+    first: np.ndarray  # (P, W) bool: the column's row is of the pair's first (positive) class
+    seeds: np.ndarray  # (P,) uint64: each pair's stream
+    nu: float
+    batch_size: int
+    kernel: str
+    gamma: float
+    degree: int
+    coef0: float
+    fit_intercept: bool
+
+    @classmethod
+    def of_pairs(cls, X, members, n_train, first, seeds, **settings):
+        """A stack from each pair's rows of X (``members[p]``: training rows first), the
+        count of its training rows and which of its rows are of its first class."""
+        width = max(rows.size for rows in members)
+        columns = np.full((len(members), width), -1, dtype=np.int64)
+        is_first = np.zeros((len(members), width), dtype=bool)
+        for p, (rows, of_first) in enumerate(zip(members, first, strict=True)):
+            columns[p, : rows.size], is_first[p, : rows.size] = rows, of_first
+        return cls(X=X, columns=columns, n_train=np.asarray(n_train, dtype=np.int64),
+                   n_rows=np.array([rows.size for rows in members], dtype=np.int64), first=is_first,
+                   seeds=np.asarray(seeds, dtype=np.uint64), **settings)
+
+    @property
+    def n_pairs(self):
+        return self.columns.shape[0]
+
+    @property
+    def width(self):
+        return self.columns.shape[1]
+
+
+class PairRowCache(KernelRowCache):
+    """Kernel rows of the pairs' problems, keyed ``p * W + j``: ``K(x, pair p's rows)``
+    for pair p's row j, zero over the padding. A pair's missing rows are computed as one
+    kernel block and written in place. Only :meth:`slots` (all rows kept) is used."""
+
+    def __init__(self, stack, sq_norms, max_bytes):
+        super().__init__(None, stack.n_pairs * stack.width, stack.width, stack.X.dtype, max_bytes)
+        self.stack, self.sq_norms = stack, sq_norms
+        self.rows_of_pair = np.zeros(stack.n_pairs, dtype=np.int64)
+
+    def _fill(self, keys, slots):
+        stack = self.stack
+        pairs, positions = np.divmod(keys, stack.width)
+        order = np.argsort(pairs, kind="stable")
+        starts = np.flatnonzero(np.diff(pairs[order], prepend=-1))
+        for at in np.split(order, starts[1:]):
+            p = pairs[at[0]]
+            members = stack.columns[p, : stack.n_rows[p]]
+            rows = members[positions[at]]
+            self.store[slots[at], : members.size] = kernel_block(
+                stack.X[rows], stack.X[members], kernel=stack.kernel, gamma=stack.gamma, degree=stack.degree,
+                coef0=stack.coef0, X_sq_norms=self.sq_norms[rows], Y_sq_norms=self.sq_norms[members])
+            self.store[slots[at], members.size:] = 0
+            self.rows_of_pair[p] += at.size
+
+
+class NumpyPairSteps:
+    """SBP steps of every pair of a :class:`PairStack` at once; ``phases.seconds``
+    records the time of each part of the steps (``level``, ``draw``, ``rows``,
+    ``update``), over all pairs."""
+
+    def __init__(self, stack, cache_bytes):
+        self.stack = stack
+        n_pairs, width, batch = stack.n_pairs, stack.width, stack.batch_size
+        column = np.arange(width)
+        self.train = column < stack.n_train[:, None]
+        self.holdout = ~self.train & (column < stack.n_rows[:, None])
+        self.labels = np.where(self.train, np.where(stack.first, 1.0, -1.0), 0.0)
+        # y_j for training columns, 1 for holdout columns, 0 for padding: <u, Phi(x_j)> to a response
+        self.signs = self.labels + self.holdout
+        positive = self.train & stack.first
+        classes = (positive, self.train & ~positive) if stack.fit_intercept else (self.train,)
+        self.classes = [class_offsets(mask) for mask in classes]  # as the level search takes them
+        self.sq_norms = squared_row_norms(stack.X)
+        self.eta0 = np.array([step_size_for(largest_self_kernel(
+            self.sq_norms[stack.columns[p, : stack.n_train[p]]], stack.kernel, stack.gamma, stack.degree,
+            stack.coef0)) for p in range(n_pairs)])
+        row_bytes = width * stack.X.dtype.itemsize
+        # a step's rows must all be kept: at least two batches of every pair
+        self.cache = PairRowCache(stack, self.sq_norms, max(cache_bytes, 2 * n_pairs * batch * row_bytes))
+        self.A, self.stamps = np.zeros((n_pairs, width)), np.zeros((n_pairs, width))
+        self.R, self.R_sum = np.zeros((n_pairs, width)), np.zeros((n_pairs, width))
+        self.scale, self.r2, self.scale_sum = np.ones(n_pairs), np.zeros(n_pairs), np.zeros(n_pairs)
+        self.n_steps = np.zeros(n_pairs, dtype=np.int64)
+        self.window = self.checkpoint_window = FIRST_WINDOW
+        self._work_rows = None  # the level search's room, kept from step to step
+        self.phases = PhaseClock(STEP_PHASES)
+
+    @property
+    def kernel_rows_computed(self):
+        return self.cache.rows_computed
+
+    @property
+    def rows_computed(self):
+        """Kernel rows computed for each pair, shape (P,)."""
+        return self.cache.rows_of_pair
+
+    def step(self, step, eta, active):
+        """Step ``step`` (from 1) of the ``active`` pairs (int array) with step sizes ``eta``."""
+        with self.phases.phase("level", "sbp.water_level", "purple"):
+            covered, bias = self._covered(active)
+        with self.phases.phase("draw", "sbp.draw", "yellow"):
+            drawn = self._draw(step, active, covered)
+        with self.phases.phase("rows", "sbp.kernel_row", "orange"):
+            direction = self._direction(active, drawn, lambda: self._lowest_first(active, covered, bias))
+        with self.phases.phase("update", "sbp.update", "green"):
+            self._update(active, drawn, direction, eta)
+        self.n_steps[active] = step
+
+    def _of(self, array, active):
+        """``array[active]``: the array itself (no copy) while every pair is active."""
+        return array if active.size == self.stack.n_pairs else array[active]
+
+    def _covered(self, active):
+        """Which training columns of each active pair the water covers, and the biases."""
+        # the level of scale * R is scale times the level of R with volume / scale
+        volumes = self.stack.nu * self.stack.n_train[active] / self.scale[active]
+        responses = self._of(self.R, active)
+        _, bias, edges, counts = levels_of_rows(responses, [self._of(offsets, active) for offsets in self.classes],
+                                                volumes, self.window, work=self._work(active.size))
+        self.window = lowest_needed(int(counts.max()))
+        if self.stack.fit_intercept:
+            threshold = np.where(self._of(self.stack.first, active), edges[:, :1], edges[:, 1:])
+        else:
+            threshold = edges[:, :1]
+        covered = responses <= threshold
+        covered &= self._of(self.train, active)
+        return covered, bias
+
+    def _work(self, n_active):
+        """Room for the level search's per-class values of ``n_active`` pairs, kept
+        from step to step (fresh memory costs page faults at every step)."""
+        if self._work_rows is None:
+            self._work_rows = np.empty((len(self.classes), self.stack.n_pairs, self.stack.width))
+        return list(self._work_rows[:, :n_active])
+
+    def _draw(self, step, active, covered):
+        """``B`` columns per active pair, uniformly from its covered ones (each on its own
+        stream, as the pair's binary fit draws), shape (len(active), B)."""
+        counts = covered.sum(axis=1)
+        positions = random_positions_of_streams(self.stack.seeds[active], step, self.stack.batch_size, counts)
+        columns = np.nonzero(covered)[1]  # by pair, then ascending: each pair's covered columns
+        return columns[(np.cumsum(counts) - counts)[:, None] + positions]
+
+    def _lowest_first(self, active, covered, bias):
+        """Keys of the covered rows of the active pairs, by rank of height within their
+        pair (the next draws come from them); none of a pair whose covered set is over
+        ``PREFETCH_MAX_COVERED`` of its rows."""
+        few = covered.sum(axis=1) <= PREFETCH_MAX_COVERED * self.stack.n_train[active]
+        pair, column = np.nonzero(covered & few[:, None])
+        rows = active[pair]
+        heights = self.R[rows, column] + bias[pair] * self.labels[rows, column]
+        order = np.lexsort((heights, pair))
+        rank = np.arange(order.size) - np.searchsorted(pair[order], pair[order])
+        keys = rows[order] * self.stack.width + column[order]
+        return keys[np.argsort(rank, kind="stable")]
+
+    def _direction(self, active, drawn, lowest_first):
+        """``<u, Phi(x_j)>`` of each active pair over its columns, (len(active), W) float64."""
+        width, batch = self.stack.width, self.stack.batch_size
+        keys = active[:, None] * width + drawn
+        distinct, position = np.unique(keys, return_inverse=True)
+        weights = np.bincount(position.ravel(), weights=(self.labels[active[:, None], drawn] / batch).ravel())
+        slots = self.cache.slots(distinct, prefetch=lowest_first)
+        per_pair = np.bincount(np.searchsorted(active, distinct // width), minlength=active.size)
+        if self.cache.store.dtype == np.float64:  # the rows read where they lie
+            combine = sparse.csr_matrix((weights, slots, np.concatenate([[0], np.cumsum(per_pair)])),
+                                        shape=(active.size, self.cache.capacity))
+            return combine @ self.cache.store
+        # float32 rows: a product with them would convert the whole store; gather, in float64
+        weighted = self.cache.store[slots].astype(np.float64)
+        weighted *= weights[:, None]
+        return np.add.reduceat(weighted, np.cumsum(per_pair) - per_pair, axis=0)
+
+    def _update(self, active, drawn, direction, eta):
+        """``A``, the responses, their sums and norms of the active pairs after a step
+        along ``direction`` (as :meth:`NumpySBPSteps.step`, row-wise)."""
+        batch = self.stack.batch_size
+        pair = active[:, None]
+        direction *= self._of(self.signs, active)
+        scale = self.scale[active]
+        old = scale[:, None] * self.R[pair, drawn]
+        self.r2[active] += 2 * eta * old.mean(axis=1) \
+            + eta**2 * direction[np.arange(active.size)[:, None], drawn].mean(axis=1)
+        increment = eta / (batch * scale)
+        at = (np.broadcast_to(pair, drawn.shape), drawn)
+        np.add.at(self.A, at, np.broadcast_to(increment[:, None], drawn.shape))
+        np.add.at(self.stamps, at, np.broadcast_to((increment * self.scale_sum[active])[:, None], drawn.shape))
+        step_size = eta / scale
+        r2 = self.r2[active]
+        outside = r2 > 1
+        scale[outside] /= np.sqrt(r2[outside])
+        r2[outside] = 1.0
+        self.scale[active], self.r2[active] = scale, r2
+        self.scale_sum[active] += scale
+        direction *= step_size[:, None]
+        if active.size == self.stack.n_pairs:  # in place (active is every pair, in order)
+            self.R += direction
+            np.multiply(self.R, scale[:, None], out=direction)
+            self.R_sum += direction
+        else:
+            responses = self.R[active] + direction
+            self.R[active] = responses
+            self.R_sum[active] += responses * scale[:, None]
+        tiny = active[scale < RENORMALIZE_BELOW]
+        if tiny.size:
+            self._renormalize(tiny)
+
+    def _renormalize(self, pairs):
+        """Fold these pairs' scales into A and R, keeping the running sums unchanged."""
+        self.stamps[pairs] -= self.A[pairs] * self.scale_sum[pairs, None]  # now: minus the sum so far
+        for array in (self.A, self.R):
+            array[pairs] *= self.scale[pairs, None]
+        self.scale[pairs] = 1.0
+        self.scale_sum[pairs] = 0.0
+
+    def responses(self, average, pairs):
+        """The responses (training and holdout columns) of these pairs' models: averaged
+        over each pair's steps so far, or of the last iterate."""
+        if not average:
+            return self.scale[pairs, None] * self.R[pairs]
+        return self.R_sum[pairs] / np.maximum(1, self.n_steps[pairs])[:, None]
+
+    def alpha(self, average, pairs):
+        """``alpha`` of these pairs' models, over their columns (as :meth:`responses`)."""
+        if not average:
+            return self.scale[pairs, None] * self.A[pairs]
+        steps = np.maximum(1, self.n_steps[pairs])[:, None]
+        return (self.A[pairs] * self.scale_sum[pairs, None] - self.stamps[pairs]) / steps
+
+    def evaluate(self, average, pairs):
+        """Level and bias of these pairs' models, and their holdout errors (NaN: no holdout)."""
+        responses = self.responses(average, pairs)
+        level, bias, _, counts = levels_of_rows(responses, [self._of(offsets, pairs) for offsets in self.classes],
+                                                self.stack.nu * self.stack.n_train[pairs], self.checkpoint_window,
+                                                work=self._work(pairs.size))
+        self.checkpoint_window = lowest_needed(int(counts.max()))
+        holdout = self.holdout[pairs]
+        predicted_first = (responses + bias[:, None]) / positive_level(level)[:, None] > 0
+        wrong = ((predicted_first != self.stack.first[pairs]) & holdout).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return level, bias, wrong / holdout.sum(axis=1)
+
+    def coefficients(self, average, pair):
+        """``alpha`` of pair ``pair``'s training rows, shape (1, n_train)."""
+        return self.alpha(average, np.array([pair]))[:, : self.stack.n_train[pair]]
+
+
+def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verbose=0):
+    """Run the pairs' SBP steps together, each pair until one of its stopping rules fires.
+
+    Each pair keeps the schedule of :func:`~gpusvm.solvers.sbp.run_sbp` on its own rows:
+    its epochs, its checkpoints (at most ten an epoch), its holdout's early stopping, and
+    ``kernel_evals[p]``, its budget of kernel evaluations (None: none). ``rules.time_budget``
+    is the whole stack's: when it runs out, every pair still stepping checkpoints and stops.
+
+    Returns
+    -------
+    list of :class:`~gpusvm.solvers.sbp.SBPResult`, one per pair, in the stack's order;
+    each history record has the pair's own counts and the seconds since the stack started.
+    """
+    batch = stack.batch_size
+    steps_per_epoch = np.maximum(1, -(-stack.n_train // batch))
+    checkpoint_every = np.maximum(1, -(-steps_per_epoch // CHECKPOINTS_PER_EPOCH))
+    evals_per_step = batch * stack.n_rows
+    max_steps = rules.max_epochs * steps_per_epoch
+    if kernel_evals is not None:
+        max_steps = np.minimum(max_steps, np.maximum(1, np.asarray(kernel_evals) // evals_per_step))
+    histories = [[] for _ in range(stack.n_pairs)]
+    level, bias = np.zeros(stack.n_pairs), np.zeros(stack.n_pairs)
+    best_error, since_best = np.full(stack.n_pairs, np.inf), np.zeros(stack.n_pairs, dtype=np.int64)
+    active = np.arange(stack.n_pairs)
+    started = time.perf_counter()
+    bar = progress_bar(int(max_steps.max()), "SBP pairs", verbose)
+    t = 0
+    while active.size:
+        t += 1
+        steps.step(t, steps.eta0[active] / math.sqrt(t), active)
+        bar.update()
+        out_of_time = rules.time_budget is not None and time.perf_counter() - started >= rules.time_budget
+        due = active[(t % checkpoint_every[active] == 0) | (t >= max_steps[active]) | out_of_time]
+        if due.size == 0:
+            continue
+        with nvtx.annotate("sbp.checkpoint", color="cyan"):
+            level[due], bias[due], errors = steps.evaluate(average, due)
+        seconds = time.perf_counter() - started
+        for p, error in zip(due, errors, strict=True):
+            error = None if np.isnan(error) else float(error)
+            histories[p].append({
+                "steps": t, "kernel_evals": int(evals_per_step[p] * t), "kernel_rows_computed": int(steps.rows_computed[p]),
+                "seconds": seconds, "objective": float(level[p]), "holdout_error": error,
+                "phase_seconds": dict(steps.phases.seconds),
+            })
+            if error is not None:
+                best_error[p], since_best[p] = (error, 0) if error < best_error[p] else (best_error[p], since_best[p] + 1)
+        done = due[(t >= max_steps[due]) | out_of_time | (since_best[due] >= rules.n_iter_no_change)]
+        active = np.setdiff1d(active, done)
+    bar.close()
+    return [SBPResult(alpha=steps.coefficients(average, p), level=level[p : p + 1], bias=bias[p : p + 1],
+                      n_steps=int(steps.n_steps[p]), history=histories[p]) for p in range(stack.n_pairs)]
