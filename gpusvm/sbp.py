@@ -265,53 +265,67 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     def _fit_pairs(self, X, X_dev, order, n_train, labels, classes, gamma, seed, rules, backend):
         """One binary SBP per pair of classes on those classes' rows (:mod:`._one_vs_one`).
 
-        On the host the pairs step together in stacks of similar widths
-        (:mod:`.solvers.sbp_pairs`); on a device they train one after another. Either
-        way each pair has its share (by rows) of ``max_kernel_evals``, fixed at the start,
-        and the stacks or pairs share the time left in turn."""
+        A pair's rows are its first class's training rows, then its second's, then
+        their holdout rows in the same order. On the host the pairs step together in
+        stacks of similar widths (:mod:`.solvers.sbp_pairs`); on a device they train one
+        after another. Either way each pair has its share (by rows) of
+        ``max_kernel_evals``, fixed at the start, and the stacks or pairs share the time
+        left in turn."""
         pairs = class_pairs(classes.size)
-        members = [np.flatnonzero(np.isin(labels, pair)) for pair in pairs]  # training rows first, as in X_dev
-        pair_train = [int(np.searchsorted(rows, n_train)) for rows in members]
-        first = [labels[rows] == pair[0] for pair, rows in zip(pairs, members, strict=True)]  # positive, as LIBSVM's
-        total_rows = sum(rows.size for rows in members)
+        class_rows = [np.flatnonzero(labels == c) for c in range(classes.size)]  # training rows first, as in X_dev
+        class_train = np.array([np.searchsorted(rows, n_train) for rows in class_rows])
+        sizes = [class_rows[a].size + class_rows[b].size for a, b in pairs]
         kernel_evals = [None if rules.max_kernel_evals is None
-                        else max(1, int(share(rules.max_kernel_evals, rows.size, total_rows))) for rows in members]
-        groups = _stacks_by_width([rows.size for rows in members]) if backend == "numpy" \
-            else [[p] for p in range(len(pairs))]
-        started, results, rows_left = time.perf_counter(), [None] * len(pairs), total_rows
-        histories = [None] * len(pairs)
+                        else max(1, int(share(rules.max_kernel_evals, size, sum(sizes)))) for size in sizes]
+        together = self._pairs_step_together(backend)
+        groups = _stacks_by_width(sizes) if together else [[p] for p in range(len(pairs))]
+        started, rows_left = time.perf_counter(), sum(sizes)
+        results, histories = [None] * len(pairs), [None] * len(pairs)
         for group in groups:
-            group_rows = sum(members[p].size for p in group)
+            group_rows = sum(sizes[p] for p in group)
             offset = time.perf_counter() - started
             budget = _time_share(rules, offset, group_rows, rows_left)
             rows_left -= group_rows
-            if backend == "numpy":
-                group_results = self._solve_stack(X_dev, [members[p] for p in group], [pair_train[p] for p in group],
-                                                  [first[p] for p in group], gamma,
-                                                  [pair_seed(seed, p) for p in group], budget,
-                                                  None if rules.max_kernel_evals is None
-                                                  else [kernel_evals[p] for p in group])
+            if together:
+                stack = PairStack(
+                    X=X_dev, class_rows=tuple(class_rows), class_train=class_train,
+                    pairs=np.array([pairs[p] for p in group]), seeds=np.array([pair_seed(seed, p) for p in group],
+                                                                              dtype=np.uint64),
+                    nu=float(self.nu), batch_size=self.batch_size, kernel=self.kernel, gamma=gamma,
+                    degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
+                )
+                group_results = run_pair_stack(
+                    stack, NumpyPairSteps(stack, cache_bytes=int(self.cache_size * 2**20)), budget,
+                    kernel_evals=None if rules.max_kernel_evals is None else np.array([kernel_evals[p] for p in group]),
+                    average=self.average, verbose=self.verbose)
             else:
-                group_results = [self._solve(
-                    X_dev[get_namespace(backend).asarray(members[p])], pair_train[p],
-                    np.where(first[p][: pair_train[p]], 1.0, -1.0)[:, None], first[p][pair_train[p]:].astype(int),
-                    gamma, pair_seed(seed, p), dataclasses.replace(budget, max_kernel_evals=kernel_evals[p]), backend,
-                ) for p in group]
+                group_results = [self._solve_pair(X_dev, class_rows, class_train, pairs[p], gamma, pair_seed(seed, p),
+                                                  dataclasses.replace(budget, max_kernel_evals=kernel_evals[p]),
+                                                  backend) for p in group]
             for p, result in zip(group, group_results, strict=True):
-                results[p] = (members[p][: pair_train[p]], result)
-                histories[p] = [{**record, "seconds": record["seconds"] + offset, "pair": [int(i) for i in pairs[p]]}
+                a, b = pairs[p]
+                results[p] = (np.concatenate([class_rows[a][: class_train[a]], class_rows[b][: class_train[b]]]),
+                              result)
+                histories[p] = [{**record, "seconds": record["seconds"] + offset, "pair": [int(a), int(b)]}
                                 for record in result.history]
         self._set_pair_model(results, X, order, labels, classes, [record for h in histories for record in h])
 
-    def _solve_stack(self, X_dev, members, n_train, first, gamma, seeds, rules, kernel_evals):
-        """The SBP runs of several pairs stepping together on the host."""
-        stack = PairStack.of_pairs(
-            X_dev, members, n_train, first, seeds, nu=float(self.nu), batch_size=self.batch_size, kernel=self.kernel,
-            gamma=gamma, degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
-        )
-        steps = NumpyPairSteps(stack, cache_bytes=int(self.cache_size * 2**20))
-        return run_pair_stack(stack, steps, rules, kernel_evals=kernel_evals, average=self.average,
-                              verbose=self.verbose)
+    @staticmethod
+    def _pairs_step_together(backend):
+        """Whether one-vs-one pairs step together (on the host) or one after another."""
+        return backend == "numpy"
+
+    def _solve_pair(self, X_dev, class_rows, class_train, pair, gamma, seed, rules, backend):
+        """The SBP run of one pair on its own: its rows as :meth:`_fit_pairs` lays them out."""
+        (a, b), (train_a, train_b) = pair, class_train[list(pair)]
+        rows = np.concatenate([class_rows[a][:train_a], class_rows[b][:train_b],
+                               class_rows[a][train_a:], class_rows[b][train_b:]])
+        first = np.repeat([True, False, True, False], [train_a, train_b, class_rows[a].size - train_a,
+                                                       class_rows[b].size - train_b])
+        n_pair_train = train_a + train_b
+        return self._solve(X_dev[get_namespace(backend).asarray(rows)], n_pair_train,
+                           np.where(first[:n_pair_train], 1.0, -1.0)[:, None], first[n_pair_train:].astype(int),
+                           gamma, seed, rules, backend)
 
     def _set_pair_model(self, results, X, order, labels, classes, history):
         """Support vectors (the union of the pairs') and one coefficient row per pair."""

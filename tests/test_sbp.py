@@ -302,8 +302,9 @@ def four_classes(rng, n=800, n_test=300, d=5):
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept):
-    """Pair p of a one-vs-one model is the binary SBPClassifier on that pair's rows, with
-    the pair's first class positive and the pair's stream seed (up to rounding: on the
+    """Pair p of a one-vs-one model is the binary SBPClassifier on that pair's rows (its
+    first class's, then its second's), with the first class positive and the pair's
+    stream seed (up to rounding: on the
     host the pairs step together, their levels found and kernel rows combined for all
     pairs at once)."""
     from gpusvm._one_vs_one import class_pairs, pair_seed
@@ -315,7 +316,7 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept):
     assert pair_scores.shape == (50, 6) and model.dual_coef_.shape == (6, model.support_.size)
     steps = 0
     for number, (i, j) in enumerate(class_pairs(4)):
-        rows = np.isin(y, model.classes_[[i, j]])
+        rows = np.concatenate([np.flatnonzero(y == model.classes_[i]), np.flatnonzero(y == model.classes_[j])])
         binary = SBPClassifier(random_state=pair_seed(11, number), **params).fit(X[rows], y[rows] == model.classes_[i])
         np.testing.assert_allclose(pair_scores[:, number], binary.decision_function(X_test), rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(model.water_level_[number], binary.water_level_[0], rtol=1e-12)
@@ -327,6 +328,31 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept):
     assert model.t_ == steps and model.n_support_.sum() == model.support_.size
     in_order = [pair for pair, _ in itertools.groupby(tuple(record["pair"]) for record in model.history_)]
     assert in_order == class_pairs(4)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_one_vs_one_pairs_stepping_together_equal_pairs_one_after_another(rng, fit_intercept, monkeypatch):
+    """The host's stacked pairs against the pairs trained one after another (the device's
+    way, here with NumPy steps): the same models, holdout errors, early stops and budget
+    shares, with a holdout and classes of uneven sizes (two stacks: padding and widths)."""
+    X, y, X_test, _ = four_classes(rng, n=900, n_test=50)
+    keep = (y == "a") | (rng.random(y.size) < 0.2)  # class a large: pairs of very different widths
+    X, y = X[keep], y[keep]
+    params = dict(nu=0.05, gamma=0.2, batch_size=3, max_iter=4, validation_fraction=0.3, n_iter_no_change=3,
+                  max_kernel_evals=60_000, fit_intercept=fit_intercept, decision_function_shape="ovo", random_state=5)
+    together = SBPClassifier(**params).fit(X, y)
+    monkeypatch.setattr(SBPClassifier, "_pairs_step_together", staticmethod(lambda backend: False))
+    apart = SBPClassifier(**params).fit(X, y)
+    np.testing.assert_array_equal(together.support_, apart.support_)
+    np.testing.assert_allclose(together.dual_coef_, apart.dual_coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(together.intercept_, apart.intercept_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(together.decision_function(X_test), apart.decision_function(X_test), rtol=1e-9,
+                               atol=1e-12)
+    assert together.t_ == apart.t_
+    by_pair = lambda model: sorted((tuple(r["pair"]), r["steps"], r["kernel_evals"], r["holdout_error"])  # noqa: E731
+                                   for r in model.history_)
+    assert by_pair(together) == by_pair(apart)
+    assert any(r["holdout_error"] is not None for r in together.history_)
 
 
 def test_one_vs_one_scores_and_votes_are_svcs(rng):

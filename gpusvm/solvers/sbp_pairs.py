@@ -4,18 +4,21 @@ A one-vs-one model has one binary SBP problem per pair of classes, each on its p
 rows (KEEL letter: 325 pairs of about 1,200 rows). Stepped one pair after another, a step
 costs some fifty NumPy calls on arrays of a thousand values, so the calls, not the
 arithmetic, bound the fit (0.5 ms a step on letter). Here each pair's state is a row of a
-``(P, W)`` array, its rows in its columns (training rows, then holdout rows, then padding
-up to the widest pair), and one step of every pair costs the same few calls:
+``(P, W)`` array (its first class's rows, its second's, then padding up to the widest
+pair), and one step of every pair costs the same few calls:
 
 * the water levels of all rows at once (:func:`~gpusvm.water_level.levels_of_rows`);
 * the draws of every pair's own stream at once
   (:func:`~gpusvm._random.random_positions_of_streams`);
-* one kernel-row cache over (pair, row) keys, and one sparse product of the pairs'
-  weights with the cached rows, read where they lie;
+* kernel rows cut by class (:class:`ClassBlockCache`): the part of row g over its own
+  class's rows is computed once for all the pairs of that class, which about halves the
+  kernel evaluations; one sparse product of the pairs' weights with the cached blocks,
+  read where they lie;
 * the updates of :class:`~gpusvm.solvers.sbp.NumpySBPSteps`, row-wise.
 
 Pair ``p`` is the binary SBP of :mod:`gpusvm.solvers.sbp` on its rows with its own
-stream and stopping rules, up to rounding (``tests/test_sbp.py`` fits each pair alone).
+stream and stopping rules, up to rounding (``tests/test_sbp.py`` fits each pair alone,
+and trains the pairs one after another, as on a device).
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from ..water_level import class_offsets, levels_of_rows, lowest_needed
 from .row_cache import KernelRowCache
 from .sbp import (
     CHECKPOINTS_PER_EPOCH,
-    PREFETCH_MAX_COVERED,
     RENORMALIZE_BELOW,
     STEP_PHASES,
     SBPResult,
@@ -52,15 +54,16 @@ FIRST_WINDOW = 64
 class PairStack:
     """The binary problems of several pairs of classes, on the host.
 
-    ``columns[p]`` lists the rows of ``X`` in pair ``p``'s problem: its training rows,
-    then its holdout rows, then ``-1`` up to the width of the widest pair.
+    Pair ``p = (a, b)`` has the rows of classes a and b: its columns are class a's
+    block (its training rows, then its holdout rows), class b's block, then padding up
+    to the width of the widest pair. A class's rows are ``class_rows[c]``, its training
+    rows first; pair p's first class, a, is its positive one.
     """
 
     X: object  # (n_rows, n_features), dense or CSR: every row of the fit
-    columns: np.ndarray  # (P, W) int64
-    n_train: np.ndarray  # (P,) training rows of each pair
-    n_rows: np.ndarray  # (P,) training and holdout rows of each pair
-    first: np.ndarray  # (P, W) bool: the column's row is of the pair's first (positive) class
+    class_rows: tuple  # per class: int64 array of rows of X, training rows first
+    class_train: np.ndarray  # (n_classes,) training rows of each class
+    pairs: np.ndarray  # (P, 2) the classes of each pair
     seeds: np.ndarray  # (P,) uint64: each pair's stream
     nu: float
     batch_size: int
@@ -70,52 +73,63 @@ class PairStack:
     coef0: float
     fit_intercept: bool
 
-    @classmethod
-    def of_pairs(cls, X, members, n_train, first, seeds, **settings):
-        """A stack from each pair's rows of X (``members[p]``: training rows first), the
-        count of its training rows and which of its rows are of its first class."""
-        width = max(rows.size for rows in members)
-        columns = np.full((len(members), width), -1, dtype=np.int64)
-        is_first = np.zeros((len(members), width), dtype=bool)
-        for p, (rows, of_first) in enumerate(zip(members, first, strict=True)):
-            columns[p, : rows.size], is_first[p, : rows.size] = rows, of_first
-        return cls(X=X, columns=columns, n_train=np.asarray(n_train, dtype=np.int64),
-                   n_rows=np.array([rows.size for rows in members], dtype=np.int64), first=is_first,
-                   seeds=np.asarray(seeds, dtype=np.uint64), **settings)
-
     @property
     def n_pairs(self):
-        return self.columns.shape[0]
+        return self.pairs.shape[0]
+
+    @property
+    def block_widths(self):
+        """(P, 2): the rows of each pair's two classes."""
+        return np.array([rows.size for rows in self.class_rows])[self.pairs]
 
     @property
     def width(self):
-        return self.columns.shape[1]
+        return int(self.block_widths.sum(axis=1).max())
+
+    @property
+    def n_train(self):
+        """(P,) training rows of each pair."""
+        return self.class_train[self.pairs].sum(axis=1)
+
+    @property
+    def n_rows(self):
+        """(P,) training and holdout rows of each pair."""
+        return self.block_widths.sum(axis=1)
+
+    def columns(self):
+        """(P, W) the row of X in each column of each pair (-1: padding)."""
+        columns = np.full((self.n_pairs, self.width), -1, dtype=np.int64)
+        for p, (a, b) in enumerate(self.pairs):
+            rows = np.concatenate([self.class_rows[a], self.class_rows[b]])
+            columns[p, : rows.size] = rows
+        return columns
 
 
-class PairRowCache(KernelRowCache):
-    """Kernel rows of the pairs' problems, keyed ``p * W + j``: ``K(x, pair p's rows)``
-    for pair p's row j, zero over the padding. A pair's missing rows are computed as one
-    kernel block and written in place. Only :meth:`slots` (all rows kept) is used."""
+class ClassBlockCache(KernelRowCache):
+    """Kernel rows cut by class: the key ``g * n_classes + c`` holds ``K(x_g, class c's
+    rows)``, zero-padded to the widest class. Pair (a, b)'s kernel row of row g is the
+    blocks of (g, a) and (g, b), so the block of g's own class serves every pair of that
+    class that draws g, computed once. Missing blocks are computed one kernel block per
+    class and written in place. Only :meth:`slots` (every block kept) is used."""
 
     def __init__(self, stack, sq_norms, max_bytes):
-        super().__init__(None, stack.n_pairs * stack.width, stack.width, stack.X.dtype, max_bytes)
+        self.n_classes = len(stack.class_rows)
+        width = max(rows.size for rows in stack.class_rows)
+        super().__init__(None, stack.X.shape[0] * self.n_classes, width, stack.X.dtype, max_bytes)
         self.stack, self.sq_norms = stack, sq_norms
-        self.rows_of_pair = np.zeros(stack.n_pairs, dtype=np.int64)
 
     def _fill(self, keys, slots):
         stack = self.stack
-        pairs, positions = np.divmod(keys, stack.width)
-        order = np.argsort(pairs, kind="stable")
-        starts = np.flatnonzero(np.diff(pairs[order], prepend=-1))
+        rows, classes = np.divmod(keys, self.n_classes)
+        order = np.argsort(classes, kind="stable")
+        starts = np.flatnonzero(np.diff(classes[order], prepend=-1))
         for at in np.split(order, starts[1:]):
-            p = pairs[at[0]]
-            members = stack.columns[p, : stack.n_rows[p]]
-            rows = members[positions[at]]
+            members = stack.class_rows[classes[at[0]]]
+            drawn = rows[at]
             self.store[slots[at], : members.size] = kernel_block(
-                stack.X[rows], stack.X[members], kernel=stack.kernel, gamma=stack.gamma, degree=stack.degree,
-                coef0=stack.coef0, X_sq_norms=self.sq_norms[rows], Y_sq_norms=self.sq_norms[members])
+                stack.X[drawn], stack.X[members], kernel=stack.kernel, gamma=stack.gamma, degree=stack.degree,
+                coef0=stack.coef0, X_sq_norms=self.sq_norms[drawn], Y_sq_norms=self.sq_norms[members])
             self.store[slots[at], members.size:] = 0
-            self.rows_of_pair[p] += at.size
 
 
 class NumpyPairSteps:
@@ -125,25 +139,34 @@ class NumpyPairSteps:
 
     def __init__(self, stack, cache_bytes):
         self.stack = stack
-        n_pairs, width, batch = stack.n_pairs, stack.width, stack.batch_size
-        column = np.arange(width)
-        self.train = column < stack.n_train[:, None]
-        self.holdout = ~self.train & (column < stack.n_rows[:, None])
-        self.labels = np.where(self.train, np.where(stack.first, 1.0, -1.0), 0.0)
+        n_pairs, batch = stack.n_pairs, stack.batch_size
+        self.columns = stack.columns()
+        column = np.arange(stack.width)
+        first_width = stack.block_widths[:, :1]
+        in_second = column - first_width  # position in the second class's block (< 0: in the first's)
+        train_first, train_second = (stack.class_train[stack.pairs[:, side]][:, None] for side in (0, 1))
+        self.first = column < first_width  # the pair's first (positive) class
+        self.train = (column < train_first) | ((in_second >= 0) & (in_second < train_second))
+        self.holdout = (self.columns >= 0) & ~self.train
+        self.labels = np.where(self.train, np.where(self.first, 1.0, -1.0), 0.0)
         # y_j for training columns, 1 for holdout columns, 0 for padding: <u, Phi(x_j)> to a response
         self.signs = self.labels + self.holdout
-        positive = self.train & stack.first
+        positive = self.train & self.first
         classes = (positive, self.train & ~positive) if stack.fit_intercept else (self.train,)
         self.classes = [class_offsets(mask) for mask in classes]  # as the level search takes them
         self.sq_norms = squared_row_norms(stack.X)
         self.eta0 = np.array([step_size_for(largest_self_kernel(
-            self.sq_norms[stack.columns[p, : stack.n_train[p]]], stack.kernel, stack.gamma, stack.degree,
+            self.sq_norms[self.columns[p][self.train[p]]], stack.kernel, stack.gamma, stack.degree,
             stack.coef0)) for p in range(n_pairs)])
-        row_bytes = width * stack.X.dtype.itemsize
-        # a step's rows must all be kept: at least two batches of every pair
-        self.cache = PairRowCache(stack, self.sq_norms, max(cache_bytes, 2 * n_pairs * batch * row_bytes))
-        self.A, self.stamps = np.zeros((n_pairs, width)), np.zeros((n_pairs, width))
-        self.R, self.R_sum = np.zeros((n_pairs, width)), np.zeros((n_pairs, width))
+        block_bytes = max(rows.size for rows in stack.class_rows) * stack.X.dtype.itemsize
+        # a step's blocks must all be kept: at least two batches of every pair (two blocks a row)
+        self.cache = ClassBlockCache(stack, self.sq_norms, max(cache_bytes, 4 * n_pairs * batch * block_bytes))
+        # where each column's value lies in the product of a step, rows (2 p, 2 p + 1) for
+        # pair p's two blocks: ``2 p * block width + block_position`` (padding: anything finite)
+        block_width = self.cache.store.shape[1]
+        self.block_position = np.where(self.first, column, np.where(self.columns >= 0, block_width + in_second, 0))
+        self.A, self.stamps = np.zeros((n_pairs, stack.width)), np.zeros((n_pairs, stack.width))
+        self.R, self.R_sum = np.zeros((n_pairs, stack.width)), np.zeros((n_pairs, stack.width))
         self.scale, self.r2, self.scale_sum = np.ones(n_pairs), np.zeros(n_pairs), np.zeros(n_pairs)
         self.n_steps = np.zeros(n_pairs, dtype=np.int64)
         self.window = self.checkpoint_window = FIRST_WINDOW
@@ -152,21 +175,17 @@ class NumpyPairSteps:
 
     @property
     def kernel_rows_computed(self):
+        """Class blocks computed so far (each a kernel row over one class's rows)."""
         return self.cache.rows_computed
-
-    @property
-    def rows_computed(self):
-        """Kernel rows computed for each pair, shape (P,)."""
-        return self.cache.rows_of_pair
 
     def step(self, step, eta, active):
         """Step ``step`` (from 1) of the ``active`` pairs (int array) with step sizes ``eta``."""
         with self.phases.phase("level", "sbp.water_level", "purple"):
-            covered, bias = self._covered(active)
+            covered = self._covered(active)
         with self.phases.phase("draw", "sbp.draw", "yellow"):
             drawn = self._draw(step, active, covered)
         with self.phases.phase("rows", "sbp.kernel_row", "orange"):
-            direction = self._direction(active, drawn, lambda: self._lowest_first(active, covered, bias))
+            direction = self._direction(active, drawn)
         with self.phases.phase("update", "sbp.update", "green"):
             self._update(active, drawn, direction, eta)
         self.n_steps[active] = step
@@ -176,20 +195,20 @@ class NumpyPairSteps:
         return array if active.size == self.stack.n_pairs else array[active]
 
     def _covered(self, active):
-        """Which training columns of each active pair the water covers, and the biases."""
+        """Which training columns of each active pair the water covers."""
         # the level of scale * R is scale times the level of R with volume / scale
         volumes = self.stack.nu * self.stack.n_train[active] / self.scale[active]
         responses = self._of(self.R, active)
-        _, bias, edges, counts = levels_of_rows(responses, [self._of(offsets, active) for offsets in self.classes],
+        _, _, edges, counts = levels_of_rows(responses, [self._of(offsets, active) for offsets in self.classes],
                                                 volumes, self.window, work=self._work(active.size))
         self.window = lowest_needed(int(counts.max()))
         if self.stack.fit_intercept:
-            threshold = np.where(self._of(self.stack.first, active), edges[:, :1], edges[:, 1:])
+            threshold = np.where(self._of(self.first, active), edges[:, :1], edges[:, 1:])
         else:
             threshold = edges[:, :1]
         covered = responses <= threshold
         covered &= self._of(self.train, active)
-        return covered, bias
+        return covered
 
     def _work(self, n_active):
         """Room for the level search's per-class values of ``n_active`` pairs, kept
@@ -206,35 +225,34 @@ class NumpyPairSteps:
         columns = np.nonzero(covered)[1]  # by pair, then ascending: each pair's covered columns
         return columns[(np.cumsum(counts) - counts)[:, None] + positions]
 
-    def _lowest_first(self, active, covered, bias):
-        """Keys of the covered rows of the active pairs, by rank of height within their
-        pair (the next draws come from them); none of a pair whose covered set is over
-        ``PREFETCH_MAX_COVERED`` of its rows."""
-        few = covered.sum(axis=1) <= PREFETCH_MAX_COVERED * self.stack.n_train[active]
-        pair, column = np.nonzero(covered & few[:, None])
-        rows = active[pair]
-        heights = self.R[rows, column] + bias[pair] * self.labels[rows, column]
-        order = np.lexsort((heights, pair))
-        rank = np.arange(order.size) - np.searchsorted(pair[order], pair[order])
-        keys = rows[order] * self.stack.width + column[order]
-        return keys[np.argsort(rank, kind="stable")]
-
-    def _direction(self, active, drawn, lowest_first):
-        """``<u, Phi(x_j)>`` of each active pair over its columns, (len(active), W) float64."""
-        width, batch = self.stack.width, self.stack.batch_size
-        keys = active[:, None] * width + drawn
-        distinct, position = np.unique(keys, return_inverse=True)
+    def _direction(self, active, drawn):
+        """``<u, Phi(x_j)>`` of each active pair over its columns, (len(active), W)
+        float64: the pairs' weights times their drawn rows' blocks, in one product."""
+        n_total, batch = self.stack.X.shape[0], self.stack.batch_size
+        pair_keys = np.arange(active.size)[:, None] * n_total + self.columns[active[:, None], drawn]
+        distinct, position = np.unique(pair_keys, return_inverse=True)
         weights = np.bincount(position.ravel(), weights=(self.labels[active[:, None], drawn] / batch).ravel())
-        slots = self.cache.slots(distinct, prefetch=lowest_first)
-        per_pair = np.bincount(np.searchsorted(active, distinct // width), minlength=active.size)
-        if self.cache.store.dtype == np.float64:  # the rows read where they lie
-            combine = sparse.csr_matrix((weights, slots, np.concatenate([[0], np.cumsum(per_pair)])),
-                                        shape=(active.size, self.cache.capacity))
-            return combine @ self.cache.store
-        # float32 rows: a product with them would convert the whole store; gather, in float64
-        weighted = self.cache.store[slots].astype(np.float64)
-        weighted *= weights[:, None]
-        return np.add.reduceat(weighted, np.cumsum(per_pair) - per_pair, axis=0)
+        pair, row = np.divmod(distinct, n_total)  # pairs by position in active, ascending
+        block_keys = row[:, None] * self.cache.n_classes + self.stack.pairs[active[pair]]  # (g, a) and (g, b)
+        needed, where = np.unique(block_keys, return_inverse=True)
+        # no prefetching: a step's missing blocks already make one kernel block per class
+        slots = self.cache.slots(needed)[where.reshape(block_keys.shape)]
+        # product row 2 p + side: pair p's weights over the blocks of its class `side`
+        starts = np.concatenate([[0], np.cumsum(np.bincount(pair, minlength=active.size))])
+        per_side = np.concatenate([slots[:, 0], slots[:, 1]]), np.concatenate([weights, weights])
+        order = _side_major(starts)
+        block_width = self.cache.store.shape[1]
+        if self.cache.store.dtype == np.float64:  # the blocks read where they lie
+            combine = sparse.csr_matrix((per_side[1][order], per_side[0][order], np.concatenate([[0], np.cumsum(
+                np.repeat(np.diff(starts), 2))])), shape=(2 * active.size, self.cache.capacity))
+            halves = combine @ self.cache.store
+        else:  # float32 blocks: a product with them would convert the whole store; gather, in float64
+            weighted = self.cache.store[per_side[0][order]].astype(np.float64)
+            weighted *= per_side[1][order][:, None]
+            halves = np.add.reduceat(weighted, np.concatenate([[0], np.cumsum(np.repeat(np.diff(starts), 2))])[:-1],
+                                     axis=0)
+        at = self._of(self.block_position, active) + (2 * block_width) * np.arange(active.size)[:, None]
+        return np.take(halves, at)
 
     def _update(self, active, drawn, direction, eta):
         """``A``, the responses, their sums and norms of the active pairs after a step
@@ -301,13 +319,21 @@ class NumpyPairSteps:
         self.checkpoint_window = lowest_needed(int(counts.max()))
         holdout = self.holdout[pairs]
         predicted_first = (responses + bias[:, None]) / positive_level(level)[:, None] > 0
-        wrong = ((predicted_first != self.stack.first[pairs]) & holdout).sum(axis=1)
+        wrong = ((predicted_first != self.first[pairs]) & holdout).sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return level, bias, wrong / holdout.sum(axis=1)
 
     def coefficients(self, average, pair):
         """``alpha`` of pair ``pair``'s training rows, shape (1, n_train)."""
-        return self.alpha(average, np.array([pair]))[:, : self.stack.n_train[pair]]
+        return self.alpha(average, np.array([pair]))[:, self.train[pair]]
+
+
+def _side_major(starts):
+    """The order that takes entries laid out as [every pair's side-0 entries, every
+    pair's side-1 entries] (pair p's at ``starts[p]:starts[p + 1]`` in each half) to
+    pair 0 side 0, pair 0 side 1, pair 1 side 0, ..."""
+    pair_of = np.repeat(np.arange(starts.size - 1), np.diff(starts))
+    return np.argsort(np.concatenate([2 * pair_of, 2 * pair_of + 1]), kind="stable")
 
 
 def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verbose=0):
@@ -351,7 +377,7 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
         for p, error in zip(due, errors, strict=True):
             error = None if np.isnan(error) else float(error)
             histories[p].append({
-                "steps": t, "kernel_evals": int(evals_per_step[p] * t), "kernel_rows_computed": int(steps.rows_computed[p]),
+                "steps": t, "kernel_evals": int(evals_per_step[p] * t), "kernel_rows_computed": int(steps.kernel_rows_computed),
                 "seconds": seconds, "objective": float(level[p]), "holdout_error": error,
                 "phase_seconds": dict(steps.phases.seconds),
             })
