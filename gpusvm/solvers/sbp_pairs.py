@@ -200,7 +200,7 @@ class NumpyPairSteps:
         volumes = self.stack.nu * self.stack.n_train[active] / self.scale[active]
         responses = self._of(self.R, active)
         _, _, edges, counts = levels_of_rows(responses, [self._of(offsets, active) for offsets in self.classes],
-                                                volumes, self.window, work=self._work(active.size))
+                                             volumes, self.window, work=self._work(active.size))
         self.window = lowest_needed(int(counts.max()))
         if self.stack.fit_intercept:
             threshold = np.where(self._of(self.first, active), edges[:, :1], edges[:, 1:])
@@ -238,20 +238,20 @@ class NumpyPairSteps:
         # no prefetching: a step's missing blocks already make one kernel block per class
         slots = self.cache.slots(needed)[where.reshape(block_keys.shape)]
         # product row 2 p + side: pair p's weights over the blocks of its class `side`
-        starts = np.concatenate([[0], np.cumsum(np.bincount(pair, minlength=active.size))])
-        per_side = np.concatenate([slots[:, 0], slots[:, 1]]), np.concatenate([weights, weights])
-        order = _side_major(starts)
-        block_width = self.cache.store.shape[1]
+        per_pair = np.bincount(pair, minlength=active.size)
+        order = _side_major(per_pair)
+        block_slots = np.concatenate([slots[:, 0], slots[:, 1]])[order]
+        block_weights = np.concatenate([weights, weights])[order]
+        row_starts = np.concatenate([[0], np.cumsum(np.repeat(per_pair, 2))])
         if self.cache.store.dtype == np.float64:  # the blocks read where they lie
-            combine = sparse.csr_matrix((per_side[1][order], per_side[0][order], np.concatenate([[0], np.cumsum(
-                np.repeat(np.diff(starts), 2))])), shape=(2 * active.size, self.cache.capacity))
+            combine = sparse.csr_matrix((block_weights, block_slots, row_starts),
+                                        shape=(2 * active.size, self.cache.capacity))
             halves = combine @ self.cache.store
         else:  # float32 blocks: a product with them would convert the whole store; gather, in float64
-            weighted = self.cache.store[per_side[0][order]].astype(np.float64)
-            weighted *= per_side[1][order][:, None]
-            halves = np.add.reduceat(weighted, np.concatenate([[0], np.cumsum(np.repeat(np.diff(starts), 2))])[:-1],
-                                     axis=0)
-        at = self._of(self.block_position, active) + (2 * block_width) * np.arange(active.size)[:, None]
+            weighted = self.cache.store[block_slots].astype(np.float64)
+            weighted *= block_weights[:, None]
+            halves = np.add.reduceat(weighted, row_starts[:-1], axis=0)
+        at = self._of(self.block_position, active) + (2 * self.cache.store.shape[1]) * np.arange(active.size)[:, None]
         return np.take(halves, at)
 
     def _update(self, active, drawn, direction, eta):
@@ -328,11 +328,11 @@ class NumpyPairSteps:
         return self.alpha(average, np.array([pair]))[:, self.train[pair]]
 
 
-def _side_major(starts):
+def _side_major(per_pair):
     """The order that takes entries laid out as [every pair's side-0 entries, every
-    pair's side-1 entries] (pair p's at ``starts[p]:starts[p + 1]`` in each half) to
-    pair 0 side 0, pair 0 side 1, pair 1 side 0, ..."""
-    pair_of = np.repeat(np.arange(starts.size - 1), np.diff(starts))
+    pair's side-1 entries] (``per_pair[p]`` of pair p's in each half, pair after pair)
+    to pair 0 side 0, pair 0 side 1, pair 1 side 0, ..."""
+    pair_of = np.repeat(np.arange(per_pair.size), per_pair)
     return np.argsort(np.concatenate([2 * pair_of, 2 * pair_of + 1]), kind="stable")
 
 
@@ -347,7 +347,8 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
     Returns
     -------
     list of :class:`~gpusvm.solvers.sbp.SBPResult`, one per pair, in the stack's order;
-    each history record has the pair's own counts and the seconds since the stack started.
+    each history record has the pair's own steps and kernel evaluations, the class blocks
+    the whole stack has computed, and the seconds since the stack started.
     """
     batch = stack.batch_size
     steps_per_epoch = np.maximum(1, -(-stack.n_train // batch))
@@ -377,12 +378,14 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
         for p, error in zip(due, errors, strict=True):
             error = None if np.isnan(error) else float(error)
             histories[p].append({
-                "steps": t, "kernel_evals": int(evals_per_step[p] * t), "kernel_rows_computed": int(steps.kernel_rows_computed),
-                "seconds": seconds, "objective": float(level[p]), "holdout_error": error,
-                "phase_seconds": dict(steps.phases.seconds),
+                "steps": t, "kernel_evals": int(evals_per_step[p] * t),
+                "kernel_rows_computed": int(steps.kernel_rows_computed), "seconds": seconds,
+                "objective": float(level[p]), "holdout_error": error, "phase_seconds": dict(steps.phases.seconds),
             })
-            if error is not None:
-                best_error[p], since_best[p] = (error, 0) if error < best_error[p] else (best_error[p], since_best[p] + 1)
+            if error is not None and error < best_error[p]:
+                best_error[p], since_best[p] = error, 0
+            elif error is not None:
+                since_best[p] += 1
         done = due[(t >= max_steps[due]) | out_of_time | (since_best[due] >= rules.n_iter_no_change)]
         active = np.setdiff1d(active, done)
     bar.close()
