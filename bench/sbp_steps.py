@@ -12,6 +12,11 @@ version of SBP without per-phase clocks (``history_[-1]['phase_seconds']``) is t
 wrapping its ``levels``, ``draw`` and row-cache calls; the update is the rest of the step.
 
     python bench/sbp_steps.py --label after [--datasets magic adult mnist10k letter] [--quick]
+
+With ``--one-vs-one``, the runs are instead whole one-vs-one fits on letter (26 classes,
+325 pairs; batch 64, 4 epochs, nu the median over the pairs' SVCs as in
+``bench/sbp_one_vs_one.py``), timed by phase over every pair, with the test error; they go
+to a second table of the same results, by label.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ LETTER_NU = 9.78e-4  # the median nu_from_svc over letter's one-vs-rest SVCs (be
 SETTINGS = {"magic": (0.1, 0.0130), "adult": (0.005, 5.79e-4), "letter": (1 / 16, LETTER_NU),
             "mnist10k": (0.02, 2.21e-4)}
 PHASES = ("level", "draw", "rows", "update")
+ONE_VS_ONE = {"dataset": "letter", "gamma": 1 / 16, "nu": 0.0017, "batch": 64, "epochs": 4}
 
 
 def load(name, quick):
@@ -121,6 +127,52 @@ def run(name, X, y, batch, evals_per_row):
     return row
 
 
+def run_one_vs_one():
+    """A one-vs-one fit on letter, its seconds in each phase summed over every clock the
+    fit made (one per pair when pairs train one after another, one per stack of pairs
+    stepping together), and the rest of the fit (checkpoints, setup) as 'other'."""
+    from sbp_kernel import load as load_standardized
+
+    from gpusvm import _instrumentation
+
+    settings = ONE_VS_ONE
+    X, y, X_test, y_test = load_standardized(settings["dataset"], quick=False)  # as bench/sbp_one_vs_one.py
+    clocks, original = [], _instrumentation.PhaseClock.__init__
+
+    def record(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        clocks.append(self)
+
+    _instrumentation.PhaseClock.__init__ = record
+    try:
+        model = SBPClassifier(nu=settings["nu"], gamma=settings["gamma"], batch_size=settings["batch"],
+                              max_iter=settings["epochs"], validation_fraction=0.0, random_state=0, backend="numpy")
+        started = time.perf_counter()
+        model.fit(X, y)
+        seconds = time.perf_counter() - started
+    finally:
+        _instrumentation.PhaseClock.__init__ = original
+    phases = {phase: sum(clock.seconds[phase] for clock in clocks) for phase in PHASES}
+    row = {"dataset": settings["dataset"], "n": X.shape[0], "pairs": model.dual_coef_.shape[0],
+           "epochs": settings["epochs"], "batch": settings["batch"], "nu": settings["nu"], "fit_seconds": seconds,
+           **{f"{phase}_s": value for phase, value in phases.items()},
+           "other_s": seconds - sum(phases.values()), "pair_steps": model.t_,
+           "test_error": float((model.predict(X_test) != y_test).mean())}
+    print(row, flush=True)
+    return row
+
+
+def one_vs_one_table(rows):
+    columns = [("version", "label", "s"), ("data", "dataset", "s"), ("pairs", "pairs", "d"),
+               ("epochs", "epochs", "d"), ("pair steps", "pair_steps", "d"), ("fit (s)", "fit_seconds", ".2f"),
+               ("level", "level_s", ".2f"), ("draw", "draw_s", ".2f"), ("rows", "rows_s", ".2f"),
+               ("update", "update_s", ".2f"), ("other", "other_s", ".2f"), ("test error", "test_error", ".2%")]
+    return ["", "## One-vs-one SBP on letter, by phase (seconds over the whole fit)", "",
+            *markdown_table(columns, rows), "",
+            "Other: checkpoints (the averaged model's levels) and setup. Before: the pairs trained one after "
+            "another; after: every pair stepping together (gpusvm/solvers/sbp_pairs.py)."]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", required=True, help="e.g. before / after")
@@ -129,20 +181,22 @@ def main():
     parser.add_argument("--evals-per-row", type=float, default=0.1,
                         help="kernel evaluations per (problem, row pair): 0.1 is a tenth of an epoch at any batch")
     parser.add_argument("--quick", action="store_true", help="3,000 rows")
+    parser.add_argument("--one-vs-one", action="store_true", help="time a one-vs-one fit on letter instead")
     args = parser.parse_args()
-    rows = []
-    for name in args.datasets:
-        X, y = load(name, args.quick)
-        for batch in (1, 64):
-            rows.append({"label": args.label, "gpusvm": str(Path(gpusvm.__file__).parent),
-                         **run(name, X, y, batch, args.evals_per_row)})
     stem = "sbp_steps"
     quick = "-quick" if args.quick else ""
     previous = RESULTS / f"{stem}-{device_tag(['numpy'])}{quick}.json"
-    kept = []
-    if previous.exists():  # keep the other labels' runs
-        kept = [r for r in json.loads(previous.read_text())["results"] if r["label"] != args.label]
-    rows = kept + rows
+    recorded = json.loads(previous.read_text()) if previous.exists() else {}
+    rows, pair_rows = recorded.get("results", []), recorded.get("one_vs_one", [])
+    label = {"label": args.label, "gpusvm": str(Path(gpusvm.__file__).parent)}
+    if args.one_vs_one:  # keep the other labels' runs
+        pair_rows = [r for r in pair_rows if r["label"] != args.label] + [{**label, **run_one_vs_one()}]
+    else:
+        rows = [r for r in rows if r["label"] != args.label]
+        for name in args.datasets:
+            X, y = load(name, args.quick)
+            for batch in (1, 64):
+                rows.append({**label, **run(name, X, y, batch, args.evals_per_row)})
     columns = [("version", "label", "s"), ("data", "dataset", "s"), ("n", "n", "d"), ("batch", "batch", "d"),
                ("problems", "problems", "d"), ("steps", "steps", "d"), ("step (us)", "step_us", ".0f"),
                ("level", "level_us", ".0f"), ("draw", "draw_us", ".0f"), ("rows", "rows_us", ".0f"),
@@ -152,8 +206,11 @@ def main():
              *markdown_table(columns, rows), "",
              "A pass: `c = a + b` over n float64 values (one_pass_us in the JSON). The first steps pay for "
              "computing kernel rows that later steps read from the cache."]
-    payload = {"parameters": {"settings": SETTINGS, "evals_per_row": args.evals_per_row, "quick": args.quick},
-               "results": rows}
+    if pair_rows:
+        table += one_vs_one_table(pair_rows)
+    payload = {"parameters": {"settings": SETTINGS, "evals_per_row": args.evals_per_row, "quick": args.quick,
+                              "one_vs_one": ONE_VS_ONE},
+               "results": rows, "one_vs_one": pair_rows}
     paths = write_results(stem, ["numpy"], payload, table)
     print("\n".join(table))
     print("wrote", *paths)
