@@ -292,17 +292,10 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             budget = _time_share(rules, offset, group_rows, rows_left)
             rows_left -= group_rows
             if together:
-                stack = PairStack(
-                    X=X_dev, class_rows=tuple(class_rows), class_train=class_train,
-                    pairs=np.array([pairs[p] for p in group]), seeds=np.array([pair_seed(seed, p) for p in group],
-                                                                              dtype=np.uint64),
-                    nu=float(self.nu), batch_size=self.batch_size, kernel=self.kernel, gamma=gamma,
-                    degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
-                )
-                group_results = run_pair_stack(
-                    stack, NumpyPairSteps(stack, cache_bytes=int(self.cache_size * 2**20)), budget,
-                    kernel_evals=None if rules.max_kernel_evals is None else np.array([kernel_evals[p] for p in group]),
-                    average=self.average, verbose=self.verbose)
+                group_results = self._solve_stack(
+                    X_dev, class_rows, class_train, [pairs[p] for p in group], gamma,
+                    [pair_seed(seed, p) for p in group], budget,
+                    None if rules.max_kernel_evals is None else [kernel_evals[p] for p in group])
             else:
                 group_results = [self._solve_pair(X_dev, class_rows, class_train, pairs[p], gamma, pair_seed(seed, p),
                                                   dataclasses.replace(budget, max_kernel_evals=kernel_evals[p]),
@@ -314,6 +307,17 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                 histories[p] = [{**record, "seconds": record["seconds"] + offset, "pair": [int(a), int(b)]}
                                 for record in result.history]
         self._set_pair_model(results, X, order, labels, classes, [record for h in histories for record in h])
+
+    def _solve_stack(self, X_dev, class_rows, class_train, pairs, gamma, seeds, rules, kernel_evals):
+        """The SBP runs of these pairs stepping together on the host (one result each)."""
+        stack = PairStack(
+            X=X_dev, class_rows=tuple(class_rows), class_train=class_train, pairs=np.array(pairs),
+            seeds=np.array(seeds, dtype=np.uint64), nu=float(self.nu), batch_size=self.batch_size,
+            kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
+        )
+        steps = NumpyPairSteps(stack, cache_bytes=int(self.cache_size * 2**20))
+        return run_pair_stack(stack, steps, rules, kernel_evals=None if kernel_evals is None else np.array(kernel_evals),
+                              average=self.average, verbose=self.verbose)
 
     @staticmethod
     def _pairs_step_together(backend):
