@@ -47,9 +47,19 @@ def random_bits(seed, step, lanes, xp=np):
     """
     if np.isscalar(lanes):
         lanes = xp.arange(int(lanes), dtype=xp.uint64)
-    key = splitmix64(xp.asarray([seed], dtype=xp.uint64), xp)
-    stepped = splitmix64(key ^ xp.asarray([step], dtype=xp.uint64), xp)
-    return splitmix64(stepped ^ xp.asarray(lanes, dtype=xp.uint64), xp)
+    return _stream_bits(xp.asarray([seed], dtype=xp.uint64), step, xp.asarray(lanes, dtype=xp.uint64), xp)
+
+
+def _stream_bits(seeds, step, lanes, xp):
+    """``splitmix64(splitmix64(splitmix64(seed) ^ step) ^ lane)``, broadcast over the
+    uint64 arrays ``seeds`` and ``lanes``."""
+    stepped = splitmix64(splitmix64(seeds, xp) ^ xp.asarray(step, dtype=xp.uint64), xp)
+    return splitmix64(stepped ^ lanes, xp)
+
+
+def _below(bits, bounds):
+    """Lemire's multiply-shift: the high 32 bits of ``bits`` as an index in ``[0, bounds)``."""
+    return ((bits >> np.uint64(32)) * bounds) >> np.uint64(32)
 
 
 def check_draw_range(n):
@@ -63,8 +73,7 @@ def check_draw_range(n):
 def random_indices(seed, step, count, n, xp=np):
     """``count`` indices drawn uniformly from ``[0, n)`` with replacement at ``step``."""
     check_draw_range(n)
-    high = random_bits(seed, step, count, xp) >> np.uint64(32)
-    return ((high * np.uint64(n)) >> np.uint64(32)).astype(xp.int64)
+    return _below(random_bits(seed, step, count, xp), np.uint64(n)).astype(xp.int64)
 
 
 def random_positions(seed, step, lanes, bounds, xp=np):
@@ -74,8 +83,8 @@ def random_positions(seed, step, lanes, bounds, xp=np):
     several classes each draw from their own set at the same step.  Lane ``l`` with
     bound ``n`` gives the same index as lane ``l`` of ``random_indices(..., n)``.
     """
-    high = random_bits(seed, step, xp.asarray(lanes, dtype=xp.uint64), xp) >> np.uint64(32)
-    return ((high * xp.asarray(bounds, dtype=xp.uint64)) >> np.uint64(32)).astype(xp.int64)
+    bits = random_bits(seed, step, xp.asarray(lanes, dtype=xp.uint64), xp)
+    return _below(bits, xp.asarray(bounds, dtype=xp.uint64)).astype(xp.int64)
 
 
 def random_positions_of_streams(seeds, step, n_lanes, bounds, xp=np):
@@ -85,12 +94,8 @@ def random_positions_of_streams(seeds, step, n_lanes, bounds, xp=np):
     Row ``i`` equals ``random_positions(seeds[i], step, range(n_lanes), bounds[i])``
     (one-vs-one SBP steps every pair, each on its own stream, at once).
     """
-    keys = splitmix64(xp.asarray(seeds, dtype=xp.uint64), xp)
-    stepped = splitmix64(keys ^ xp.asarray(step, dtype=xp.uint64), xp)
-    lanes = xp.arange(n_lanes, dtype=xp.uint64)
-    high = splitmix64(stepped[:, None] ^ lanes[None, :], xp) >> np.uint64(32)
-    bounds = xp.asarray(bounds, dtype=xp.uint64)[:, None]
-    return ((high * bounds) >> np.uint64(32)).astype(xp.int64)
+    bits = _stream_bits(xp.asarray(seeds, dtype=xp.uint64)[:, None], step, xp.arange(n_lanes, dtype=xp.uint64), xp)
+    return _below(bits, xp.asarray(bounds, dtype=xp.uint64)[:, None]).astype(xp.int64)
 
 
 def random_index_block(seed, first_step, n_steps, count, n, xp=np):
@@ -100,11 +105,9 @@ def random_index_block(seed, first_step, n_steps, count, n, xp=np):
     saves the per-call overhead of many small steps.
     """
     check_draw_range(n)
-    key = splitmix64(xp.asarray([seed], dtype=xp.uint64), xp)
     steps = xp.arange(first_step, first_step + n_steps, dtype=xp.uint64)[:, None]
-    lanes = xp.arange(count, dtype=xp.uint64)[None, :]
-    bits = splitmix64(splitmix64(key ^ steps, xp) ^ lanes, xp)
-    return (((bits >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32)).astype(xp.int64)
+    bits = _stream_bits(xp.asarray([seed], dtype=xp.uint64), steps, xp.arange(count, dtype=xp.uint64), xp)
+    return _below(bits, np.uint64(n)).astype(xp.int64)
 
 
 def seed_from_random_state(random_state):

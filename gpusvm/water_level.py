@@ -116,11 +116,12 @@ def _bias_and_edges(two_gamma, p_k, p_next, m_k, m_next):
     off the data's own order statistics, the edges make that set independent of how the
     level's sums were rounded: equal responses at the k*-th rank (duplicate rows) are
     covered together, rather than split by ``c + b <= gamma`` rounding either way.
+    Scalars or arrays (one problem per entry, :func:`levels_of_rows`).
     """
-    low = max(p_k, two_gamma - m_next)
-    high = min(p_next, two_gamma - m_k)
+    low = np.maximum(p_k, two_gamma - m_next)
+    high = np.minimum(p_next, two_gamma - m_k)
     g_plus = (low + high) / 2
-    edges = (min(max(g_plus, p_k), p_next), min(max(two_gamma - g_plus, m_k), m_next))
+    edges = (np.minimum(np.maximum(g_plus, p_k), p_next), np.minimum(np.maximum(two_gamma - g_plus, m_k), m_next))
     return (two_gamma - 2 * g_plus) / 2, edges
 
 
@@ -492,7 +493,7 @@ def levels_of_rows(responses, classes, volumes, window=64, work=None):
         else:
             level[rows] = total / 2
             (p_k, m_k), (p_next, m_next) = [[part[(at[0], at[1] + shift)] for part in parts] for shift in (0, 1)]
-            bias[rows], edges[rows] = _biases_and_edges(total, p_k, p_next, m_k, m_next)
+            bias[rows], (edges[rows, 0], edges[rows, 1]) = _bias_and_edges(total, p_k, p_next, m_k, m_next)
         todo, window = todo[~settled], 2 * window
     return level, bias, edges, covered
 
@@ -512,16 +513,6 @@ def _sorted_lowest(values, count):
     else:
         values = np.concatenate([values, np.full((values.shape[0], 1), np.inf)], axis=1)
     return np.sort(values, axis=1)
-
-
-def _biases_and_edges(two_gamma, p_k, p_next, m_k, m_next):
-    """:func:`_bias_and_edges` of arrays: the biases, and the edges of shape (n, 2)."""
-    low = np.maximum(p_k, two_gamma - m_next)
-    high = np.minimum(p_next, two_gamma - m_k)
-    g_plus = (low + high) / 2
-    edges = np.stack([np.minimum(np.maximum(g_plus, p_k), p_next),
-                      np.minimum(np.maximum(two_gamma - g_plus, m_k), m_next)], axis=1)
-    return (two_gamma - 2 * g_plus) / 2, edges
 
 
 def find_gamma(responses, volume, *, start=None):

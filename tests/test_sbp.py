@@ -258,8 +258,14 @@ def test_bad_parameters(name, value, breast_cancer):
 def test_numpy_and_cupy_models_agree(breast_cancer, fit_intercept):
     X_train, X_test, y_train, _ = breast_cancer
     params = dict(fit_intercept=fit_intercept, batch_size=4, max_iter=3, random_state=3)
-    host = SBPClassifier(backend="numpy", **params).fit(X_train, y_train)
-    device = SBPClassifier(backend="cupy", **params).fit(X_train, y_train)
+    assert_same_model_on_both_backends(params, X_train, y_train, X_test)
+
+
+def assert_same_model_on_both_backends(params, X, y, X_test):
+    """SBPClassifier(**params) fitted on each backend: the same support, coefficients,
+    scores and holdout errors, up to rounding."""
+    host = SBPClassifier(backend="numpy", **params).fit(X, y)
+    device = SBPClassifier(backend="cupy", **params).fit(X, y)
     np.testing.assert_array_equal(host.support_, device.support_)
     np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, rtol=1e-7, atol=1e-10)
     np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), rtol=1e-6, atol=1e-8)
@@ -407,12 +413,7 @@ def test_automatic_holdout_looks_at_the_largest_problem():
 def test_one_vs_one_models_agree_on_both_backends(rng):
     X, y, X_test, _ = four_classes(rng, n=400, n_test=50)
     params = dict(nu=0.05, gamma=0.2, batch_size=4, max_iter=2, validation_fraction=0.2, random_state=3)
-    host = SBPClassifier(backend="numpy", **params).fit(X, y)
-    device = SBPClassifier(backend="cupy", **params).fit(X, y)
-    np.testing.assert_array_equal(host.support_, device.support_)
-    np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, rtol=1e-7, atol=1e-10)
-    np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), rtol=1e-6, atol=1e-8)
-    assert [r["holdout_error"] for r in device.history_] == [r["holdout_error"] for r in host.history_]
+    assert_same_model_on_both_backends(params, X, y, X_test)
 
 
 def test_one_vs_one_with_a_class_of_one_row(rng):

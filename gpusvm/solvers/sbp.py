@@ -368,12 +368,18 @@ def checkpoint(steps, average, n_steps, kernel_evals, seconds):
     model's level and bias per problem."""
     with nvtx.annotate("sbp.checkpoint", color="cyan"):
         level, bias, error = steps.evaluate(average)
+    return history_record(steps, n_steps, kernel_evals, seconds, np.mean(level), error), level, bias
+
+
+def history_record(steps, n_steps, kernel_evals, seconds, objective, holdout_error):
+    """One ``history_`` record: the counts so far, the objective (the level of the
+    averaged model) and the holdout error (None: no holdout)."""
     return {
-        "steps": n_steps,
+        "steps": int(n_steps),
         "kernel_evals": int(kernel_evals),
         "kernel_rows_computed": int(steps.kernel_rows_computed),
         "seconds": seconds,
-        "objective": float(np.mean(level)),
-        "holdout_error": error,
+        "objective": float(objective),
+        "holdout_error": holdout_error,
         "phase_seconds": dict(steps.phases.seconds) if hasattr(steps, "phases") else None,
-    }, level, bias
+    }

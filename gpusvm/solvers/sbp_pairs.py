@@ -41,6 +41,7 @@ from .sbp import (
     RENORMALIZE_BELOW,
     STEP_PHASES,
     SBPResult,
+    history_record,
     largest_self_kernel,
     positive_level,
     step_size_for,
@@ -140,6 +141,7 @@ class NumpyPairSteps:
     def __init__(self, stack, cache_bytes):
         self.stack = stack
         n_pairs, batch = stack.n_pairs, stack.batch_size
+        self.n_train = stack.n_train  # (P,) training rows of each pair, read every step
         self.columns = stack.columns()
         column = np.arange(stack.width)
         first_width = stack.block_widths[:, :1]
@@ -197,7 +199,7 @@ class NumpyPairSteps:
     def _covered(self, active):
         """Which training columns of each active pair the water covers."""
         # the level of scale * R is scale times the level of R with volume / scale
-        volumes = self.stack.nu * self.stack.n_train[active] / self.scale[active]
+        volumes = self.stack.nu * self.n_train[active] / self.scale[active]
         responses = self._of(self.R, active)
         _, _, edges, counts = levels_of_rows(responses, [self._of(offsets, active) for offsets in self.classes],
                                              volumes, self.window, work=self._work(active.size))
@@ -314,7 +316,7 @@ class NumpyPairSteps:
         """Level and bias of these pairs' models, and their holdout errors (NaN: no holdout)."""
         responses = self.responses(average, pairs)
         level, bias, _, counts = levels_of_rows(responses, [self._of(offsets, pairs) for offsets in self.classes],
-                                                self.stack.nu * self.stack.n_train[pairs], self.checkpoint_window,
+                                                self.stack.nu * self.n_train[pairs], self.checkpoint_window,
                                                 work=self._work(pairs.size))
         self.checkpoint_window = lowest_needed(int(counts.max()))
         holdout = self.holdout[pairs]
@@ -377,11 +379,7 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
         seconds = time.perf_counter() - started
         for p, error in zip(due, errors, strict=True):
             error = None if np.isnan(error) else float(error)
-            histories[p].append({
-                "steps": t, "kernel_evals": int(evals_per_step[p] * t),
-                "kernel_rows_computed": int(steps.kernel_rows_computed), "seconds": seconds,
-                "objective": float(level[p]), "holdout_error": error, "phase_seconds": dict(steps.phases.seconds),
-            })
+            histories[p].append(history_record(steps, t, evals_per_step[p] * t, seconds, level[p], error))
             if error is not None and error < best_error[p]:
                 best_error[p], since_best[p] = error, 0
             elif error is not None:
