@@ -24,7 +24,10 @@ otherwise (``bench/_peers.py``).
   (SBPClassifier's default multi_class); SVC is timed as users run it, and SBP's nu is
   the median over the pairs' SVCs, fitted untimed.
 
-    python bench/sbp_kernel.py [--datasets adult mnist8 magic letter] [--backends numpy cupy] [--quick]
+* ``--float32``: SBP also runs at batch 64 on float32 copies of float64 data (its kernel
+  values in float32, the responses and level in float64); MNIST is float32 throughout.
+
+    python bench/sbp_kernel.py [--datasets adult mnist8 magic letter] [--backends numpy cupy] [--float32] [--quick]
 """
 
 from __future__ import annotations
@@ -206,6 +209,8 @@ def main():
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, LARGE_BATCH],
                         help="SBP batch sizes (KernelPegasos always runs at batch 64)")
+    parser.add_argument("--float32", action="store_true",
+                        help=f"also SBP at batch {LARGE_BATCH} on float32 copies of float64 data")
     parser.add_argument("--max-epochs", type=int, default=8)
     parser.add_argument("--cache-mb", type=float, default=8000)
     parser.add_argument("--quick", action="store_true", help="2,000-3,000 rows, 2 epochs at most")
@@ -234,6 +239,10 @@ def main():
                 for batch in args.batch_sizes:
                     curves[f"SBP batch {batch} ({backend})"] = sbp_curve(
                         X, y, X_test, y_test, setting, batch, backend, target, args.max_epochs, args.cache_mb)
+                if args.float32 and X.dtype == np.float64:
+                    curves[f"SBP batch {LARGE_BATCH}, float32 X ({backend})"] = sbp_curve(
+                        X.astype(np.float32), y, X_test.astype(np.float32), y_test, setting, LARGE_BATCH, backend,
+                        target, args.max_epochs, args.cache_mb)
                 curves[f"KernelPegasos batch {LARGE_BATCH} ({backend})"] = pegasos_curve(
                     X, y, X_test, y_test, setting, backend, args.max_epochs)
             peers = {}

@@ -100,12 +100,24 @@ def recording_cache(matrix, kept_rows):
     blocks of rows it computes."""
     blocks = []
 
-    def compute(rows):
-        blocks.append(rows.copy())
-        return matrix[rows]
-
     n_rows, n_columns = matrix.shape
-    return KernelRowCache(compute, n_rows, n_columns, np.float64, max_bytes=kept_rows * n_columns * 8), blocks
+    return KernelRowCache(rows_of(matrix, blocks), n_rows, n_columns, matrix.dtype,
+                          max_bytes=kept_rows * n_columns * matrix.itemsize), blocks
+
+
+def rows_of(matrix, blocks=None):
+    """A ``compute_rows`` for KernelRowCache reading ``matrix``, recording the blocks it
+    computes in ``blocks``."""
+
+    def compute(rows, out=None):
+        if blocks is not None:
+            blocks.append(rows.copy())
+        if out is None:
+            return matrix[rows]
+        out[...] = matrix[rows]
+        return out
+
+    return compute
 
 
 def test_row_cache_returns_the_rows_it_is_asked_for(rng):
@@ -120,6 +132,23 @@ def test_row_cache_returns_the_rows_it_is_asked_for(rng):
     before = cache.rows_computed
     cache.rows(recent)  # the most recently used rows are kept
     assert cache.rows_computed == before
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_cache_combines_the_rows_it_is_asked_for(rng, dtype):
+    """``combine`` is ``weights @ rows`` (products with zero weights left out; summed in
+    the rows' dtype, returned in float64), from a full cache, from one that evicts, and
+    past its capacity."""
+    matrix = rng.normal(size=(30, 11)).astype(dtype)
+    cache, _ = recording_cache(matrix, 6)
+    for _ in range(100):
+        rows = np.unique(rng.integers(0, 30, size=rng.integers(1, 10)))
+        weights = rng.normal(size=(3, rows.size)) * (rng.random((3, rows.size)) < 0.7)
+        combined = cache.combine(weights, rows, prefetch=lambda: rng.permutation(30))
+        assert combined.dtype == np.float64
+        tolerance = 1e-12 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(combined, weights @ matrix[rows].astype(np.float64), rtol=tolerance,
+                                   atol=tolerance)
 
 
 def test_row_cache_prefetches_in_blocks_without_evicting_the_rows_asked_for(rng):
@@ -141,7 +170,7 @@ def test_row_cache_prefetches_in_blocks_without_evicting_the_rows_asked_for(rng)
 
 def test_row_cache_stops_prefetching_rows_that_are_never_asked_for(rng):
     matrix = rng.normal(size=(400, 3))
-    cache = KernelRowCache(lambda rows: matrix[rows], 400, 3, np.float64, max_bytes=400 * 3 * 8)
+    cache = KernelRowCache(rows_of(matrix), 400, 3, np.float64, max_bytes=400 * 3 * 8)
     for row in range(200):  # asks for rows 0..199, is offered rows 200..399
         cache.rows(np.array([row]), prefetch=lambda: np.arange(200, 400))
     assert cache.prefetched == row_cache.PREFETCH_START and cache.prefetch_used == 0

@@ -189,9 +189,7 @@ class SBPShardState:
         xp = self.xp
         if message.new_rows is not None:
             self.store.add(message.new_keys, to_backend(message.new_rows, self.backend))
-        rows = self._kernel_rows(message.keys)
-        weights = xp.asarray(message.weights)
-        direction = weights @ rows if message.keys.size > 1 else weights * rows  # (k, columns here)
+        direction = self._combination(message.weights, message.keys)  # (k, columns here)
         direction *= self.signs
         owned, at_drawn = self._at_keys(direction, message.drawn)
         direction *= xp.asarray(message.step_size)[:, None]
@@ -228,17 +226,22 @@ class SBPShardState:
         if pending.renormalize:
             self.R *= scale
 
-    def _kernel_rows(self, keys):
+    def _combination(self, weights, keys):
+        """``weights @ K(x_keys, X here)``, float64: from the row cache on the host, as
+        ``NumpySBPSteps`` sums it (the same rounding)."""
         if self.cache is not None:
-            return self.cache.rows(keys)
-        return self._compute_rows(keys)
+            return self.cache.combine(weights, keys)
+        rows = self._compute_rows(keys)
+        weights = self.xp.asarray(weights)
+        return weights @ rows if keys.size > 1 else weights * rows
 
-    def _compute_rows(self, keys):
-        """``K(x_key, X here)`` for each key, from the stored X rows, in X's dtype."""
+    def _compute_rows(self, keys, out=None):
+        """``K(x_key, X here)`` for each key, from the stored X rows, in X's dtype (into
+        ``out`` when given)."""
         rows = self.store.rows(keys)
         s = self.settings
         return kernel_block(rows, self.X, kernel=s.kernel, gamma=self.gamma, degree=s.degree, coef0=s.coef0,
-                            X_sq_norms=squared_row_norms(rows), Y_sq_norms=self.sq_norms)
+                            X_sq_norms=squared_row_norms(rows), Y_sq_norms=self.sq_norms, out=out)
 
     def _columns_of(self, keys):
         """Which ``keys`` are training rows here, and their columns (where they are)."""

@@ -15,7 +15,11 @@ water moves fast) few rows are wasted, and when they are good the blocks grow to
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
+from scipy import sparse
 
 # Memory of one block of rows computed together on a miss (rows asked for plus prefetched).
 BLOCK_BYTES = 8 * 2**20
@@ -30,7 +34,8 @@ class KernelRowCache:
     Parameters
     ----------
     compute_rows : callable
-        ``compute_rows(indices) -> array of shape (len(indices), n_columns)``.
+        ``compute_rows(indices, out=None) -> array of shape (len(indices), n_columns)``,
+        written into ``out`` (rows of the store) when given.
     n_rows, n_columns : int
         Shape of the whole matrix.
     dtype : dtype
@@ -87,6 +92,7 @@ class KernelRowCache:
             earned = 2 * self.prefetch_used + PREFETCH_START - self.prefetched
             if prefetch is not None and min(room - asked, earned) > 0:
                 missing = np.concatenate([missing, self._not_kept(prefetch(), missing, min(room - asked, earned))])
+            missing = self._fill_order(missing)
             new_slots = self._free_slots(missing.size)
             evicted = self.row_in_slot[new_slots]
             self.slot_of_row[evicted[evicted >= 0]] = -1
@@ -101,10 +107,32 @@ class KernelRowCache:
             slots = self.slot_of_row[indices]
         return slots
 
+    def combine(self, weights, indices, prefetch=None):
+        """``weights @ K[indices]``, float64 of shape ``(len(weights), n_columns)``, for
+        distinct ``indices`` (``prefetch``: as :meth:`rows`), summed in the order of
+        ``indices`` (see :func:`weighted_row_sums`)."""
+        weights = np.atleast_2d(weights)
+        if indices.size > self.capacity:
+            return weights @ self.rows(indices).astype(np.float64, copy=False)
+        slots = self.slots(indices, prefetch)
+        nonzero = weights != 0  # one-vs-rest: each problem weighs only its own draws
+        row_starts = np.concatenate([[0], np.cumsum(nonzero.sum(axis=1))])
+        return weighted_row_sums(self.store, weights[nonzero], np.broadcast_to(slots, weights.shape)[nonzero],
+                                 row_starts)
+
+    def _fill_order(self, indices):
+        """The missing ``indices`` in the order they take free slots (a subclass may group
+        them so that each group's slots are consecutive)."""
+        return indices
+
     def _fill(self, indices, slots):
-        """Compute the rows of ``indices`` into ``store[slots]`` (a subclass may write
-        them in place, without a block-sized temporary)."""
-        self.store[slots] = self.compute_rows(indices)
+        """Compute the rows of ``indices`` into ``store[slots]``: in place when the slots
+        are consecutive (as fresh ones are), without a block-sized temporary."""
+        first = slots[0]
+        if np.array_equal(slots, np.arange(first, first + slots.size)):
+            self.compute_rows(indices, out=self.store[first:first + slots.size])
+        else:
+            self.store[slots] = self.compute_rows(indices)
 
     def _not_kept(self, candidates, asked, count):
         """The first ``count`` distinct rows of ``candidates`` (in the caller's order of
@@ -124,3 +152,47 @@ class KernelRowCache:
             oldest = np.argpartition(self.last_used[candidates], count - fresh - 1)[: count - fresh]
             slots = np.concatenate([slots, candidates[oldest]])
         return slots
+
+
+def weighted_row_sums(store, weights, slots, row_starts):
+    """``sum_j weights[j] * store[slots[j]]`` over ``j`` in ``row_starts[r]:row_starts[r + 1]``
+    for each output row ``r``, float64 of shape ``(len(row_starts) - 1, store.shape[1])``.
+
+    Sparse products that read the rows where they lie in the store, summing each output
+    row in the order of its entries; a large product is split by output rows over the
+    cores (the same sums). The sums are in the store's dtype: a float32 store (float32 X)
+    is read at half the bytes, and its sums of a step's drawn rows carry float32 rounding
+    like the kernel values they add (what they are added to stays float64).
+    """
+    n_out = len(row_starts) - 1
+    out = np.empty((n_out, store.shape[1]), dtype=store.dtype)
+    weights = weights.astype(store.dtype)
+    chunks = min(n_out, _PRODUCT_THREADS, max(1, int(weights.size) * store.shape[1] // THREADED_PRODUCT_MIN))
+    bounds = np.searchsorted(row_starts, np.linspace(0, row_starts[-1], chunks + 1)[1:-1])  # even nonzeros
+    pieces = np.concatenate([[0], bounds, [n_out]])
+
+    def product(first, last):
+        start, stop = row_starts[first], row_starts[last]
+        part = sparse.csr_matrix((weights[start:stop], slots[start:stop], row_starts[first:last + 1] - start),
+                                 shape=(last - first, store.shape[0]))
+        out[first:last] = part @ store
+
+    if chunks > 1:  # scipy's product releases the GIL: threads share the cores
+        list(_thread_pool().map(product, pieces[:-1], pieces[1:]))
+    else:
+        product(0, n_out)
+    return out.astype(np.float64, copy=False)
+
+
+# A product of at least this many multiply-adds (about a millisecond) is split over threads.
+THREADED_PRODUCT_MIN = 2**20
+_PRODUCT_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+_POOLS = {}  # process id -> its pool: a forked process has none of its parent's threads
+
+
+def _thread_pool():
+    """This process's threads for the split products, started on first use."""
+    pid = os.getpid()
+    if pid not in _POOLS:
+        _POOLS[pid] = ThreadPoolExecutor(_PRODUCT_THREADS, thread_name_prefix="gpusvm-product")
+    return _POOLS[pid]

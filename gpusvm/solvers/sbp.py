@@ -90,10 +90,11 @@ class SBPProblem:
     def n_holdout(self):
         return self.n_rows - self.n_train
 
-    def kernel_rows(self, rows, sq_norms):
-        """``K(X[rows], X)`` over training and holdout columns, in X's dtype."""
+    def kernel_rows(self, rows, sq_norms, out=None):
+        """``K(X[rows], X)`` over training and holdout columns, in X's dtype (into ``out``
+        when given)."""
         return kernel_rows(self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-                           coef0=self.coef0)
+                           coef0=self.coef0, out=out)
 
     def first_step_size(self, sq_norms):
         """``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over the training rows."""
@@ -167,7 +168,7 @@ class NumpySBPSteps(LocalModel):
         sq_norms = squared_row_norms(problem.X)
         self.eta0 = problem.first_step_size(sq_norms)
         self.cache = KernelRowCache(
-            lambda rows: problem.kernel_rows(rows, sq_norms), n, n_total, problem.X.dtype, cache_bytes,
+            lambda rows, out=None: problem.kernel_rows(rows, sq_norms, out), n, n_total, problem.X.dtype, cache_bytes,
         )
         self.A, self.stamps = np.zeros((k, n)), np.zeros((k, n))
         # responses of the training rows then the holdout rows, up to the scale; their sum
@@ -234,12 +235,11 @@ class NumpySBPSteps(LocalModel):
         drawn_labels = self.labels[problem_of, drawn]
         with self.phases.phase("rows", "sbp.kernel_row", "orange"):
             distinct, position = np.unique(drawn, return_inverse=True)
-            # on a miss, the lowest covered rows come along: the next draws come from them
-            rows = self.cache.rows(distinct, prefetch=lowest_covered)
             weights = np.zeros((k, distinct.size))
             np.add.at(weights, (problem_of, position.reshape(k, batch)), drawn_labels / batch)
-            # <u, Phi(x_j)>, (k, n_train + n_holdout), float64
-            direction = weights @ rows if distinct.size > 1 else weights * rows
+            # <u, Phi(x_j)>, (k, n_train + n_holdout), float64; on a miss, the lowest
+            # covered rows come along: the next draws come from them
+            direction = self.cache.combine(weights, distinct, prefetch=lowest_covered)
         with self.phases.phase("update", "sbp.update", "green"):
             direction *= self.signs
             old = self.scale[:, None] * self.R[problem_of, drawn]

@@ -29,13 +29,12 @@ import time
 
 import numpy as np
 import nvtx
-from scipy import sparse
 
 from .._instrumentation import PhaseClock, progress_bar
 from .._random import random_positions_of_streams
 from ..kernel_functions import kernel_block, squared_row_norms
 from ..water_level import class_offsets, levels_of_rows, lowest_needed
-from .row_cache import KernelRowCache
+from .row_cache import KernelRowCache, weighted_row_sums
 from .sbp import (
     CHECKPOINTS_PER_EPOCH,
     RENORMALIZE_BELOW,
@@ -119,6 +118,11 @@ class ClassBlockCache(KernelRowCache):
         super().__init__(None, stack.X.shape[0] * self.n_classes, width, stack.X.dtype, max_bytes)
         self.stack, self.sq_norms = stack, sq_norms
 
+    def _fill_order(self, keys):
+        """By class: fresh slots are consecutive, so each class's blocks are computed
+        into the store where they lie."""
+        return keys[np.argsort(keys % self.n_classes, kind="stable")]
+
     def _fill(self, keys, slots):
         stack = self.stack
         rows, classes = np.divmod(keys, self.n_classes)
@@ -126,11 +130,15 @@ class ClassBlockCache(KernelRowCache):
         starts = np.flatnonzero(np.diff(classes[order], prepend=-1))
         for at in np.split(order, starts[1:]):
             members = stack.class_rows[classes[at[0]]]
-            drawn = rows[at]
-            self.store[slots[at], : members.size] = kernel_block(
-                stack.X[drawn], stack.X[members], kernel=stack.kernel, gamma=stack.gamma, degree=stack.degree,
-                coef0=stack.coef0, X_sq_norms=self.sq_norms[drawn], Y_sq_norms=self.sq_norms[members])
-            self.store[slots[at], members.size:] = 0
+            drawn, into = rows[at], slots[at]
+            settings = dict(kernel=stack.kernel, gamma=stack.gamma, degree=stack.degree, coef0=stack.coef0,
+                            X_sq_norms=self.sq_norms[drawn], Y_sq_norms=self.sq_norms[members])
+            if np.array_equal(into, np.arange(into[0], into[0] + into.size)):
+                kernel_block(stack.X[drawn], stack.X[members], out=self.store[into[0]:into[-1] + 1, :members.size],
+                             **settings)
+            else:
+                self.store[into, :members.size] = kernel_block(stack.X[drawn], stack.X[members], **settings)
+            self.store[into, members.size:] = 0
 
 
 class NumpyPairSteps:
@@ -245,14 +253,7 @@ class NumpyPairSteps:
         block_slots = np.concatenate([slots[:, 0], slots[:, 1]])[order]
         block_weights = np.concatenate([weights, weights])[order]
         row_starts = np.concatenate([[0], np.cumsum(np.repeat(per_pair, 2))])
-        if self.cache.store.dtype == np.float64:  # the blocks read where they lie
-            combine = sparse.csr_matrix((block_weights, block_slots, row_starts),
-                                        shape=(2 * active.size, self.cache.capacity))
-            halves = combine @ self.cache.store
-        else:  # float32 blocks: a product with them would convert the whole store; gather, in float64
-            weighted = self.cache.store[block_slots].astype(np.float64)
-            weighted *= block_weights[:, None]
-            halves = np.add.reduceat(weighted, row_starts[:-1], axis=0)
+        halves = weighted_row_sums(self.cache.store, block_weights, block_slots, row_starts)
         at = self._of(self.block_position, active) + (2 * self.cache.store.shape[1]) * np.arange(active.size)[:, None]
         return np.take(halves, at)
 
