@@ -149,7 +149,7 @@ def _restrict_columns(M, columns, xp):
     return type(M)((M.data[keep], indices, kept_before[M.indptr]), shape=(M.shape[0], columns.shape[0]))
 
 
-def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y_sq_norms=None, out=None):
+def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y_sq_norms=None):
     """The kernel matrix ``K(X, Y)`` of shape ``(len(X), len(Y))``.
 
     Parameters
@@ -161,20 +161,10 @@ def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y
     degree, coef0 : as in scikit-learn's SVC.
     X_sq_norms, Y_sq_norms : array, optional
         Precomputed :func:`squared_row_norms` (rbf only); computed when missing.
-    out : NumPy array of shape ``(len(X), len(Y))`` and X's dtype, optional
-        Where to write the block (say, rows of a cache): no block-sized temporary when X
-        and Y are dense.  Returned.
     """
     if kernel not in KERNEL_CODES:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}.")
-    if out is not None:
-        if issparse(X) or issparse(Y):
-            out[...] = inner_products(X, Y)
-        else:
-            np.matmul(X, Y.T, out=out)
-        dots = out
-    else:
-        dots = inner_products(X, Y).astype(X.dtype, copy=False)
+    dots = inner_products(X, Y).astype(X.dtype, copy=False)
     if kernel == "rbf":
         X_sq_norms = squared_row_norms(X) if X_sq_norms is None else X_sq_norms
         Y_sq_norms = squared_row_norms(Y) if Y_sq_norms is None else Y_sq_norms
@@ -185,25 +175,18 @@ def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y
             dots, X_sq_norms, Y_sq_norms, KERNEL_CODES[kernel], gamma, coef0, degree
         )
     if kernel == "rbf":  # in place: a block is often the largest array in use
-        in_place = out is not None or (dots.flags.writeable and dots.flags.owndata)
-        sq_dist = np.multiply(dots, -2, out=dots if in_place else None)
+        sq_dist = np.multiply(dots, -2, out=dots if dots.flags.writeable and dots.flags.owndata else None)
         sq_dist += X_sq_norms[:, None]
         sq_dist += Y_sq_norms[None, :]
         np.maximum(sq_dist, 0, out=sq_dist)  # rounding can make it slightly negative
         sq_dist *= -gamma
         return np.exp(sq_dist, out=sq_dist)
     if kernel == "poly":
-        if out is None:
-            return (gamma * dots + coef0) ** degree
-        dots *= gamma
-        dots += coef0
-        dots **= degree  # as ``**`` above (NumPy's fast paths for small powers)
-        return dots
+        return (gamma * dots + coef0) ** degree
     return dots
 
 
-def kernel_rows(X, rows, sq_norms, *, kernel, gamma, degree=3, coef0=0.0, out=None):
-    """Rows ``K(X[rows], X)`` of X's kernel matrix, from X's precomputed squared norms
-    (``out``: as :func:`kernel_block`)."""
+def kernel_rows(X, rows, sq_norms, *, kernel, gamma, degree=3, coef0=0.0):
+    """Rows ``K(X[rows], X)`` of X's kernel matrix, from X's precomputed squared norms."""
     return kernel_block(X[rows], X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
-                        X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms, out=out)
+                        X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms)

@@ -33,23 +33,6 @@ def test_kernel_block_matches_scikit_learn(backend, rng, kernel, layout, dtype):
     np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * max(1.0, np.abs(expected).max()))
 
 
-@pytest.mark.parametrize("kernel", sorted(ORACLES))
-@pytest.mark.parametrize("layout", ["dense", "sparse"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kernel_block_into_rows_of_a_larger_array(rng, kernel, layout, dtype):
-    """``out``: the block written into rows and columns of a store, equal to the block
-    computed on its own, with the rest of the store untouched."""
-    X = rng.normal(size=(5, 4)).astype(dtype)
-    Y = rng.normal(size=(9, 4)).astype(dtype)
-    as_x = sp.csr_matrix if layout == "sparse" else np.asarray
-    settings = dict(kernel=kernel, gamma=0.3, degree=3, coef0=0.5)
-    store = np.full((8, 12), 7.0, dtype=dtype)
-    written = kernel_block(as_x(X), Y, out=store[2:7, :9], **settings)
-    assert np.shares_memory(written, store)
-    np.testing.assert_array_equal(store[2:7, :9], kernel_block(as_x(X), Y, **settings))
-    assert (store[:2] == 7).all() and (store[7:] == 7).all() and (store[:, 9:] == 7).all()
-
-
 def test_gamma_scale_matches_svc(rng):
     X = rng.normal(size=(50, 6)) * (rng.random((50, 6)) < 0.5)
     y = rng.integers(0, 2, 50)

@@ -109,13 +109,10 @@ def rows_of(matrix, blocks=None):
     """A ``compute_rows`` for KernelRowCache reading ``matrix``, recording the blocks it
     computes in ``blocks``."""
 
-    def compute(rows, out=None):
+    def compute(rows):
         if blocks is not None:
             blocks.append(rows.copy())
-        if out is None:
-            return matrix[rows]
-        out[...] = matrix[rows]
-        return out
+        return matrix[rows]
 
     return compute
 
@@ -149,6 +146,28 @@ def test_row_cache_combines_the_rows_it_is_asked_for(rng, dtype):
         tolerance = 1e-12 if dtype == np.float64 else 1e-5
         np.testing.assert_allclose(combined, weights @ matrix[rows].astype(np.float64), rtol=tolerance,
                                    atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_weighted_row_sums_add_in_the_order_of_their_entries(rng, monkeypatch, dtype):
+    """A few rows summed one by one, a product, and a product split over threads give the
+    same sums, bit for bit: the order of the additions is the entries' order."""
+    store = rng.normal(size=(50, 301)).astype(dtype)
+    for entries in (1, 3, 4, 12):
+        row_starts = np.concatenate([[0], np.sort(rng.integers(0, entries + 1, size=2)), [entries]])
+        weights, slots = rng.normal(size=entries), rng.integers(0, 50, size=entries)
+        expected = np.zeros((row_starts.size - 1, store.shape[1]), dtype=dtype)
+        for r in range(row_starts.size - 1):
+            for j in range(row_starts[r], row_starts[r + 1]):
+                expected[r] += dtype(weights[j]) * store[slots[j]]
+        sums = {}
+        for by_row, split in ((4, 10**12), (0, 10**12), (0, 1)):
+            monkeypatch.setattr(row_cache, "SUMMED_ROW_BY_ROW", by_row)
+            monkeypatch.setattr(row_cache, "THREADED_PRODUCT_MIN", split)
+            sums[by_row, split] = row_cache.weighted_row_sums(store, weights, slots, row_starts)
+        for got in sums.values():
+            assert got.dtype == np.float64
+            np.testing.assert_array_equal(got, expected)
 
 
 def test_row_cache_prefetches_in_blocks_without_evicting_the_rows_asked_for(rng):

@@ -235,13 +235,12 @@ class SBPShardState:
         weights = self.xp.asarray(weights)
         return weights @ rows if keys.size > 1 else weights * rows
 
-    def _compute_rows(self, keys, out=None):
-        """``K(x_key, X here)`` for each key, from the stored X rows, in X's dtype (into
-        ``out`` when given)."""
+    def _compute_rows(self, keys):
+        """``K(x_key, X here)`` for each key, from the stored X rows, in X's dtype."""
         rows = self.store.rows(keys)
         s = self.settings
         return kernel_block(rows, self.X, kernel=s.kernel, gamma=self.gamma, degree=s.degree, coef0=s.coef0,
-                            X_sq_norms=squared_row_norms(rows), Y_sq_norms=self.sq_norms, out=out)
+                            X_sq_norms=squared_row_norms(rows), Y_sq_norms=self.sq_norms)
 
     def _columns_of(self, keys):
         """Which ``keys`` are training rows here, and their columns (where they are)."""

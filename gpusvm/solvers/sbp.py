@@ -90,11 +90,10 @@ class SBPProblem:
     def n_holdout(self):
         return self.n_rows - self.n_train
 
-    def kernel_rows(self, rows, sq_norms, out=None):
-        """``K(X[rows], X)`` over training and holdout columns, in X's dtype (into ``out``
-        when given)."""
+    def kernel_rows(self, rows, sq_norms):
+        """``K(X[rows], X)`` over training and holdout columns, in X's dtype."""
         return kernel_rows(self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-                           coef0=self.coef0, out=out)
+                           coef0=self.coef0)
 
     def first_step_size(self, sq_norms):
         """``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over the training rows."""
@@ -168,7 +167,7 @@ class NumpySBPSteps(LocalModel):
         sq_norms = squared_row_norms(problem.X)
         self.eta0 = problem.first_step_size(sq_norms)
         self.cache = KernelRowCache(
-            lambda rows, out=None: problem.kernel_rows(rows, sq_norms, out), n, n_total, problem.X.dtype, cache_bytes,
+            lambda rows: problem.kernel_rows(rows, sq_norms), n, n_total, problem.X.dtype, cache_bytes,
         )
         self.A, self.stamps = np.zeros((k, n)), np.zeros((k, n))
         # responses of the training rows then the holdout rows, up to the scale; their sum

@@ -118,11 +118,6 @@ class ClassBlockCache(KernelRowCache):
         super().__init__(None, stack.X.shape[0] * self.n_classes, width, stack.X.dtype, max_bytes)
         self.stack, self.sq_norms = stack, sq_norms
 
-    def _fill_order(self, keys):
-        """By class: fresh slots are consecutive, so each class's blocks are computed
-        into the store where they lie."""
-        return keys[np.argsort(keys % self.n_classes, kind="stable")]
-
     def _fill(self, keys, slots):
         stack = self.stack
         rows, classes = np.divmod(keys, self.n_classes)
@@ -130,15 +125,11 @@ class ClassBlockCache(KernelRowCache):
         starts = np.flatnonzero(np.diff(classes[order], prepend=-1))
         for at in np.split(order, starts[1:]):
             members = stack.class_rows[classes[at[0]]]
-            drawn, into = rows[at], slots[at]
-            settings = dict(kernel=stack.kernel, gamma=stack.gamma, degree=stack.degree, coef0=stack.coef0,
-                            X_sq_norms=self.sq_norms[drawn], Y_sq_norms=self.sq_norms[members])
-            if np.array_equal(into, np.arange(into[0], into[0] + into.size)):
-                kernel_block(stack.X[drawn], stack.X[members], out=self.store[into[0]:into[-1] + 1, :members.size],
-                             **settings)
-            else:
-                self.store[into, :members.size] = kernel_block(stack.X[drawn], stack.X[members], **settings)
-            self.store[into, members.size:] = 0
+            drawn = rows[at]
+            self.store[slots[at], : members.size] = kernel_block(
+                stack.X[drawn], stack.X[members], kernel=stack.kernel, gamma=stack.gamma, degree=stack.degree,
+                coef0=stack.coef0, X_sq_norms=self.sq_norms[drawn], Y_sq_norms=self.sq_norms[members])
+            self.store[slots[at], members.size:] = 0
 
 
 class NumpyPairSteps:
