@@ -113,6 +113,8 @@ class KernelRowCache:
         if indices.size > self.capacity:
             return weights @ self.rows(indices).astype(np.float64, copy=False)
         slots = self.slots(indices, prefetch)
+        if weights.shape[0] == 1:
+            return weighted_row_sums(self.store, weights[0], slots, np.array([0, slots.size]))
         nonzero = weights != 0  # one-vs-rest: each problem weighs only its own draws
         row_starts = np.concatenate([[0], np.cumsum(nonzero.sum(axis=1))])
         return weighted_row_sums(self.store, weights[nonzero], np.broadcast_to(slots, weights.shape)[nonzero],
