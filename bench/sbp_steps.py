@@ -11,7 +11,10 @@ same script run on an older checkout (``PYTHONPATH=<old checkout> python bench/s
 version of SBP without per-phase clocks (``history_[-1]['phase_seconds']``) is timed by
 wrapping its ``levels``, ``draw`` and row-cache calls; the update is the rest of the step.
 
-    python bench/sbp_steps.py --label after [--datasets magic adult mnist10k letter] [--quick]
+    python bench/sbp_steps.py --label after [--datasets magic adult mnist10k letter] [--float32] [--quick]
+
+``--float32`` runs on float32 copies of the data (float32 kernel values; empty dtype
+cells are float64, except MNIST's, which is float32 as loaded).
 
 With ``--one-vs-one``, the runs are instead whole one-vs-one fits on letter (26 classes,
 325 pairs; batch 64, 4 epochs, nu the median over the pairs' SVCs as in
@@ -92,11 +95,13 @@ class WrappedPhases:
 
 
 def run(name, X, y, batch, evals_per_row):
+    """One fit of a tenth of an epoch (``evals_per_row``) at ``batch``, timed by phase."""
     gamma, nu = SETTINGS[name]
     problems = 1 if np.unique(y).size == 2 else np.unique(y).size
     budget = int(evals_per_row * problems * X.shape[0] * X.shape[0])
+    # multi_class='ovr': letter's 26 problems step together in NumpySBPSteps (see --one-vs-one for 'ovo')
     model = SBPClassifier(nu=nu, gamma=gamma, batch_size=batch, validation_fraction=0.0, max_iter=1000,
-                          max_kernel_evals=budget, random_state=0, backend="numpy")
+                          max_kernel_evals=budget, multi_class="ovr", random_state=0, backend="numpy")
     clocks = WrappedPhases()
     clocks.wrap(sbp.NumpySBPSteps, "step", "step")
     own_clocks = hasattr(sbp, "PhaseClock")
@@ -118,7 +123,7 @@ def run(name, X, y, batch, evals_per_row):
     a, b, c = np.random.default_rng(0).random((3, n))
     one_pass = min(timeit.repeat(lambda: np.add(a, b, out=c), number=200, repeat=5)) / 200
     steps = model.t_
-    row = {"dataset": name, "n": n, "batch": batch, "problems": problems, "steps": steps,
+    row = {"dataset": name, "dtype": str(X.dtype), "n": n, "batch": batch, "problems": problems, "steps": steps,
            "step_us": 1e6 * total / steps, "passes_per_step": total / steps / one_pass,
            "one_pass_us": 1e6 * one_pass, "rows_computed": model.history_[-1]["kernel_rows_computed"],
            "fit_seconds": total}
@@ -127,7 +132,7 @@ def run(name, X, y, batch, evals_per_row):
     return row
 
 
-def run_one_vs_one():
+def run_one_vs_one(dtype):
     """A one-vs-one fit on letter, its seconds in each phase summed over every clock the
     fit made (one per pair when pairs train one after another, one per stack of pairs
     stepping together), and the rest of the fit (checkpoints, setup) as 'other'."""
@@ -137,6 +142,8 @@ def run_one_vs_one():
 
     settings = ONE_VS_ONE
     X, y, X_test, y_test = load_standardized(settings["dataset"], quick=False)  # as bench/sbp_one_vs_one.py
+    if dtype is not None:
+        X, X_test = X.astype(dtype), X_test.astype(dtype)
     clocks, original = [], _instrumentation.PhaseClock.__init__
 
     def record(self, *args, **kwargs):
@@ -153,7 +160,7 @@ def run_one_vs_one():
     finally:
         _instrumentation.PhaseClock.__init__ = original
     phases = {phase: sum(clock.seconds[phase] for clock in clocks) for phase in PHASES}
-    row = {"dataset": settings["dataset"], "n": X.shape[0], "pairs": model.dual_coef_.shape[0],
+    row = {"dataset": settings["dataset"], "dtype": str(X.dtype), "n": X.shape[0], "pairs": model.dual_coef_.shape[0],
            "epochs": settings["epochs"], "batch": settings["batch"], "nu": settings["nu"], "fit_seconds": seconds,
            **{f"{phase}_s": value for phase, value in phases.items()},
            "other_s": seconds - sum(phases.values()), "pair_steps": model.t_,
@@ -163,14 +170,15 @@ def run_one_vs_one():
 
 
 def one_vs_one_table(rows):
-    columns = [("version", "label", "s"), ("data", "dataset", "s"), ("pairs", "pairs", "d"),
+    columns = [("version", "label", "s"), ("data", "dataset", "s"), ("dtype", "dtype", "s"), ("pairs", "pairs", "d"),
                ("epochs", "epochs", "d"), ("pair steps", "pair_steps", "d"), ("fit (s)", "fit_seconds", ".2f"),
                ("level", "level_s", ".2f"), ("draw", "draw_s", ".2f"), ("rows", "rows_s", ".2f"),
                ("update", "update_s", ".2f"), ("other", "other_s", ".2f"), ("test error", "test_error", ".2%")]
     return ["", "## One-vs-one SBP on letter, by phase (seconds over the whole fit)", "",
             *markdown_table(columns, rows), "",
             "Other: checkpoints (the averaged model's levels) and setup. Before: the pairs trained one after "
-            "another; after: every pair stepping together (gpusvm/solvers/sbp_pairs.py)."]
+            "another; after: every pair stepping together (gpusvm/solvers/sbp_pairs.py); sums in the cache: a "
+            "step's drawn rows summed where they lie in the row cache (KernelRowCache.combine)."]
 
 
 def main():
@@ -182,6 +190,7 @@ def main():
                         help="kernel evaluations per (problem, row pair): 0.1 is a tenth of an epoch at any batch")
     parser.add_argument("--quick", action="store_true", help="3,000 rows")
     parser.add_argument("--one-vs-one", action="store_true", help="time a one-vs-one fit on letter instead")
+    parser.add_argument("--float32", action="store_true", help="on float32 copies of the data")
     args = parser.parse_args()
     stem = "sbp_steps"
     quick = "-quick" if args.quick else ""
@@ -189,15 +198,18 @@ def main():
     recorded = json.loads(previous.read_text()) if previous.exists() else {}
     rows, pair_rows = recorded.get("results", []), recorded.get("one_vs_one", [])
     label = {"label": args.label, "gpusvm": str(Path(gpusvm.__file__).parent)}
+    dtype = np.float32 if args.float32 else None
     if args.one_vs_one:  # keep the other labels' runs
-        pair_rows = [r for r in pair_rows if r["label"] != args.label] + [{**label, **run_one_vs_one()}]
+        pair_rows = [r for r in pair_rows if r["label"] != args.label] + [{**label, **run_one_vs_one(dtype)}]
     else:
         rows = [r for r in rows if r["label"] != args.label]
         for name in args.datasets:
             X, y = load(name, args.quick)
+            X = X if dtype is None else X.astype(dtype)
             for batch in (1, 64):
                 rows.append({**label, **run(name, X, y, batch, args.evals_per_row)})
-    columns = [("version", "label", "s"), ("data", "dataset", "s"), ("n", "n", "d"), ("batch", "batch", "d"),
+    columns = [("version", "label", "s"), ("data", "dataset", "s"), ("dtype", "dtype", "s"), ("n", "n", "d"),
+               ("batch", "batch", "d"),
                ("problems", "problems", "d"), ("steps", "steps", "d"), ("step (us)", "step_us", ".0f"),
                ("level", "level_us", ".0f"), ("draw", "draw_us", ".0f"), ("rows", "rows_us", ".0f"),
                ("update", "update_us", ".0f"), ("passes of n per step", "passes_per_step", ".1f"),

@@ -29,14 +29,15 @@ The client holds ``O(support vectors)`` rows and the coefficients, never X.
 What is exact: the model equals the single-node one for the same data, parameters and
 seed up to rounding: the same support vectors, and coefficients that differ by about
 1e-15. Equal responses at a class's edge are covered together whatever the rounding of
-the level (``water_level._bias_and_edges``), but the responses themselves carry the
-rounding of the BLAS product ``weights @ kernel_rows``, whose sums OpenBLAS splits over
-its threads: over Adult's rows it differs by up to 6e-15 between 1 and 2 BLAS threads,
-on one node alone. When two responses lie that close at a class's edge, the covered set
-can differ, and from there the runs are two SBP runs of equal standing. Seen once: on
-Adult, at step 584 of 916, one response 2.4e-16 above three equal ones at the edge
-(single-node with 2 BLAS threads against worker processes, which dask starts with one);
-with one BLAS thread on both sides every step's covered set was the same. A worker that
+the level (``water_level._bias_and_edges``). A step's sum of its drawn kernel rows is the
+row cache's sparse product on both sides (``KernelRowCache.combine``), added in the
+order of the drawn keys whatever the threads; the kernel values themselves come from
+BLAS products of different shapes on the client's node and on each worker, which may
+round differently. When two responses lie within that rounding at a class's edge, the
+covered set can differ, and from there the runs are two SBP runs of equal standing.
+Seen once, before the sums moved into the cache (they were a BLAS product then, whose
+sums OpenBLAS split over its threads): on Adult, at step 584 of 916, one response
+2.4e-16 above three equal ones at the edge. A worker that
 leaves mid-fit ends the fit with an error naming it: the responses it held are lost, and
 recomputing them costs as much as fitting again.
 """

@@ -2,8 +2,10 @@
 
 The Stochastic Batch Perceptron draws its rows from the examples below the water level,
 a small set that changes slowly, so the same rows come back again and again: a cache
-turns most steps from ``n * d`` work (a kernel row) into ``n`` (a copy).  When every row
-fits, the cache is the full kernel matrix, filled only where it is used.
+turns most steps from ``n * d`` work (a kernel row) into ``n`` (a read).  When every row
+fits, the cache is the full kernel matrix, filled only where it is used.  A step needs
+only a weighted sum of its rows (:meth:`KernelRowCache.combine`): one sparse product
+reads them where they lie, without gathering them first.
 
 Rows are computed in blocks: on a miss, rows the caller expects to need soon come along
 (up to ``BLOCK_BYTES``), so that one matrix product (BLAS-3, at compute speed) replaces
