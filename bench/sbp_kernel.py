@@ -94,7 +94,7 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
     while budget <= max_epochs * problems * n * n:
         model = SBPClassifier(nu=setting["nu"], gamma=1 / (2 * setting["sigma2"]),
                               fit_intercept=setting["fit_intercept"], batch_size=batch_size, max_iter=max_epochs,
-                              validation_fraction=0.0, max_kernel_evals=budget, cache_size=cache_mb,
+                              validation_fraction=0.0, tol=None, max_kernel_evals=budget, cache_size=cache_mb,
                               random_state=0, backend=backend)
         seconds = timed_fit(model, X, y, backend)
         points.append({"kernel_evals": model.history_[-1]["kernel_evals"], "seconds": seconds,

@@ -36,7 +36,7 @@ BATCH = 64
 
 def sbp(nu, gamma, epochs, multi_class):
     return SBPClassifier(nu=nu, gamma=gamma, batch_size=BATCH, max_iter=epochs, validation_fraction=0.0,
-                         multi_class=multi_class, random_state=0, backend="numpy")
+                         tol=None, multi_class=multi_class, random_state=0, backend="numpy")
 
 
 def run(X, y, X_test, y_test, gamma, epochs, multi_class):

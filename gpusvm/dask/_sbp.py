@@ -56,7 +56,6 @@ from ..solvers.sbp import (
     PREFETCH_MAX_COVERED,
     RENORMALIZE_BELOW,
     STEP_PHASES,
-    StoppingRules,
     positive_level,
     run_sbp,
     step_size_for,
@@ -382,9 +381,7 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
                                             batch_size=self.batch_size, nu=float(self.nu), seed=seed)
                 steps = ClusterSBPSteps(problem, actors, np.searchsorted(classes, y[train]), classes.size,
                                         self.fit_intercept, eta0)
-                rules = StoppingRules(max_epochs=self.max_iter, time_budget=self.time_budget,
-                                      max_kernel_evals=self.max_kernel_evals, n_iter_no_change=self.n_iter_no_change)
-                result = run_sbp(problem, steps, rules, average=self.average, verbose=self.verbose)
+                result = run_sbp(problem, steps, self._stopping_rules(), average=self.average, verbose=self.verbose)
         finally:
             for future in actor_futures:
                 future.release()

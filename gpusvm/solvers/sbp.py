@@ -308,12 +308,23 @@ def positive_level(level):
 
 @dataclasses.dataclass
 class StoppingRules:
-    """When to stop: epochs, wall-clock seconds, kernel evaluations, holdout error."""
+    """When to stop: epochs, wall-clock seconds, kernel evaluations, and either the holdout
+    error (with a holdout) or the objective's gain (without one, ``tol``)."""
 
     max_epochs: int
     time_budget: float | None = None
     max_kernel_evals: int | None = None
     n_iter_no_change: int = 10
+    tol: float | None = None
+
+    def objective_stalled(self, objectives):
+        """Whether the objective (the averaged model's level, which grows as SBP
+        converges) gained less than ``tol`` of its size over the last
+        ``n_iter_no_change`` checkpoints: ``objectives`` are one problem's, oldest first."""
+        if self.tol is None or len(objectives) <= self.n_iter_no_change:
+            return False
+        before, now = objectives[-1 - self.n_iter_no_change], objectives[-1]
+        return now - before < self.tol * abs(before)
 
 
 def run_sbp(problem, steps, rules, *, average=True, verbose=0):
@@ -349,13 +360,16 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
             continue
         record, level, bias = checkpoint(steps, average, t, evals_per_step * t, elapsed())
         history.append(record)
-        if record["holdout_error"] is not None:
+        if record["holdout_error"] is None:
+            stalled = rules.objective_stalled([r["objective"] for r in history])
+        else:
+            stalled = False
             bar.set_postfix(holdout_error=f"{record['holdout_error']:.4f}", refresh=False)
             if record["holdout_error"] < best_error:
                 best_error, checkpoints_since_best = record["holdout_error"], 0
             else:
                 checkpoints_since_best += 1
-        if out_of_time or checkpoints_since_best >= rules.n_iter_no_change:
+        if out_of_time or stalled or checkpoints_since_best >= rules.n_iter_no_change:
             break
     bar.close()
     alpha, support = steps.coefficients(average)

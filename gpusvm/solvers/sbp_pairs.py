@@ -354,6 +354,7 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
     histories = [[] for _ in range(stack.n_pairs)]
     level, bias = np.zeros(stack.n_pairs), np.zeros(stack.n_pairs)
     best_error, since_best = np.full(stack.n_pairs, np.inf), np.zeros(stack.n_pairs, dtype=np.int64)
+    stalled = np.zeros(stack.n_pairs, dtype=bool)
     active = np.arange(stack.n_pairs)
     started = time.perf_counter()
     bar = progress_bar(int(max_steps.max()), "SBP pairs", verbose)
@@ -376,7 +377,9 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
                 best_error[p], since_best[p] = error, 0
             elif error is not None:
                 since_best[p] += 1
-        done = due[(t >= max_steps[due]) | out_of_time | (since_best[due] >= rules.n_iter_no_change)]
+            else:
+                stalled[p] = rules.objective_stalled([r["objective"] for r in histories[p]])
+        done = due[(t >= max_steps[due]) | out_of_time | stalled[due] | (since_best[due] >= rules.n_iter_no_change)]
         active = np.setdiff1d(active, done)
     bar.close()
     return [SBPResult(alpha=steps.coefficients(average, p), level=level[p : p + 1], bias=bias[p : p + 1],
