@@ -317,13 +317,13 @@ class StoppingRules:
     n_iter_no_change: int = 10
     tol: float | None = None
 
-    def objective_stalled(self, objectives):
+    def objective_stalled(self, history):
         """Whether the objective (the averaged model's level, which grows as SBP
         converges) gained less than ``tol`` of its size over the last
-        ``n_iter_no_change`` checkpoints: ``objectives`` are one problem's, oldest first."""
-        if self.tol is None or len(objectives) <= self.n_iter_no_change:
+        ``n_iter_no_change`` checkpoints: ``history`` is one problem's records, oldest first."""
+        if self.tol is None or len(history) <= self.n_iter_no_change:
             return False
-        before, now = objectives[-1 - self.n_iter_no_change], objectives[-1]
+        before, now = history[-1 - self.n_iter_no_change]["objective"], history[-1]["objective"]
         return now - before < self.tol * abs(before)
 
 
@@ -361,7 +361,7 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
         record, level, bias = checkpoint(steps, average, t, evals_per_step * t, elapsed())
         history.append(record)
         if record["holdout_error"] is None:
-            stalled = rules.objective_stalled([r["objective"] for r in history])
+            stalled = rules.objective_stalled(history)
         else:
             stalled = False
             bar.set_postfix(holdout_error=f"{record['holdout_error']:.4f}", refresh=False)

@@ -378,7 +378,7 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
             elif error is not None:
                 since_best[p] += 1
             else:
-                stalled[p] = rules.objective_stalled([r["objective"] for r in histories[p]])
+                stalled[p] = rules.objective_stalled(histories[p])
         done = due[(t >= max_steps[due]) | out_of_time | stalled[due] | (since_best[due] >= rules.n_iter_no_change)]
         active = np.setdiff1d(active, done)
     bar.close()
