@@ -12,8 +12,11 @@ synthetic problem (``--rows`` rows, default 1,000,000, 100,000 columns, 20 nonze
 row, labels from a known linear rule with noise; 100,000 more rows are the test set).
 With the cupy backend, Snap ML's linear SVM (GPU and CPU solvers, at ``max_iter`` = the
 budget) runs beside them when it is importable, and is reported as missing otherwise.
+``--pegasos-batch-sizes`` runs PegasosSVC at each of several batch sizes (the trade between
+a step's cost and the progress an epoch makes; files ``linear_objective_batches-*``).
 
     python bench/linear_objective.py [--datasets adult synthetic] [--backends numpy cupy] [--quick]
+                                     [--pegasos-batch-sizes 64 1024 16384]
 """
 
 from __future__ import annotations
@@ -51,11 +54,18 @@ def load(name, rows, quick):
     return X[:n], y[:n], X[n:], y[n:]
 
 
-def makers(n, backends):
-    """(name, backend, budget -> estimator) of every solver."""
+def makers(n, backends, batch_sizes=None):
+    """(name, backend, budget -> estimator) of every solver; PegasosSVC at each of
+    ``batch_sizes`` (None: its default only)."""
     lam = 1.0 / (C * n)
-    out = [(f"gpusvm PegasosSVC ({b})", b,
-            lambda k, b=b: PegasosSVC(C=C, max_iter=k, tol=None, random_state=0, backend=b)) for b in backends]
+    if batch_sizes is None:
+        out = [(f"gpusvm PegasosSVC ({b})", b,
+                lambda k, b=b: PegasosSVC(C=C, max_iter=k, tol=None, random_state=0, backend=b)) for b in backends]
+    else:
+        out = [(f"gpusvm PegasosSVC ({b}, batch {size})", b,
+                lambda k, b=b, size=size: PegasosSVC(C=C, batch_size=size, max_iter=k, tol=None, random_state=0,
+                                                     backend=b))
+               for b in backends for size in batch_sizes]
     out.append(("scikit-learn LinearSVC (LIBLINEAR dual CD)", "numpy",
                 lambda k: LinearSVC(C=C, loss="hinge", dual=True, max_iter=k, tol=1e-12)))
     out.append(("scikit-learn SGDClassifier (hinge)", "numpy",
@@ -67,10 +77,10 @@ def makers(n, backends):
     return out
 
 
-def curves(X, y, X_test, y_test, backends, budgets):
+def curves(X, y, X_test, y_test, backends, budgets, batch_sizes=None):
     n = X.shape[0]
     targets = np.where(y == np.unique(y)[1], 1.0, -1.0)[:, None]
-    entries = makers(n, backends)
+    entries = makers(n, backends, batch_sizes)
     if "cupy" in backends:  # warm-up: compile the kernels outside the timings
         PegasosSVC(max_iter=1, backend="cupy").fit(X[:500], y[:500])
     found, missing = {name: [] for name, _, _ in entries}, {}
@@ -156,6 +166,8 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic training rows")
     parser.add_argument("--max-budget", type=int, help="largest epochs / LIBLINEAR iterations "
                         f"(default: {MAX_BUDGET})")
+    parser.add_argument("--pegasos-batch-sizes", nargs="+", type=int,
+                        help="PegasosSVC at each of these batch sizes (default: its default batch size only)")
     parser.add_argument("--quick", action="store_true", help="3,000 Adult rows, 20,000 synthetic, budgets 1-4")
     args = parser.parse_args()
     experiments, rows = [], []
@@ -164,7 +176,7 @@ def main():
         print(dataset, X.shape, flush=True)
         top = 4 if args.quick else (args.max_budget or MAX_BUDGET[dataset])
         budgets = [2**k for k in range(int(np.log2(top)) + 1)]
-        found, missing = curves(X, y, X_test, y_test, args.backends, budgets)
+        found, missing = curves(X, y, X_test, y_test, args.backends, budgets, args.pegasos_batch_sizes)
         reference = reference_objective(X, y, 8 * top)
         dataset_rows, best = summary(dataset, found, missing, reference)
         rows += dataset_rows
@@ -177,7 +189,7 @@ def main():
                ("s to 1% gap", f"seconds_to_{GAPS[0]}", ".2f"), ("s to 0.1% gap", f"seconds_to_{GAPS[1]}", ".2f"),
                ("smallest gap", "best_gap", ".3%"), ("its seconds", "best_seconds", ".2f"),
                ("its test accuracy", "accuracy", ".4f")]
-    stem = "linear_objective"
+    stem = "linear_objective" if args.pegasos_batch_sizes is None else "linear_objective_batches"
     png = f"{stem}-{device_tag(args.backends)}{'-quick' if args.quick else ''}.png"
     budgets = {e["dataset"]: e["budgets"][-1] for e in experiments}
     table = [f"## Linear SVM at C = {C}: seconds to reach the primal objective within 1% and 0.1% of the optimum",
@@ -187,7 +199,8 @@ def main():
              "iterations (or a lower objective any run found). "
              f"Empty cells: not reached at the largest budget. Curves: {png}"]
     payload = {"dataset": {"names": args.datasets, "synthetic_rows": args.rows},
-               "parameters": {"C": C, "max_budgets": budgets, "quick": args.quick, "repeats": 1},
+               "parameters": {"C": C, "max_budgets": budgets, "quick": args.quick, "repeats": 1,
+                              "pegasos_batch_sizes": args.pegasos_batch_sizes},
                "results": rows, "experiments": experiments}
     paths = write_results(stem, args.backends, payload, table)
     plot(experiments, paths[0].with_suffix(".png"))

@@ -27,7 +27,8 @@ QUESTIONS = [
                                                               "sbp_defaults"],
      "time_to_accuracy"),
     ("2. Test error against kernel evaluations (the SBP paper's Figure 2)", ["perceptron_kernel"], "kernel_evals"),
-    ("3. Linear SVM: time to objective against LIBLINEAR and SGD", ["adult_linear", "linear_objective"], None),
+    ("3. Linear SVM: time to objective against LIBLINEAR and SGD", ["adult_linear", "linear_objective",
+                                                                     "linear_objective_batches"], None),
     ("4. Online learners: log loss, sparsity and throughput", ["online_adult", "online_throughput", "online_defaults"],
      None),
     ("5. How cost grows with n and d", ["scaling"], None),
@@ -35,6 +36,7 @@ QUESTIONS = [
     ("7. Data larger than memory: streamed training", ["streaming"], None),
     ("8. On a dask cluster: gpusvm.dask against single-node, and data larger than a worker", ["dask_scaling"], None),
     ("The water level and the SBP step (SBP's inner loop on the CPU)", ["water_level", "sbp_steps"], None),
+    ("The linear and online solvers against the memory roofline, by batch size", ["roofline"], None),
 ]
 
 

@@ -7,7 +7,11 @@
 #   ci/gpu.sh mnist     the same kernel solvers and GPU peers on MNIST-8
 #   ci/gpu.sh linear    PegasosSVC's time to objective beside LIBLINEAR, SGD and snapml
 #                       (Adult and 1M sparse rows)
+#   ci/gpu.sh batches   PegasosSVC's time to objective at batch sizes 64 to 16,384 (1M sparse rows)
 #   ci/gpu.sh extra     the water level
+#   ci/gpu.sh graphs    blocks of steps replayed as CUDA graphs against direct launches (the
+#                       tests that decide GPUSVM_CUDA_GRAPHS' default), then the roofline table
+#                       of PegasosSVC and FTRL by batch size, direct and graph launches
 #   ci/gpu.sh dask      gpusvm.dask's tests with CuPy chunks and backends resolved on the workers
 #   ci/gpu.sh all       every step in turn (on a machine without the 10-minute limit)
 # Results land in bench/results/*-<device>.json (each names the device, CUDA and CuPy).
@@ -55,8 +59,17 @@ fi
 if [ "$step" = linear ] || [ "$step" = all ]; then
   bench 560 bench/linear_objective.py --backends cupy
 fi
+if [ "$step" = batches ] || [ "$step" = all ]; then
+  bench 560 bench/linear_objective.py --backends cupy --datasets synthetic --pegasos-batch-sizes 64 1024 16384
+fi
 if [ "$step" = extra ] || [ "$step" = all ]; then
   bench 120 bench/water_level.py --backends cupy
+fi
+if [ "$step" = graphs ] || [ "$step" = all ]; then
+  echo "== step blocks as CUDA graphs (limit 200 s)"
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_pegasos.py tests/test_online_logistic.py \
+    -k "replayed or cupy" || { echo "FAILED: step blocks"; status=1; }
+  bench 380 bench/roofline.py --backends cupy --stream-rows 10000000
 fi
 if [ "$step" = dask ] || [ "$step" = all ]; then
   echo "== tests/test_dask.py (limit 500 s)"

@@ -20,18 +20,31 @@
 #define ONLINE_FOBOS 2
 #define ONLINE_RDA 3
 
+// A batch's values, a row of the schedule that the host computes before the batches run
+// (gpusvm/solvers/_online_logistic_cuda.py, online_schedule); batch `offset` of a block
+// of batches reads row position[0] + offset (gpusvm/_step_blocks.py).
+#define ONLINE_EXAMPLES 0    // examples seen before the batch (RDA's t)
+#define ONLINE_LEVEL 1       // FOBOS/TG: penalties applied up to the batch start
+#define ONLINE_NEXT_LEVEL 2  // ... and up to its end
+#define ONLINE_START 3       // the batch's first position in the epoch's row order
+#define ONLINE_ROWS 4        // the batch's rows (the last batch of an epoch may be short)
+#define ONLINE_SCHEDULE_COLUMNS 5
+
+__device__ inline const double* online_batch_row(const double* __restrict__ schedule,
+                                                 const long long* __restrict__ position, int offset) {
+    return schedule + (position[0] + offset) * ONLINE_SCHEDULE_COLUMNS;
+}
+
 // Hyperparameters in the order of `params` (see _online_logistic_cuda.RULE_PARAMETERS).
 struct OnlineRule {
     int kind;
     double l1, l2, alpha, beta, theta, gamma;
-    double examples;    // examples seen before this batch (RDA's t)
-    double level;       // FOBOS/TG: penalties applied up to the batch start
-    double next_level;  // ... and up to its end
+    double examples, level, next_level;  // the batch's, from its schedule row
 
-    __device__ OnlineRule(int kind_, const double* __restrict__ params, double examples_, double level_,
-                          double next_level_)
+    __device__ OnlineRule(int kind_, const double* __restrict__ params, const double* __restrict__ batch)
         : kind(kind_), l1(params[0]), l2(params[1]), alpha(params[2]), beta(params[3]), theta(params[4]),
-          gamma(params[5]), examples(examples_), level(level_), next_level(next_level_) {}
+          gamma(params[5]), examples(batch[ONLINE_EXAMPLES]), level(batch[ONLINE_LEVEL]),
+          next_level(batch[ONLINE_NEXT_LEVEL]) {}
 
     // sign(v) max(0, |v| - amount); TG shrinks only where |v| <= theta.
     __device__ double shrink(double v, double amount) const {
@@ -84,20 +97,22 @@ __device__ inline double online_softplus(double m) { return fmax(m, 0.0) + log1p
 template <typename real>
 __global__ void online_margins(
         const real* __restrict__ data, const int* __restrict__ indices, const int* __restrict__ indptr,
-        int is_csr, int n_features, const long long* __restrict__ order, long long batch_start, int batch_rows,
+        int is_csr, int n_features, const long long* __restrict__ order,
+        const double* __restrict__ schedule, const long long* __restrict__ position, int offset,
         const int* __restrict__ labels, int n_models, int positive_offset, int fit_intercept,
         const double* __restrict__ first, const double* __restrict__ second,
-        int kind, const double* __restrict__ params, double examples, double level, double next_level,
-        double* __restrict__ residuals,  // out (batch_rows, n_models)
+        int kind, const double* __restrict__ params,
+        double* __restrict__ residuals,  // out (batch rows, n_models)
         double* __restrict__ loss_sum,   // in/out: the epoch's summed loss
         int* __restrict__ touched_count) {  // reset for this batch's online_gradients
     if (blockIdx.x == 0 && threadIdx.x == 0) *touched_count = 0;
     const int lane = threadIdx.x & 31;
     const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (b >= batch_rows) return;  // a whole warp leaves together
-    const OnlineRule rule(kind, params, examples, level, next_level);
+    const double* batch = online_batch_row(schedule, position, offset);
+    if (b >= (int)batch[ONLINE_ROWS]) return;  // a whole warp leaves together
+    const OnlineRule rule(kind, params, batch);
     const RowView<real> rows{data, indices, indptr, n_features, is_csr};
-    const long long row = order[batch_start + b];
+    const long long row = order[(long long)batch[ONLINE_START] + b];
     const long long begin = rows.begin(row), end = rows.end(row);
     const long long stride = n_features + 1;
     double row_loss = 0.0;
@@ -132,20 +147,22 @@ __device__ inline void online_touch(int column, int* __restrict__ marks, int* __
 template <typename real>
 __global__ void online_gradients(
         const real* __restrict__ data, const int* __restrict__ indices, const int* __restrict__ indptr,
-        int is_csr, int n_features, const long long* __restrict__ order, long long batch_start, int batch_rows,
+        int is_csr, int n_features, const long long* __restrict__ order,
+        const double* __restrict__ schedule, const long long* __restrict__ position, int offset,
         int n_models, int fit_intercept, const double* __restrict__ residuals,
-        double eta0, double examples, int scale_by_step, int with_squares,
+        double eta0, int scale_by_step, int with_squares,
         double* __restrict__ gradient, double* __restrict__ squared,  // (n_models, n_features + 1), zero outside a batch
         int* __restrict__ marks, int* __restrict__ touched, int* __restrict__ touched_count) {
     const int lane = threadIdx.x & 31;
     const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (b >= batch_rows) return;
+    const double* batch = online_batch_row(schedule, position, offset);
+    if (b >= (int)batch[ONLINE_ROWS]) return;
     const RowView<real> rows{data, indices, indptr, n_features, is_csr};
-    const long long row = order[batch_start + b];
+    const long long row = order[(long long)batch[ONLINE_START] + b];
     const long long begin = rows.begin(row), end = rows.end(row);
     const long long stride = n_features + 1;
     // TG and FOBOS weigh example s = examples + b + 1 by its step size eta0 / sqrt(s).
-    const double step = scale_by_step ? eta0 / sqrt(examples + (double)b + 1.0) : 1.0;
+    const double step = scale_by_step ? eta0 / sqrt(batch[ONLINE_EXAMPLES] + (double)b + 1.0) : 1.0;
     const double* residual = residuals + (long long)b * n_models;
     for (long long p = begin + lane; p < end; p += 32) {
         const double x = (double)data[p];
@@ -170,12 +187,12 @@ __global__ void online_gradients(
 // 3. The rule's update of every touched column, for every model; resets the sums.
 extern "C" __global__ void online_update(
         int n_features, int n_models, double* __restrict__ first, double* __restrict__ second,
-        int kind, const double* __restrict__ params, double examples, double level, double next_level,
-        double* __restrict__ gradient, double* __restrict__ squared, int with_squares,
+        int kind, const double* __restrict__ params, const double* __restrict__ schedule,
+        const long long* __restrict__ position, int offset, double* __restrict__ gradient, double* __restrict__ squared, int with_squares,
         int* __restrict__ marks, const int* __restrict__ touched, const int* __restrict__ touched_count) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= *touched_count) return;
-    const OnlineRule rule(kind, params, examples, level, next_level);
+    const OnlineRule rule(kind, params, online_batch_row(schedule, position, offset));
     const int column = touched[i];
     const double penalized = column < n_features ? 1.0 : 0.0;
     const long long stride = n_features + 1;

@@ -41,3 +41,21 @@ def rng(request):
     """A fresh generator per test, seeded from the test's name (reproducible, not shared;
     crc32, not hash(), whose strings are salted per process)."""
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+@pytest.fixture(params=["replay", "graph"])
+def step_block_mode(request, monkeypatch):
+    """Runs a CuPy stepper's blocks of steps (``gpusvm._step_blocks``) in the mode named,
+    three steps a block so that full and partial blocks both recur; the graph case is
+    skipped where CuPy cannot capture (the CPU emulation of CUDA)."""
+    import gpusvm._step_blocks as step_blocks
+
+    if cupy_device_count() == 0:
+        pytest.skip(NO_DEVICE)
+    import cupy
+
+    if request.param == "graph" and not hasattr(getattr(cupy.cuda, "Stream", None), "begin_capture"):
+        pytest.skip("this CuPy cannot capture CUDA graphs")
+    monkeypatch.setattr(step_blocks, "default_mode", lambda: request.param)
+    monkeypatch.setattr(step_blocks, "BLOCK_STEPS", 3)
+    return request.param

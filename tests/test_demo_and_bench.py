@@ -134,6 +134,18 @@ def test_linear_objective_benchmark_quick_reaches_liblinear():
     assert {e["dataset"] for e in payload["experiments"]} == {"adult", "synthetic"}
 
 
+def test_roofline_benchmark_quick_counts_rows_and_nonzeros():
+    payload = run_bench("roofline.py")
+    rows = payload["results"]
+    assert {(r["solver"], r["batch_size"]) for r in rows} == {
+        (solver, batch) for solver in ("PegasosSVC", "FTRLClassifier") for batch in (32, 2048)}
+    for r in rows:
+        shape = payload["dataset"]["sparse synthetic" if r["solver"] == "PegasosSVC" else "hashed stream"]
+        nonzeros_per_row = shape[2] / shape[0]  # Pegasos draws rows, so its count is per drawn row
+        assert r["nonzeros_per_s"] == pytest.approx(r["rows_per_s"] * nonzeros_per_row, rel=1e-3)
+        assert 0 < r["of_copy_bandwidth"] < 1
+
+
 def test_perceptron_benchmark_quick_counts_kernel_evaluations():
     payload = run_bench("perceptron_kernel.py", "--datasets", "adult")
     points = payload["curves"][0]["points"]

@@ -213,6 +213,23 @@ def test_cupy_matches_numpy(kind, sparse, dtype, n_classes, rng):
     np.testing.assert_allclose(scores.get(), models[0].decision_function(X), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", CASES)
+def test_blocks_of_batches_replayed_give_the_direct_model(step_block_mode, kind, rng, monkeypatch):
+    """The launches of a block of batches, replayed with the arguments of their first run
+    (as a CUDA graph replays them), train the model that direct launches train."""
+    import gpusvm._step_blocks as step_blocks
+
+    Estimator, params = CASES[kind]
+    X, _ = sparse_problem(rng, n=78, d=30, density=0.2)
+    y = rng.integers(0, 3, size=78)
+    settings = dict(params, batch_size=8, max_iter=2, random_state=5, backend="cupy")
+    replayed = Estimator(**settings).fit(X, y)  # 10 batches an epoch, the last of 6 rows: blocks of 3, 3, 3, 1
+    monkeypatch.setattr(step_blocks, "default_mode", lambda: "direct")
+    direct = Estimator(**settings).fit(X, y)
+    np.testing.assert_allclose(fitted_weights(replayed), fitted_weights(direct), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(replayed.loss_curve_, direct.loss_curve_, rtol=1e-12)
+
+
 @needs_device
 def test_cupy_batch_size_one_matches_the_reference(rng):
     X, y = sparse_problem(rng)

@@ -232,6 +232,24 @@ def test_sparse_rows_without_nonzeros(backend):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+def test_blocks_of_steps_replayed_give_the_direct_model(step_block_mode, rng, monkeypatch, sparse):
+    """The launches of a block of steps, replayed with the arguments of their first run
+    (as a CUDA graph replays them), train the model that direct launches train: no launch
+    argument changes from step to step, and the blocks' position counter advances."""
+    import gpusvm._step_blocks as step_blocks
+
+    X, y = random_problem(rng, n=50, n_classes=3, density=0.5 if sparse else 1.0)
+    X = sp.csr_matrix(X) if sparse else X
+    settings = dict(lam=0.05, batch_size=4, max_iter=2, tol=None, average=True, random_state=5, backend="cupy")
+    replayed = PegasosSVC(**settings).fit(X, y)  # 13 steps an epoch: blocks of 3, 3, 3, 3 and 1
+    replayed.partial_fit(X[:9], y[:9])
+    monkeypatch.setattr(step_blocks, "default_mode", lambda: "direct")
+    direct = PegasosSVC(**settings).fit(X, y)
+    direct.partial_fit(X[:9], y[:9])
+    np.testing.assert_allclose(weights_of(replayed), weights_of(direct), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
 def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse):
     """gpusvm.dask's stepper over rows gathered in draw order (``given_from``) takes the
     steps the drawing stepper takes over all the rows."""

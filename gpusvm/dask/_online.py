@@ -65,8 +65,7 @@ def steps_on_gathered_rows(carried, settings, selector, *gathered):
         fit_intercept=settings.fit_intercept, seed=settings.seed)
     stepper = online_stepper(problem, state.copy().to(xp), xp)  # a task must not change its input
     stepper.start_epoch(None, loss_so_far=loss_sum)  # one running sum, added in the single-node order
-    for start in range(0, X.shape[0], settings.batch_size):
-        stepper.step(start)
+    stepper.run_batches(range(0, X.shape[0], settings.batch_size))
     return stepper.state, stepper.epoch_loss_sum()
 
 

@@ -108,8 +108,7 @@ def steps_on_gathered_rows(state, settings, selector, *gathered):
     # a copy: a task must not change its input (dask may run it again, threads share it)
     state = state.copy().to(get_namespace(backend))
     stepper = pegasos_stepper(problem, state, backend, given_from=selector.first_step)
-    for _ in range(X.shape[0] // settings.batch_size):
-        stepper.step()
+    stepper.run_steps(X.shape[0] // settings.batch_size)
     return stepper.state
 
 
@@ -117,8 +116,7 @@ def local_epoch(shard, state, settings, worker_seed):
     """mode="average": one epoch of steps drawn from this shard's rows alone."""
     problem, backend = settings.problem(shard.X, shard.y, shard.sample_weight, seed=worker_seed)
     stepper = pegasos_stepper(problem, state.copy().to(get_namespace(backend)), backend)
-    for _ in range(steps_per_epoch(shard.n_rows, settings.batch_size)):
-        stepper.step()
+    stepper.run_steps(steps_per_epoch(shard.n_rows, settings.batch_size))
     return stepper.state.to(np)
 
 

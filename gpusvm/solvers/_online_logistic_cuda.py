@@ -1,9 +1,11 @@
 """Online logistic steps on the GPU: the launches of ``kernels/online_logistic.cu``.
 
 A batch is three launches (margins, gradients, update); the state, the epoch's row
-order, the running loss and the touched-column list stay on the device, and the only
-host values per batch are the counters ``t`` and ``level``, which the host knows
-without asking the device.  Nothing is copied back until the epoch ends.
+order, the running loss and the touched-column list stay on the device.  The values that
+change from batch to batch (the example counter ``t``, the penalty ``level``, the batch's
+rows) are a schedule the host computes before the batches run (:func:`online_schedule`),
+so the launches of a block of batches are the same at every block and can be replayed as
+a CUDA graph (:mod:`gpusvm._step_blocks`).  Nothing is copied back until the epoch ends.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import nvtx
 
 from .._kernels import get_kernel, row_view_arguments
+from .._step_blocks import StepBlocks
 from .._validation import canonical_csr
 
 _KINDS = {"ftrl": 0, "tg": 1, "fobos": 2, "rda": 3}
@@ -26,10 +29,32 @@ def rule_parameters(rule):
     return cupy.asarray([rule.l1, rule.l2, rule.alpha, rule.beta, rule.theta, rule.gamma], dtype=np.float64)
 
 
-class CupyOnlineSteps:
-    """Mini-batch steps on a CUDA device; same results as ``NumpyOnlineSteps`` up to rounding."""
+def online_schedule(problem, state, starts):
+    """The values of the batches that start at ``starts`` (consecutive, ``batch_size``
+    apart), one row each, in the column order of ``ONLINE_*`` in
+    ``kernels/online_logistic.cu``: examples seen before the batch, the penalty level at
+    its start and at its end, its first position in the epoch's order, its rows.
 
-    def __init__(self, problem, state):
+    Advances ``state.t`` and ``state.level`` past the batches, with the float64
+    arithmetic of ``NumpyOnlineSteps`` (so both backends shrink by the same levels).
+    """
+    rule, rows = problem.rule, np.empty((len(starts), 5))
+    for i, start in enumerate(starts):
+        batch = min(problem.batch_size, problem.n_samples - start)
+        next_level = state.level + rule.penalty_added(state.t, batch)
+        rows[i] = (state.t, state.level, next_level, start, batch)
+        state.t += batch
+        state.level = next_level
+    return rows
+
+
+class CupyOnlineSteps:
+    """Mini-batch steps on a CUDA device; same results as ``NumpyOnlineSteps`` up to rounding.
+
+    ``block_mode`` is :class:`gpusvm._step_blocks.StepBlocks`'s ``mode``.
+    """
+
+    def __init__(self, problem, state, block_mode=None):
         self.problem = problem
         self.state = state
         X = problem.X
@@ -53,7 +78,10 @@ class CupyOnlineSteps:
         self.loss_sum = cupy.zeros(1, dtype=np.float64)
         self.params = rule_parameters(problem.rule)
         self.identity = cupy.arange(n_samples, dtype=np.int64)
-        self.order = self.identity
+        self.order = self.identity.copy()  # one buffer for every epoch: the recorded launches point at it
+        self.schedule = cupy.empty((0, 5))
+        self.position = cupy.zeros(1, dtype=np.int64)
+        self.blocks = StepBlocks(self._launch_batches, self.position, mode=block_mode)
         self.margins = get_kernel("online_logistic.cu", "online_margins", dtype)
         self.gradients = get_kernel("online_logistic.cu", "online_gradients", dtype)
         self.update = get_kernel("online_logistic.cu", "online_update")
@@ -61,43 +89,46 @@ class CupyOnlineSteps:
     def start_epoch(self, order, loss_so_far=0.0):
         """Visit the rows in ``order`` (None: as given) during the coming epoch; the epoch's
         summed loss starts at ``loss_so_far`` (the rows of the epoch already seen elsewhere)."""
-        self.order = self.identity if order is None else cupy.ascontiguousarray(order, dtype=np.int64)
+        self.order[...] = self.identity if order is None else cupy.asarray(order, dtype=np.int64)
         self.loss_sum.fill(loss_so_far)
 
     def step(self, start):
         """Process rows ``start : start + batch_size`` of the epoch's order (asynchronous)."""
+        self.run_batches(range(start, start + 1))
+
+    def run_batches(self, starts):
+        """Process the batches that start at ``starts`` of the epoch's order (consecutive,
+        ``batch_size`` apart), in that order (asynchronous)."""
+        rows = online_schedule(self.problem, self.state, starts)
+        if rows.shape[0] > self.schedule.shape[0]:
+            self.schedule = cupy.empty_like(rows)
+            self.blocks.forget()  # the recorded launches point at the old schedule
+        self.schedule[:rows.shape[0]] = rows
+        with nvtx.annotate("online.batches", color="green"):
+            self.blocks.run(rows.shape[0])
+
+    def _launch_batches(self, length, launch):
+        """The launches of ``length`` batches from the schedule's ``position`` on."""
         problem, state, rule = self.problem, self.state, self.problem.rule
-        batch = min(problem.batch_size, problem.n_samples - start)
         n_models, stride = state.first.shape
         n_features = np.int32(stride - 1)
-        next_level = state.level + rule.penalty_added(state.t, batch)
-        rule_args = (np.int32(_KINDS[rule.kind]), self.params, np.float64(state.t), np.float64(state.level),
-                     np.float64(next_level))
-        batch_rows = (self.order, np.int64(start), np.int32(batch))
-        blocks = ((batch + _ROWS_PER_BLOCK - 1) // _ROWS_PER_BLOCK,)
+        rule_args = (np.int32(_KINDS[rule.kind]), self.params)
+        blocks = ((problem.batch_size + _ROWS_PER_BLOCK - 1) // _ROWS_PER_BLOCK,)
         threads = (32 * _ROWS_PER_BLOCK,)
-        with nvtx.annotate("online.margins", color="blue"):
-            self.margins(
-                blocks, threads,
-                (*self.rows, n_features, *batch_rows, self.labels, np.int32(n_models),
-                 np.int32(problem.positive_offset), np.int32(problem.fit_intercept), state.first, state.second,
-                 *rule_args, self.residuals, self.loss_sum, self.touched_count),
-            )
-        with nvtx.annotate("online.update", color="green"):
-            self.gradients(
-                blocks, threads,
-                (*self.rows, n_features, *batch_rows, np.int32(n_models), np.int32(problem.fit_intercept),
-                 self.residuals, np.float64(rule.eta0), np.float64(state.t), np.int32(rule.uses_step_sizes),
-                 np.int32(self.with_squares), self.gradient, self.squared, self.marks, self.touched,
-                 self.touched_count),
-            )
-            self.update(
-                ((self.touched_bound + _UPDATE_THREADS - 1) // _UPDATE_THREADS,), (_UPDATE_THREADS,),
-                (n_features, np.int32(n_models), state.first, state.second, *rule_args, self.gradient,
-                 self.squared, np.int32(self.with_squares), self.marks, self.touched, self.touched_count),
-            )
-        state.t += batch
-        state.level = next_level
+        for offset in range(length):
+            at = (self.schedule, self.position, np.int32(offset))
+            launch(self.margins, blocks, threads,
+                   (*self.rows, n_features, self.order, *at, self.labels, np.int32(n_models),
+                    np.int32(problem.positive_offset), np.int32(problem.fit_intercept), state.first, state.second,
+                    *rule_args, self.residuals, self.loss_sum, self.touched_count))
+            launch(self.gradients, blocks, threads,
+                   (*self.rows, n_features, self.order, *at, np.int32(n_models), np.int32(problem.fit_intercept),
+                    self.residuals, np.float64(rule.eta0), np.int32(rule.uses_step_sizes),
+                    np.int32(self.with_squares), self.gradient, self.squared, self.marks, self.touched,
+                    self.touched_count))
+            launch(self.update, ((self.touched_bound + _UPDATE_THREADS - 1) // _UPDATE_THREADS,), (_UPDATE_THREADS,),
+                   (n_features, np.int32(n_models), state.first, state.second, *rule_args, *at, self.gradient,
+                    self.squared, np.int32(self.with_squares), self.marks, self.touched, self.touched_count))
 
     def epoch_loss_sum(self):
         """Summed logistic loss of the epoch's predictions (one copy to the host)."""

@@ -1,9 +1,12 @@
 """Pegasos steps on the GPU: the launches of ``kernels/pegasos.cu``.
 
-One step is four launches: margins, accumulate, finish, and maintain (which exits at
-once unless ``finish`` marked a class for a fold or a renormalization).  Nothing is
-copied to the host during an epoch: the batch is drawn on the device from the shared random stream and the
-scalars ``a``, ``||v||^2`` and the average's ``B`` live on the device.
+One step is three launches: margins, accumulate, and finish (whose one block per class
+also folds and renormalizes that class's weights, the rare times it is due).  Nothing is
+copied to the host during an epoch: the batch is drawn on the device from the shared
+random stream, and the scalars ``a``, ``||v||^2`` and the average's ``B`` live on the
+device.  The per-step values are a schedule computed on the host before the steps run
+(:func:`pegasos_schedule`), so the launches of a block of steps are the same at every
+block and can be replayed as a CUDA graph (:mod:`gpusvm._step_blocks`).
 """
 
 from __future__ import annotations
@@ -14,15 +17,40 @@ import nvtx
 
 from .._kernels import get_kernel, row_view_arguments
 from .._random import check_draw_range
+from .._step_blocks import StepBlocks
 from .pegasos import FOLD_RATIO, RENORMALIZE_BELOW
 
 _THREADS = 128
+_FINISH_THREADS = 256
+
+
+def pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from=None):
+    """The values of steps ``first_step .. first_step + n_steps - 1``, one row each, in the
+    column order of ``PEGASOS_*`` in ``kernels/pegasos.cu``: ``t``, ``1 / (lam t k)``, the
+    shrink ``1 - 1/t``, the iterate's weight in the average, the running sum of those
+    weights (from ``weight_sum``), and the first given row (-1: rows are drawn).
+
+    The same float64 arithmetic as ``NumpyPegasosSteps``, so the two backends take the
+    same step sizes bit for bit.
+    """
+    k = problem.batch_size
+    rows = np.empty((n_steps, 6))
+    for i, t in enumerate(range(first_step, first_step + n_steps)):
+        average_weight = problem.average_weight(t)
+        weight_sum += average_weight
+        given_first_row = -1 if given_from is None else (t - given_from) * k
+        rows[i] = (t, 1.0 / (problem.lam * t * k), 1.0 - 1.0 / t if t > 1 else 1.0, average_weight,
+                   weight_sum, given_first_row)
+    return rows
 
 
 class CupyPegasosSteps:
-    """Pegasos steps on a CUDA device; same results as ``NumpyPegasosSteps`` up to rounding."""
+    """Pegasos steps on a CUDA device; same results as ``NumpyPegasosSteps`` up to rounding.
 
-    def __init__(self, problem, state, given_from=None):
+    ``block_mode`` is :class:`gpusvm._step_blocks.StepBlocks`'s ``mode``.
+    """
+
+    def __init__(self, problem, state, given_from=None, block_mode=None):
         check_draw_range(problem.n_samples)  # pegasos_margins draws its rows in the kernel
         self.given_from = given_from  # see NumpyPegasosSteps
         self.problem = problem
@@ -35,50 +63,52 @@ class CupyPegasosSteps:
         self.sample_weight = cupy.ascontiguousarray(problem.sample_weight, dtype=dtype)
         self.batch_index = cupy.empty(problem.batch_size, dtype=np.int64)
         self.coef = cupy.empty((problem.batch_size, n_classes), dtype=np.float64)
-        self.maintain_a = cupy.zeros(n_classes, dtype=np.float64)
-        self.maintain_b = cupy.zeros(n_classes, dtype=np.float64)
+        self.schedule = cupy.empty((0, 6))
+        self.position = cupy.zeros(1, dtype=np.int64)
         self.margins = get_kernel("pegasos.cu", "pegasos_margins", dtype)
         self.accumulate = get_kernel("pegasos.cu", "pegasos_accumulate", dtype)
-        self.finish = get_kernel("pegasos.cu", "pegasos_finish")
-        self.maintain = get_kernel("pegasos.cu", "pegasos_maintain", dtype)
+        self.finish = get_kernel("pegasos.cu", "pegasos_finish", dtype)
         self.renormalize_below = RENORMALIZE_BELOW[np.dtype(dtype)]
+        self.blocks = StepBlocks(self._launch_steps, self.position, mode=block_mode)
 
     def step(self):
         """Advance the model by one mini-batch step (asynchronous)."""
+        self.run_steps(1)
+
+    def run_steps(self, n_steps):
+        """Advance the model by ``n_steps`` mini-batch steps (asynchronous)."""
+        if n_steps == 0:
+            return
+        state = self.state
+        first = state.step + 1
+        rows = pegasos_schedule(self.problem, first, n_steps, state.avg_weight_sum, self.given_from)
+        if rows.shape[0] > self.schedule.shape[0]:
+            self.schedule = cupy.empty_like(rows)
+            self.blocks.forget()  # the recorded launches point at the old schedule
+        self.schedule[:n_steps] = rows
+        with nvtx.annotate("pegasos.steps", color="green"):
+            self.blocks.run(n_steps)
+        state.avg_weight_sum = float(rows[-1, 4])
+        state.step = first + n_steps - 1
+
+    def _launch_steps(self, length, launch):
+        """The launches of ``length`` steps from the schedule's ``position`` on."""
         problem, state = self.problem, self.state
-        t = state.step + 1
         k = problem.batch_size
         n_classes, v_stride = state.v.shape
         data, indices, indptr, is_csr = self.rows
         common = (np.int32(n_classes), np.int32(v_stride), np.int32(problem.fit_intercept))
-        average_weight = problem.average_weight(t)
-        step_scale = 1.0 - 1.0 / t if t > 1 else 1.0
-        given_first_row = -1 if self.given_from is None else (t - self.given_from) * k
-        with nvtx.annotate("pegasos.margins", color="blue"):
-            self.margins(
-                (k,), (_THREADS,),
-                (data, indices, indptr, is_csr, np.int64(problem.n_samples), np.int32(problem.n_features),
-                 state.v, state.scale_a, self.targets, self.sample_weight, *common,
-                 np.uint64(problem.seed), np.uint64(t), np.float64(1.0 / (problem.lam * t * k)),
-                 np.int64(given_first_row), self.batch_index, self.coef),
-            )
-        with nvtx.annotate("pegasos.update", color="green"):
-            self.accumulate(
-                (k, n_classes), (_THREADS,),
-                (data, indices, indptr, is_csr, np.int32(problem.n_features), self.batch_index, self.coef,
-                 *common, state.scale_a, np.float64(step_scale), state.v, state.sq_norm_v,
-                 state.avg_p, state.avg_b, np.int32(average_weight > 0)),
-            )
-            radius = problem.radius if problem.projection else 0.0
-            weight_sum = state.avg_weight_sum + average_weight
-            self.finish(
-                ((n_classes + 127) // 128,), (128,),
-                (np.int32(n_classes), np.float64(step_scale), np.float64(radius), np.float64(average_weight),
-                 np.float64(weight_sum), np.float64(FOLD_RATIO), np.float64(self.renormalize_below),
-                 state.scale_a, state.sq_norm_v, state.avg_b, self.maintain_a, self.maintain_b),
-            )
-            blocks = max(1, min(1024, (v_stride + 255) // 256))
-            self.maintain((blocks, n_classes), (256,),
-                          (state.v, state.avg_p, self.maintain_a, self.maintain_b, np.int32(v_stride)))
-        state.avg_weight_sum += average_weight
-        state.step = t
+        radius = problem.radius if problem.projection else 0.0
+        for offset in range(length):
+            at = (self.schedule, self.position, np.int32(offset))
+            launch(self.margins, (k,), (_THREADS,),
+                   (data, indices, indptr, is_csr, np.int64(problem.n_samples), np.int32(problem.n_features),
+                    state.v, state.scale_a, self.targets, self.sample_weight, *common,
+                    np.uint64(problem.seed), *at, self.batch_index, self.coef))
+            launch(self.accumulate, (k, n_classes), (_THREADS,),
+                   (data, indices, indptr, is_csr, np.int32(problem.n_features), self.batch_index, self.coef,
+                    *common, state.scale_a, *at, state.v, state.sq_norm_v, state.avg_p, state.avg_b))
+            launch(self.finish, (n_classes,), (_FINISH_THREADS,),
+                   (np.int32(v_stride), *at, np.float64(radius), np.float64(FOLD_RATIO),
+                    np.float64(self.renormalize_below), state.scale_a, state.sq_norm_v, state.avg_b,
+                    state.v, state.avg_p))

@@ -324,6 +324,11 @@ class NumpyOnlineSteps:
             state.t += batch
             state.level = next_level
 
+    def run_batches(self, starts):
+        """Process the batches that start at ``starts`` of the epoch's order, in that order."""
+        for start in starts:
+            self.step(start)
+
     def _distinct_columns(self, indices):
         """The distinct columns of a batch's nonzeros and each nonzero's position among them.
 
@@ -377,9 +382,8 @@ def run_online(problem, state, *, n_epochs, shuffle, xp, verbose=0):
         order = shuffled_order(problem.seed, epoch, n_samples, xp) if shuffle else None
         with nvtx.annotate("online.epoch", color="purple"):
             stepper.start_epoch(order)
-            for start in starts:
-                stepper.step(start)
-                bar.update()
+            stepper.run_batches(starts)
+            bar.update(len(starts))
         losses.append(stepper.epoch_loss_sum() / (n_samples * problem.n_models))
         bar.set_postfix(loss=f"{losses[-1]:.5g}")
     bar.close()

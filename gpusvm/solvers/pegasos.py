@@ -279,6 +279,11 @@ class NumpyPegasosSteps:
             self._maintain()
         state.step = t
 
+    def run_steps(self, n_steps):
+        """Advance the model by ``n_steps`` mini-batch steps."""
+        for _ in range(n_steps):
+            self.step()
+
     def _dots(self, batch, k):
         """``<v_c, x_i>`` (plus the bias weight) for the batch rows, float64, shape (k, n_classes)."""
         v = self.state.v
@@ -398,9 +403,8 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
     bar = progress_bar(n_epochs * n_steps, "Pegasos", verbose)
     for _ in range(n_epochs):
         with nvtx.annotate("pegasos.epoch", color="purple"):
-            for _ in range(n_steps):
-                stepper.step()
-                bar.update()
+            stepper.run_steps(n_steps)
+            bar.update(n_steps)
         with nvtx.annotate("pegasos.objective", color="red"):
             objective = primal_objective(
                 problem.X, problem.targets, problem.sample_weight,

@@ -1,0 +1,177 @@
+"""Linear and online solvers against the memory roofline, by batch size.
+
+For each batch size from 32 to 65,536, the steps of one pass over the data are timed
+(the solver's stepper alone: no validation, no objective pass), and reported as rows and
+nonzeros per second, and as the fraction of the machine's measured copy bandwidth that
+the traffic a step cannot avoid would reach at that speed:
+
+* PegasosSVC (at its defaults: averaged, projected, with an intercept) on the sparse
+  synthetic problem of ``linear_objective.py`` (``--rows`` rows, default 1,000,000;
+  100,000 columns, 20 nonzeros a row, float64);
+* FTRLClassifier (its defaults) on the hashed click stream of ``online_throughput.py``
+  (``--stream-rows`` rows, default ``--rows``; 20 fields hashed into 2**20 columns, float32).
+
+The floor a nonzero costs: its value and column index read once, and the weights it
+touches read and written once: Pegasos ``v`` (X's dtype) and the average's ``P``
+(float64); FTRL ``z`` and ``n`` (float64).  So 44 bytes a nonzero for float64 Pegasos,
+40 for float32 FTRL.  The copy bandwidth is that of copying a 512 MiB array (read plus
+write), best of 5.  On the GPU each batch size runs with direct launches and, where CuPy
+can capture, with CUDA graphs (``GPUSVM_CUDA_GRAPHS``; :mod:`gpusvm._step_blocks`).
+
+    python bench/roofline.py [--backends numpy cupy] [--rows 1000000] [--stream-rows 10000000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import report  # noqa: E402
+from _hashed_stream import HashedStream  # noqa: E402
+from scaling import make_data  # noqa: E402
+
+from gpusvm._backend import get_namespace  # noqa: E402
+from gpusvm._validation import to_backend  # noqa: E402
+from gpusvm.solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper  # noqa: E402
+from gpusvm.solvers.pegasos import PegasosProblem, PegasosState, pegasos_stepper, steps_per_epoch  # noqa: E402
+
+BATCH_SIZES = (32, 256, 2048, 16384, 65536)
+FTRL = OnlineRule("ftrl", l1=1.0, l2=1.0, alpha=0.1, beta=1.0)  # FTRLClassifier's defaults
+INDEX_BYTES = 4
+
+
+def synchronize(backend):
+    if backend == "cupy":
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+
+
+def copy_bandwidth(backend):
+    """Bytes a second of copying a 512 MiB array (read plus write), best of 5."""
+    xp = get_namespace(backend)
+    source = xp.ones(2**26)
+    target = xp.empty_like(source)
+    best = float("inf")
+    for _ in range(5):
+        synchronize(backend)
+        start = time.perf_counter()
+        target[...] = source
+        synchronize(backend)
+        best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best
+
+
+def timed(run, backend):
+    synchronize(backend)
+    start = time.perf_counter()
+    run()
+    synchronize(backend)
+    return time.perf_counter() - start
+
+
+def pegasos_pass(X, y, batch_size, backend):
+    """Seconds of one epoch of PegasosSVC's steps at its defaults, and the nonzeros read."""
+    xp = get_namespace(backend)
+    n = X.shape[0]
+    problem = PegasosProblem(
+        X=to_backend(X, backend), targets=xp.asarray(np.where(y > 0, 1.0, -1.0)[:, None]),
+        sample_weight=xp.ones(n), lam=1.0 / n, batch_size=batch_size, fit_intercept=True, projection=True,
+        average_start=1, weight_by_step=True, seed=0)
+    stepper = pegasos_stepper(problem, PegasosState.zeros(1, X.shape[1] + 1, X.dtype, xp), backend)
+    n_steps = steps_per_epoch(n, batch_size)
+    stepper.run_steps(1)  # compiles and warms up; not timed
+    seconds = timed(lambda: stepper.run_steps(n_steps), backend)
+    return seconds, n_steps * batch_size, n_steps * batch_size * X.nnz / n
+
+
+def ftrl_pass(X, y, batch_size, backend):
+    """Seconds of one pass of FTRLClassifier's batches (its defaults), and the nonzeros read."""
+    xp = get_namespace(backend)
+    n = X.shape[0]
+    problem = OnlineProblem(X=to_backend(X, backend), labels=xp.asarray(y, dtype=np.int32), n_classes=2, rule=FTRL,
+                            batch_size=batch_size, fit_intercept=True)
+    stepper = online_stepper(problem, OnlineState.zeros(1, X.shape[1], xp), xp)
+    stepper.start_epoch(None)
+    stepper.run_batches(range(0, min(batch_size, n), batch_size))  # compiles and warms up; not timed
+    seconds = timed(lambda: stepper.run_batches(range(0, n, batch_size)), backend)
+    return seconds, n, X.nnz
+
+
+def floor_bytes(solver, dtype):
+    """Bytes a nonzero must move (see the module docstring)."""
+    value = np.dtype(dtype).itemsize
+    if solver == "PegasosSVC":
+        return value + INDEX_BYTES + 2 * value + 2 * 8
+    return value + INDEX_BYTES + 2 * 2 * 8
+
+
+def launch_modes(backend):
+    if backend != "cupy":
+        return ["-"]
+    import cupy
+
+    capture = hasattr(getattr(cupy.cuda, "Stream", None), "begin_capture")
+    return ["direct", "graph"] if capture else ["direct"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the sparse synthetic problem")
+    parser.add_argument("--stream-rows", type=int, help="rows of the hashed stream (default: --rows)")
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=list(BATCH_SIZES))
+    parser.add_argument("--quick", action="store_true", help="20,000 rows, two batch sizes (a smoke run)")
+    args = parser.parse_args()
+    rows = 20_000 if args.quick else args.rows
+    stream_rows = rows if args.quick or args.stream_rows is None else args.stream_rows
+    batch_sizes = [32, 2048] if args.quick else args.batch_sizes
+    X_sparse, y_sparse = make_data("linear", rows, 10_000 if args.quick else 100_000, seed=1)
+    stream = HashedStream(stream_rows, chunk_rows=stream_rows)
+    X_hashed, y_hashed = stream.chunk(0)
+    data = {"PegasosSVC": ("sparse synthetic", X_sparse, y_sparse, pegasos_pass),
+            "FTRLClassifier": ("hashed stream", X_hashed, y_hashed, ftrl_pass)}
+    import gpusvm._step_blocks as step_blocks
+
+    results, bandwidths = [], {}
+    for backend in args.backends:
+        bandwidths[backend] = copy_bandwidth(backend)
+        print(f"{backend}: copy bandwidth {bandwidths[backend] / 1e9:.1f} GB/s", flush=True)
+        for mode in launch_modes(backend):
+            if mode != "-":
+                step_blocks.default_mode = lambda mode=mode: mode
+            for solver, (name, X, y, one_pass) in data.items():
+                for batch_size in batch_sizes:
+                    seconds, rows_done, nonzeros = one_pass(X, y, batch_size, backend)
+                    traffic = nonzeros * floor_bytes(solver, X.dtype) / seconds
+                    results.append({
+                        "solver": solver, "data": name, "backend": backend, "launches": mode,
+                        "batch_size": batch_size, "dtype": str(X.dtype), "seconds": round(seconds, 4),
+                        "rows_per_s": round(rows_done / seconds), "nonzeros_per_s": round(nonzeros / seconds),
+                        "floor_GB_per_s": round(traffic / 1e9, 3),
+                        "of_copy_bandwidth": round(traffic / bandwidths[backend], 5),
+                    })
+                    print(results[-1], flush=True)
+    columns = [("solver", "solver", ""), ("data", "data", ""), ("backend", "backend", ""),
+               ("launches", "launches", ""), ("batch", "batch_size", ","), ("dtype", "dtype", ""),
+               ("s", "seconds", ".3f"), ("rows/s", "rows_per_s", ",.0f"), ("nonzeros/s", "nonzeros_per_s", ",.0f"),
+               ("floor traffic GB/s", "floor_GB_per_s", ".3f"), ("of copy bandwidth", "of_copy_bandwidth", ".2%")]
+    copy_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s" for b, v in bandwidths.items())
+    report("roofline", args.backends,
+           title=f"# Roofline: one pass at each batch size, {rows:,} sparse synthetic rows, {stream_rows:,} hashed "
+                 f"stream rows (copy bandwidth: {copy_line})",
+           columns=columns,
+           payload={"dataset": {"sparse synthetic": [rows, X_sparse.shape[1], int(X_sparse.nnz)],
+                                "hashed stream": [stream_rows, X_hashed.shape[1], int(X_hashed.nnz)]},
+                    "parameters": {"rows": rows, "stream_rows": stream_rows, "batch_sizes": batch_sizes, "quick": args.quick,
+                                   "copy_bandwidth_bytes_per_s": bandwidths},
+                    "results": results})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Blocks of solver steps issued with no Python per step: a CUDA graph per block.
+
+A stepper that uses :class:`StepBlocks` writes each step's launches with arguments that
+are the same at every step.  What changes from step to step (the step counter, the step
+size, a batch's first row...) is a row of a *schedule* array on the device, computed on
+the host before the steps run; step ``offset`` of a block reads row ``position +
+offset``, where ``position`` is a device counter that the block's last launch advances.
+So a block of ``length`` steps is the same launches every time it runs, which is what a
+CUDA graph needs: it is captured once and replayed with one call.
+
+Modes
+-----
+``'direct'``
+    Every launch is issued from Python, one after another (the default).
+``'graph'``
+    Each block length's launches are captured once on a side stream as a CUDA graph
+    and replayed with one ``Graph.launch`` per block.  Set ``GPUSVM_CUDA_GRAPHS=1``.  It
+    stays off by default until a device run shows that it gives the models the direct
+    launches give (``ci/gpu.sh graphs``).
+``'replay'``
+    Each block length's launches are recorded once and replayed with their arguments
+    as recorded: what a graph does, in Python, so that the CPU emulation of CUDA
+    (which has no graphs) can show that no argument changes from step to step.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ._kernels import get_kernel
+
+GRAPH_ENV_VARIABLE = "GPUSVM_CUDA_GRAPHS"
+MODES = ("direct", "graph", "replay")
+BLOCK_STEPS = 128  # steps per block: a few hundred graph nodes, captured in milliseconds
+
+
+def default_mode():
+    """``'graph'`` when ``GPUSVM_CUDA_GRAPHS=1``, else ``'direct'``."""
+    value = os.environ.get(GRAPH_ENV_VARIABLE, "0")
+    if value not in ("0", "1"):
+        raise ValueError(f"{GRAPH_ENV_VARIABLE} must be '0' or '1', got {value!r}.")
+    return "graph" if value == "1" else "direct"
+
+
+class StepBlocks:
+    """Runs a stepper's steps in blocks of at most ``block_steps``.
+
+    Parameters
+    ----------
+    launch_steps : callable
+        ``launch_steps(length, launch)`` issues the launches of ``length`` steps from
+        the device's ``position`` on, each through ``launch(kernel, grid, block, args)``,
+        with arguments that do not depend on which block it is.
+    position : cupy.ndarray
+        The device counter (int64, shape (1,)) that the schedule rows are read at.
+    mode : {'direct', 'graph', 'replay'} or None
+        None: :func:`default_mode`.
+    block_steps : int or None
+        None: ``BLOCK_STEPS``.
+    """
+
+    def __init__(self, launch_steps, position, mode=None, block_steps=None):
+        self.launch_steps = launch_steps
+        self.position = position
+        self.mode = default_mode() if mode is None else mode
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}.")
+        self.block_steps = BLOCK_STEPS if block_steps is None else block_steps
+        self._advance = get_kernel("step_blocks.cu", "advance_position")
+        self._recorded = {}  # block length -> a graph, or the recorded launches
+
+    def run(self, n_steps):
+        """Run steps ``0 .. n_steps - 1`` of the schedule (asynchronous)."""
+        self.position.fill(0)
+        full, rest = divmod(n_steps, self.block_steps)
+        for length in [self.block_steps] * full + ([rest] if rest else []):
+            self._run_block(length)
+
+    def forget(self):
+        """Drop the recorded blocks: the buffers their arguments point to have moved."""
+        self._recorded.clear()
+
+    def _issue(self, length, launch):
+        self.launch_steps(length, launch)
+        launch(self._advance, (1,), (1,), (self.position, np.int64(length)))
+
+    def _run_block(self, length):
+        if self.mode == "direct":
+            self._issue(length, _launch)
+            return
+        recorded = self._recorded.get(length)
+        if recorded is None:
+            # The first block of a length runs as direct launches (which also loads
+            # every kernel before a capture) and is recorded for the next ones.
+            self._issue(length, _launch)
+            self._recorded[length] = self._capture(length) if self.mode == "graph" else self._record(length)
+        elif self.mode == "graph":
+            recorded.launch()
+        else:
+            for kernel, grid, block, args in recorded:
+                kernel(grid, block, args)
+
+    def _record(self, length):
+        launches = []
+        self._issue(length, lambda *launch: launches.append(launch))
+        return launches
+
+    def _capture(self, length):
+        import cupy
+
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            stream.begin_capture()
+            try:
+                self._issue(length, _launch)
+            finally:
+                graph = stream.end_capture()
+        return graph
+
+
+def _launch(kernel, grid, block, args):
+    kernel(grid, block, args)
