@@ -47,23 +47,27 @@ def default_mode():
 class StepBlocks:
     """Runs a stepper's steps in blocks of at most ``block_steps``.
 
+    Owns the device schedule (one float64 row of values per step) and the ``position``
+    counter that the rows are read at.
+
     Parameters
     ----------
     launch_steps : callable
-        ``launch_steps(length, launch)`` issues the launches of ``length`` steps from
-        the device's ``position`` on, each through ``launch(kernel, grid, block, args)``,
-        with arguments that do not depend on which block it is.
-    position : cupy.ndarray
-        The device counter (int64, shape (1,)) that the schedule rows are read at.
+        ``launch_steps(length, launch)`` issues the launches of ``length`` steps, each
+        through ``launch(kernel, grid, block, args)``; step ``offset`` passes
+        ``*blocks.at(offset)`` to its kernels, and no argument depends on the block.
     mode : {'direct', 'graph', 'replay'} or None
         None: :func:`default_mode`.
     block_steps : int or None
         None: ``BLOCK_STEPS``.
     """
 
-    def __init__(self, launch_steps, position, mode=None, block_steps=None):
+    def __init__(self, launch_steps, mode=None, block_steps=None):
+        import cupy
+
         self.launch_steps = launch_steps
-        self.position = position
+        self.position = cupy.zeros(1, dtype=np.int64)
+        self.schedule = cupy.empty((0, 0))
         self.mode = default_mode() if mode is None else mode
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}.")
@@ -71,16 +75,23 @@ class StepBlocks:
         self._advance = get_kernel("step_blocks.cu", "advance_position")
         self._recorded = {}  # block length -> a graph, or the recorded launches
 
-    def run(self, n_steps):
-        """Run steps ``0 .. n_steps - 1`` of the schedule (asynchronous)."""
+    def at(self, offset):
+        """The kernel arguments that locate step ``offset`` of a block: the schedule, the
+        position counter, the offset."""
+        return self.schedule, self.position, np.int32(offset)
+
+    def run(self, schedule):
+        """Run one step per row of ``schedule`` (a host array), in order (asynchronous)."""
+        if schedule.shape[0] > self.schedule.shape[0] or schedule.shape[1] != self.schedule.shape[1]:
+            import cupy
+
+            self.schedule = cupy.empty_like(schedule)
+            self._recorded.clear()  # the recorded launches point at the old schedule
+        self.schedule[:schedule.shape[0]] = schedule
         self.position.fill(0)
-        full, rest = divmod(n_steps, self.block_steps)
+        full, rest = divmod(schedule.shape[0], self.block_steps)
         for length in [self.block_steps] * full + ([rest] if rest else []):
             self._run_block(length)
-
-    def forget(self):
-        """Drop the recorded blocks: the buffers their arguments point to have moved."""
-        self._recorded.clear()
 
     def _issue(self, length, launch):
         self.launch_steps(length, launch)

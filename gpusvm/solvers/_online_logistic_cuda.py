@@ -49,12 +49,9 @@ def online_schedule(problem, state, starts):
 
 
 class CupyOnlineSteps:
-    """Mini-batch steps on a CUDA device; same results as ``NumpyOnlineSteps`` up to rounding.
+    """Mini-batch steps on a CUDA device; same results as ``NumpyOnlineSteps`` up to rounding."""
 
-    ``block_mode`` is :class:`gpusvm._step_blocks.StepBlocks`'s ``mode``.
-    """
-
-    def __init__(self, problem, state, block_mode=None):
+    def __init__(self, problem, state):
         self.problem = problem
         self.state = state
         X = problem.X
@@ -79,9 +76,7 @@ class CupyOnlineSteps:
         self.params = rule_parameters(problem.rule)
         self.identity = cupy.arange(n_samples, dtype=np.int64)
         self.order = self.identity.copy()  # one buffer for every epoch: the recorded launches point at it
-        self.schedule = cupy.empty((0, 5))
-        self.position = cupy.zeros(1, dtype=np.int64)
-        self.blocks = StepBlocks(self._launch_batches, self.position, mode=block_mode)
+        self.blocks = StepBlocks(self._launch_batches)
         self.margins = get_kernel("online_logistic.cu", "online_margins", dtype)
         self.gradients = get_kernel("online_logistic.cu", "online_gradients", dtype)
         self.update = get_kernel("online_logistic.cu", "online_update")
@@ -100,15 +95,11 @@ class CupyOnlineSteps:
         """Process the batches that start at ``starts`` of the epoch's order (consecutive,
         ``batch_size`` apart), in that order (asynchronous)."""
         rows = online_schedule(self.problem, self.state, starts)
-        if rows.shape[0] > self.schedule.shape[0]:
-            self.schedule = cupy.empty_like(rows)
-            self.blocks.forget()  # the recorded launches point at the old schedule
-        self.schedule[:rows.shape[0]] = rows
         with nvtx.annotate("online.batches", color="green"):
-            self.blocks.run(rows.shape[0])
+            self.blocks.run(rows)
 
     def _launch_batches(self, length, launch):
-        """The launches of ``length`` batches from the schedule's ``position`` on."""
+        """The launches of ``length`` batches (see :class:`StepBlocks`)."""
         problem, state, rule = self.problem, self.state, self.problem.rule
         n_models, stride = state.first.shape
         n_features = np.int32(stride - 1)
@@ -116,7 +107,7 @@ class CupyOnlineSteps:
         blocks = ((problem.batch_size + _ROWS_PER_BLOCK - 1) // _ROWS_PER_BLOCK,)
         threads = (32 * _ROWS_PER_BLOCK,)
         for offset in range(length):
-            at = (self.schedule, self.position, np.int32(offset))
+            at = self.blocks.at(offset)
             launch(self.margins, blocks, threads,
                    (*self.rows, n_features, self.order, *at, self.labels, np.int32(n_models),
                     np.int32(problem.positive_offset), np.int32(problem.fit_intercept), state.first, state.second,

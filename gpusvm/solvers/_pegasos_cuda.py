@@ -30,8 +30,8 @@ def pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from=None):
     shrink ``1 - 1/t``, the iterate's weight in the average, the running sum of those
     weights (from ``weight_sum``), and the first given row (-1: rows are drawn).
 
-    The same float64 arithmetic as ``NumpyPegasosSteps``, so the two backends take the
-    same step sizes bit for bit.
+    The step values come from ``problem``'s methods, which ``NumpyPegasosSteps`` also
+    calls, so the two backends take the same step sizes bit for bit.
     """
     k = problem.batch_size
     rows = np.empty((n_steps, 6))
@@ -39,18 +39,15 @@ def pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from=None):
         average_weight = problem.average_weight(t)
         weight_sum += average_weight
         given_first_row = -1 if given_from is None else (t - given_from) * k
-        rows[i] = (t, 1.0 / (problem.lam * t * k), 1.0 - 1.0 / t if t > 1 else 1.0, average_weight,
-                   weight_sum, given_first_row)
+        rows[i] = (t, problem.step_size_over_batch(t), problem.shrink(t), average_weight, weight_sum,
+                   given_first_row)
     return rows
 
 
 class CupyPegasosSteps:
-    """Pegasos steps on a CUDA device; same results as ``NumpyPegasosSteps`` up to rounding.
+    """Pegasos steps on a CUDA device; same results as ``NumpyPegasosSteps`` up to rounding."""
 
-    ``block_mode`` is :class:`gpusvm._step_blocks.StepBlocks`'s ``mode``.
-    """
-
-    def __init__(self, problem, state, given_from=None, block_mode=None):
+    def __init__(self, problem, state, given_from=None):
         check_draw_range(problem.n_samples)  # pegasos_margins draws its rows in the kernel
         self.given_from = given_from  # see NumpyPegasosSteps
         self.problem = problem
@@ -63,13 +60,11 @@ class CupyPegasosSteps:
         self.sample_weight = cupy.ascontiguousarray(problem.sample_weight, dtype=dtype)
         self.batch_index = cupy.empty(problem.batch_size, dtype=np.int64)
         self.coef = cupy.empty((problem.batch_size, n_classes), dtype=np.float64)
-        self.schedule = cupy.empty((0, 6))
-        self.position = cupy.zeros(1, dtype=np.int64)
         self.margins = get_kernel("pegasos.cu", "pegasos_margins", dtype)
         self.accumulate = get_kernel("pegasos.cu", "pegasos_accumulate", dtype)
         self.finish = get_kernel("pegasos.cu", "pegasos_finish", dtype)
         self.renormalize_below = RENORMALIZE_BELOW[np.dtype(dtype)]
-        self.blocks = StepBlocks(self._launch_steps, self.position, mode=block_mode)
+        self.blocks = StepBlocks(self._launch_steps)
 
     def step(self):
         """Advance the model by one mini-batch step (asynchronous)."""
@@ -82,17 +77,13 @@ class CupyPegasosSteps:
         state = self.state
         first = state.step + 1
         rows = pegasos_schedule(self.problem, first, n_steps, state.avg_weight_sum, self.given_from)
-        if rows.shape[0] > self.schedule.shape[0]:
-            self.schedule = cupy.empty_like(rows)
-            self.blocks.forget()  # the recorded launches point at the old schedule
-        self.schedule[:n_steps] = rows
         with nvtx.annotate("pegasos.steps", color="green"):
-            self.blocks.run(n_steps)
+            self.blocks.run(rows)
         state.avg_weight_sum = float(rows[-1, 4])
         state.step = first + n_steps - 1
 
     def _launch_steps(self, length, launch):
-        """The launches of ``length`` steps from the schedule's ``position`` on."""
+        """The launches of ``length`` steps (see :class:`StepBlocks`)."""
         problem, state = self.problem, self.state
         k = problem.batch_size
         n_classes, v_stride = state.v.shape
@@ -100,7 +91,7 @@ class CupyPegasosSteps:
         common = (np.int32(n_classes), np.int32(v_stride), np.int32(problem.fit_intercept))
         radius = problem.radius if problem.projection else 0.0
         for offset in range(length):
-            at = (self.schedule, self.position, np.int32(offset))
+            at = self.blocks.at(offset)
             launch(self.margins, (k,), (_THREADS,),
                    (data, indices, indptr, is_csr, np.int64(problem.n_samples), np.int32(problem.n_features),
                     state.v, state.scale_a, self.targets, self.sample_weight, *common,

@@ -139,6 +139,15 @@ class PegasosProblem:
         mean_weight = self.mean_weight if self.mean_weight is not None else float(self.sample_weight.mean())
         return math.sqrt(mean_weight / self.lam)
 
+    def step_size_over_batch(self, step):
+        """``eta / k = 1 / (lam t k)`` at step ``t``: the factor of a violator's ``s_i y_i x_i``."""
+        return 1.0 / (self.lam * step * self.batch_size)
+
+    @staticmethod
+    def shrink(step):
+        """``1 - 1/t``, the factor ``w`` is shrunk by at step ``t`` (1 at ``t = 1``, where ``w = 0``)."""
+        return 1.0 - 1.0 / step if step > 1 else 1.0
+
     def averaging_at(self, step):
         return self.average_start is not None and step >= self.average_start
 
@@ -261,10 +270,9 @@ class NumpyPegasosSteps:
             y = problem.targets[rows].astype(np.float64)
             weight = problem.sample_weight[rows].astype(np.float64)[:, None]
             violating = y * (state.scale_a * dots) < 1.0
-            coef = np.where(violating, (1.0 / (problem.lam * t * k)) * weight * y, 0.0)
+            coef = np.where(violating, problem.step_size_over_batch(t) * weight * y, 0.0)
         with nvtx.annotate("pegasos.update", color="green"):
-            step_scale = 1.0 - 1.0 / t if t > 1 else 1.0  # at t = 1, w = 0 already
-            state.scale_a *= step_scale
+            state.scale_a *= problem.shrink(t)
             if violating.any():
                 self._add(batch, coef / state.scale_a, t)
             if problem.projection:
