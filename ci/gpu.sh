@@ -12,6 +12,9 @@
 #   ci/gpu.sh graphs    blocks of steps replayed as CUDA graphs against direct launches (the
 #                       tests that decide GPUSVM_CUDA_GRAPHS' default), then the roofline table
 #                       of PegasosSVC and FTRL by batch size, direct and graph launches
+#   ci/gpu.sh sbp       the SBP step: its tests on CuPy (levels, blocks as graphs, the kernel
+#                       matrix resident or not), then bench/sbp_step.py (step time against
+#                       its bandwidth and latency floors, n = 1e4 to 1e6, 1/10/26 classes)
 #   ci/gpu.sh dask      gpusvm.dask's tests with CuPy chunks and backends resolved on the workers
 #   ci/gpu.sh all       every step in turn (on a machine without the 10-minute limit)
 # Results land in bench/results/*-<device>.json (each names the device, CUDA and CuPy).
@@ -70,6 +73,12 @@ if [ "$step" = graphs ] || [ "$step" = all ]; then
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_pegasos.py tests/test_online_logistic.py \
     -k "replayed or cupy" || { echo "FAILED: step blocks"; status=1; }
   bench 380 bench/roofline.py --backends cupy --stream-rows 10000000
+fi
+if [ "$step" = sbp ] || [ "$step" = all ]; then
+  echo "== SBP on CuPy (limit 200 s)"
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_sbp.py tests/test_water_level.py \
+    -k "cupy or device or gpu" || { echo "FAILED: SBP on CuPy"; status=1; }
+  bench 380 bench/sbp_step.py --backends cupy
 fi
 if [ "$step" = dask ] || [ "$step" = all ]; then
   echo "== tests/test_dask.py (limit 500 s)"

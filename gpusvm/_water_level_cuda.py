@@ -1,10 +1,6 @@
-"""Launchers of ``kernels/water_level.cu`` and the device version of the bias search.
-
-``find_gamma_cuda`` runs the radix select of ``water_level.cu``: 14 launches, no host
-synchronisation, the answer a device scalar.  ``find_gamma_and_bias_cuda`` pairs the
-k-th smallest response of each class, which a radix select over one array cannot do;
-it sorts each class on the device (CUB radix sort) and applies the sort-based formula
-of ``water_level.py`` with device arrays, again without synchronising.
+"""Launchers of ``kernels/water_level.cu``: ``find_gamma_cuda`` runs its radix select,
+14 launches, no host synchronisation, the answer a device scalar.  The level with the
+bias, and the levels of many problems at once, are ``_sbp_level_cuda.py``'s.
 """
 
 from __future__ import annotations
@@ -64,25 +60,3 @@ def find_gamma_cuda(values, volume):
     """The water level of a float64 CuPy array, as a 0-d device array."""
     values = cupy.ascontiguousarray(values, dtype=np.float64)
     return DeviceWaterLevel(values.size)(values, volume)
-
-
-def find_gamma_and_bias_cuda(labels, values, volume, n_positive=None, n_negative=None):
-    """``(gamma, b)`` as 0-d device arrays; the class sizes, when given, save a synchronisation."""
-    positive = labels > 0
-    if n_positive is None:
-        n_positive = int(positive.sum())
-        n_negative = values.size - n_positive
-    p = cupy.sort(cupy.where(positive, values, np.inf))[:n_positive]
-    m = cupy.sort(cupy.where(positive, np.inf, values))[:n_negative]
-    n_pairs = min(n_positive, n_negative)
-    u = p[:n_pairs] + m[:n_pairs]
-    prefix = cupy.cumsum(u)
-    fits = cupy.arange(1, n_pairs + 1, dtype=np.float64) * u - prefix <= volume
-    covered = cupy.count_nonzero(fits)  # k*: the criterion is monotone in k
-    two_gamma = (volume + cupy.take(prefix, covered - 1)) / covered
-    infinity = cupy.full(1, np.inf)
-    p_k, p_next = cupy.take(p, covered - 1), cupy.take(cupy.concatenate([p, infinity]), covered)
-    m_k, m_next = cupy.take(m, covered - 1), cupy.take(cupy.concatenate([m, infinity]), covered)
-    low = cupy.maximum(p_k, two_gamma - m_next)
-    high = cupy.minimum(p_next, two_gamma - m_k)
-    return two_gamma / 2, (two_gamma - (low + high)) / 2

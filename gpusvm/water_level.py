@@ -27,8 +27,10 @@ in ``k``, so ``k*`` can be found
    a few steps from the previous iteration's level usually suffice, and the partition
    search bounds the worst case.
 
-CuPy input runs on the GPU (``gpusvm/_water_level_cuda.py``): a radix select over
-the responses' bits for ``find_gamma``, and a device sort for ``find_gamma_and_bias``.
+CuPy input runs on the GPU: a radix select over the responses' bits for ``find_gamma``
+(``gpusvm/_water_level_cuda.py``), and for ``find_gamma_and_bias`` the solvers' search
+(``gpusvm/_sbp_level_cuda.py``: sorted windows around a previous level, or a bisection
+over ranks by radix selects; no sort of the whole array).
 """
 
 from __future__ import annotations
@@ -566,11 +568,11 @@ def find_gamma_and_bias(y, responses, volume):
         The level (unique) and a bias (the midpoint of the optimal interval).
     """
     if is_cupy_array(responses):
-        from ._water_level_cuda import find_gamma_and_bias_cuda
+        from ._sbp_level_cuda import find_gamma_and_bias_cuda
 
         values, volume = _check_device_responses(responses, volume)
-        labels = _check_device_labels(y, values)
-        gamma, bias = find_gamma_and_bias_cuda(labels, values, volume)
+        labels, n_positive, n_negative = _check_device_labels(y, values)
+        gamma, bias = find_gamma_and_bias_cuda(labels, values, volume, n_positive, n_negative)
         return float(gamma), float(bias)
     return find_gamma_and_bias_partition(y, responses, volume)
 
@@ -615,7 +617,7 @@ def _check_device_labels(y, values):
     if n_positive + n_negative != labels.size:
         raise ValueError(f"y must hold labels in {{-1, +1}}, got {cupy.unique(labels)[:5].tolist()!r}.")
     _check_both_classes(n_positive, n_negative)
-    return labels
+    return labels, n_positive, n_negative
 
 
 __all__ = [

@@ -30,6 +30,19 @@ __host__ __device__ inline long long gpusvm_random_index(
 
 #ifdef __CUDACC__
 // ---------------------------------------------------------------------------------
+// Doubles as 64-bit keys with the same order (radix selects over values).
+// ---------------------------------------------------------------------------------
+__device__ inline unsigned long long gpusvm_order_key(double value) {
+    const unsigned long long bits = (unsigned long long)__double_as_longlong(value);
+    return (bits >> 63) ? ~bits : (bits | 0x8000000000000000ULL);
+}
+
+__device__ inline double gpusvm_key_value(unsigned long long key) {
+    const unsigned long long bits = (key >> 63) ? (key & 0x7FFFFFFFFFFFFFFFULL) : ~key;
+    return __longlong_as_double((long long)bits);
+}
+
+// ---------------------------------------------------------------------------------
 // Rows of a dense row-major matrix or of a CSR matrix, read the same way.
 // ---------------------------------------------------------------------------------
 template <typename real>

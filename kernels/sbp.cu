@@ -1,23 +1,28 @@
-// Stochastic Batch Perceptron steps on the GPU (gpusvm/solvers/_sbp_cuda.py).
-//
-// A step for one binary problem, after the water level:
-//   sbp_draw       B indices, uniformly among the responses at or below the level, from
-//                  the running count of them and the shared random stream;
-//   sbp_norm_step  ||w||^2 after the step, from the old responses at the drawn rows and
-//                  the B x B kernel values among them; adds eta / B to their alpha; the
-//                  projection factor;
-//   sbp_update     one thread per column: the combined kernel row
-//                  g_j = 1/B sum_b y_b K(x_b, x_j), computed from the inner products
-//                  (cuBLAS / cuSPARSE) and squared norms, fused with the response update
-//                  c_j += eta y_j g_j, the projection and the running sums for the average.
-// Responses, coefficients and sums are double; kernel values are computed in the input's
-// precision (float32 input: float32 kernel values, as the NumPy path computes them) and
-// accumulated in double.
+// Stochastic Batch Perceptron steps on the GPU, every problem in each launch
+// (gpusvm/solvers/_sbp_cuda.py). After the water level (sbp_level.cu), a step is:
+//   sbp_count_covered  (tiles, k): the rows at or under their basin's edge, per tile;
+//   sbp_draw           (draws / 8, k): B rows per problem, uniformly among the covered
+//                      ones in index order, one warp a draw, from the shared random
+//                      stream (lane p B + b at step t, as the NumPy path);
+//   sbp_norm_step      (k): ||w||^2 after the step, from the old responses at the drawn
+//                      rows and the B x B kernel values among them; adds eta / B to
+//                      their alpha; the projection factor;
+//   sbp_update         (blocks, k): one thread per column: the combined kernel row
+//                      g_j = 1/B sum_b y_b K(x_b, x_j), fused with the response update
+//                      c_j += eta y_j g_j, the projection and the running sums.
+// Kernel values come from a resident kernel matrix (computed once, in X's dtype) or are
+// computed from inner products of the drawn rows with every row (X's dtype). The step
+// number and size are read from the schedule at the block's position (_step_blocks.py),
+// so that a block of steps is the same launches every time. Responses, coefficients and
+// sums are double.
 #include "common.cuh"
+#include "sbp_level.cuh"
 
 #define SBP_KERNEL_LINEAR 0
 #define SBP_KERNEL_RBF 1
 #define SBP_KERNEL_POLY 2
+#define SBP_TILE_ROWS 2048
+#define SBP_DRAWS_PER_BLOCK 8  // one warp a draw
 
 template <typename real>
 struct SBPKernel {
@@ -39,87 +44,198 @@ struct SBPKernel {
     }
 };
 
-// out[b] = the r-th row with below[row] set, r drawn from [0, count) on lane lane0 + b;
-// `running` is the inclusive running count of `below`, so count = running[n - 1].
-extern "C" __global__ void sbp_draw(const long long* __restrict__ running, long long n,
-                                    unsigned long long seed, unsigned long long step,
-                                    long long lane0, int batch, long long* __restrict__ out) {
-    const int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= batch) return;
-    const long long count = running[n - 1];
-    const long long r = gpusvm_random_index(seed, step, (unsigned long long)(lane0 + b),
-                                            (unsigned long long)count);
-    long long lo = 0, hi = n - 1;  // the first row whose running count exceeds r
-    while (lo < hi) {
-        const long long mid = lo + (hi - lo) / 2;
-        if (running[mid] > r) hi = mid; else lo = mid + 1;
+// K(x_row, x_column) for the drawn row in slot `slot` (p B + b): read from the resident
+// matrix (row-major, n_train x n_total), or computed from the slot's inner products
+// (`values[slot * slot_stride + column * column_stride]`).
+template <typename real>
+struct SBPKernelValues {
+    const real* values;
+    long long slot_stride, column_stride;
+    int resident;
+    const real* sq_norms;
+    SBPKernel<real> kernel;
+
+    __device__ double operator()(long long slot, long long row, long long column) const {
+        if (resident) return (double)values[row * slot_stride + column];
+        return kernel(values[slot * slot_stride + column * column_stride], sq_norms[row], sq_norms[column]);
     }
-    out[b] = lo;
+};
+
+// The parameters that make an SBPKernelValues (CuPy passes scalars and arrays, not structs).
+#define SBP_KERNEL_VALUE_PARAMETERS                                                              \
+    const real *__restrict__ kernel_source, long long slot_stride, long long column_stride,     \
+        int resident, const real *__restrict__ sq_norms, int kind, double gamma, double coef0, \
+        int degree
+#define SBP_KERNEL_VALUES                                                                        \
+    SBPKernelValues<real> {                                                                      \
+        kernel_source, slot_stride, column_stride, resident, sq_norms,                           \
+            SBPKernel<real>{kind, (real)gamma, (real)coef0, degree}                              \
+    }
+
+__device__ inline long long sbp_schedule_row(const long long* position, int offset) {
+    return position[0] + offset;
 }
 
-// One block. dots: (rows, n_total) inner products of the drawn rows with every column;
-// this problem's rows are first .. first + batch - 1.
+__device__ inline bool sbp_covered(const double* c, const double* y, long long j, int two_basins,
+                                   const SBPLevelState& state) {
+    return c[j] <= state.edge[level_basin(y, j, two_basins)];
+}
+
+// Covered training rows of problem blockIdx.y in tile blockIdx.x.
+extern "C" __global__ void sbp_count_covered(
+        const double* __restrict__ responses, const double* __restrict__ labels, long long n, int two_basins,
+        const SBPLevelState* __restrict__ states, long long* __restrict__ tile_counts) {
+    const int p = blockIdx.y;
+    const SBPLevelState state = states[p];
+    const double* c = responses + p * n;
+    const double* y = labels + p * n;
+    const long long start = (long long)blockIdx.x * SBP_TILE_ROWS;
+    const long long stop = min(n, start + SBP_TILE_ROWS);
+    double count = 0.0;
+    for (long long j = start + threadIdx.x; j < stop; j += blockDim.x) count += sbp_covered(c, y, j, two_basins, state);
+    count = gpusvm_block_sum(count);
+    if (threadIdx.x == 0) tile_counts[(long long)p * gridDim.x + blockIdx.x] = (long long)count;
+}
+
+// Inclusive sum over a warp's lanes.
+__device__ inline long long sbp_warp_scan(long long value, unsigned lane) {
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const long long other = __shfl_up_sync(0xffffffffu, value, offset);
+        if (lane >= (unsigned)offset) value += other;
+    }
+    return value;
+}
+
+// Draw b = blockIdx.x * 8 + warp of problem blockIdx.y: the r-th covered row (index
+// order) with r uniform in [0, covered count).
+extern "C" __global__ void sbp_draw(
+        const double* __restrict__ responses, const double* __restrict__ labels, long long n, int two_basins,
+        const SBPLevelState* __restrict__ states, const long long* __restrict__ tile_counts, long long n_tiles,
+        const double* __restrict__ schedule, const long long* __restrict__ position, int offset,
+        unsigned long long seed, int batch, long long* __restrict__ drawn) {
+    const int p = blockIdx.y;
+    const unsigned lane = threadIdx.x & 31u;
+    const int b = blockIdx.x * SBP_DRAWS_PER_BLOCK + (threadIdx.x >> 5);
+    if (b >= batch) return;  // a whole warp
+    const SBPLevelState state = states[p];
+    const long long* counts = tile_counts + (long long)p * n_tiles;
+    long long total = 0;
+    for (long long i = lane; i < n_tiles; i += 32) total += counts[i];
+    for (int shift = 16; shift > 0; shift >>= 1) total += __shfl_xor_sync(0xffffffffu, total, shift);
+    const unsigned long long step = (unsigned long long)schedule[2 * sbp_schedule_row(position, offset)];
+    long long r = gpusvm_random_index(seed, step, (unsigned long long)p * batch + b, (unsigned long long)total);
+    long long tile = 0, seen = 0;  // the tile holding the r-th covered row, and the rows before it
+    for (long long base = 0; base < n_tiles; base += 32) {
+        const long long count = base + lane < n_tiles ? counts[base + lane] : 0;
+        const long long through = seen + sbp_warp_scan(count, lane);
+        const unsigned past = __ballot_sync(0xffffffffu, through > r);
+        if (past) {
+            const int first = __popc((past & -past) - 1u);  // lowest lane past r
+            tile = base + first;
+            seen = __shfl_sync(0xffffffffu, through - count, first);
+            break;
+        }
+        seen = __shfl_sync(0xffffffffu, through, 31);
+    }
+    r -= seen;
+    const double* c = responses + p * n;
+    const double* y = labels + p * n;
+    const long long start = tile * SBP_TILE_ROWS, stop = min(n, start + SBP_TILE_ROWS);
+    for (long long base = start; base < stop; base += 32) {
+        const long long j = base + lane;
+        const bool covered = j < stop && sbp_covered(c, y, j, two_basins, state);
+        const unsigned ballot = __ballot_sync(0xffffffffu, covered);
+        const long long here = __popc(ballot);
+        if (r < here) {
+            if (covered && __popc(ballot & ((1u << lane) - 1u)) == r) drawn[(long long)p * batch + b] = j;
+            return;
+        }
+        r -= here;
+    }
+}
+
+// One block per problem (blockIdx.x).
 template <typename real>
 __global__ void sbp_norm_step(
-        const real* __restrict__ dots, const long long* __restrict__ drawn,
-        const real* __restrict__ sq_norms, const double* __restrict__ labels,
-        const double* __restrict__ responses, double* __restrict__ alpha,
-        double* __restrict__ r2, double* __restrict__ factor, int first, int batch,
-        long long n_total, double eta, int kind, double gamma, double coef0, int degree) {
-    const SBPKernel<real> kernel{kind, (real)gamma, (real)coef0, degree};
+        SBP_KERNEL_VALUE_PARAMETERS, const long long* __restrict__ drawn, const double* __restrict__ labels,
+        const double* __restrict__ responses, double* __restrict__ alpha, double* __restrict__ r2,
+        double* __restrict__ factor, long long n, int batch, const double* __restrict__ schedule,
+        const long long* __restrict__ position, int offset) {
+    const SBPKernelValues<real> kernel_values = SBP_KERNEL_VALUES;
+    const int p = blockIdx.x;
+    const long long first = (long long)p * batch;
+    const double* y = labels + p * n;
+    const double eta = schedule[2 * sbp_schedule_row(position, offset) + 1];
     double gram = 0.0, old = 0.0;  // sum_{b, b'} y_b y_b' K_bb' and sum_b c_b
     for (int pair = threadIdx.x; pair < batch * batch; pair += blockDim.x) {
         const int b = pair / batch, c = pair - b * batch;
         const long long i = drawn[first + b], j = drawn[first + c];
-        const double value = kernel(dots[(long long)(first + b) * n_total + j], sq_norms[i], sq_norms[j]);
-        gram += labels[i] * labels[j] * value;
+        gram += y[i] * y[j] * kernel_values(first + b, i, j);
     }
-    for (int b = threadIdx.x; b < batch; b += blockDim.x) old += responses[drawn[first + b]];
+    for (int b = threadIdx.x; b < batch; b += blockDim.x) old += responses[p * n + drawn[first + b]];
     gram = gpusvm_block_sum(gram);
     old = gpusvm_block_sum(old);
     if (threadIdx.x == 0) {
         const double B = (double)batch;
-        const double norm = *r2 + 2.0 * eta * old / B + eta * eta * gram / (B * B);
-        *factor = norm > 1.0 ? 1.0 / sqrt(norm) : 1.0;
-        *r2 = fmin(norm, 1.0);
+        const double norm = r2[p] + 2.0 * eta * old / B + eta * eta * gram / (B * B);
+        factor[p] = norm > 1.0 ? 1.0 / sqrt(norm) : 1.0;
+        r2[p] = fmin(norm, 1.0);
     }
     for (int b = threadIdx.x; b < batch; b += blockDim.x)
-        atomicAdd(&alpha[drawn[first + b]], eta / (double)batch);
+        atomicAdd(&alpha[p * n + drawn[first + b]], eta / (double)batch);
 }
 
-// One thread per column j of n_total = n_train + n_holdout.
+// Columns j of n_total = n_train + n_holdout (grid-stride over blockIdx.x) of problem
+// blockIdx.y. Holdout responses are rows of width `holdout_stride`.
 template <typename real>
 __global__ void sbp_update(
-        const real* __restrict__ dots, const long long* __restrict__ drawn,
-        const real* __restrict__ sq_norms, const double* __restrict__ labels,
-        const double* __restrict__ factor_ptr, double* __restrict__ responses,
-        double* __restrict__ response_sum, double* __restrict__ alpha,
-        double* __restrict__ alpha_sum, double* __restrict__ holdout,
-        double* __restrict__ holdout_sum, int first, int batch, long long n_train,
-        long long n_total, double eta, int kind, double gamma, double coef0, int degree) {
-    const SBPKernel<real> kernel{kind, (real)gamma, (real)coef0, degree};
-    const double factor = *factor_ptr;
+        SBP_KERNEL_VALUE_PARAMETERS, const long long* __restrict__ drawn, const double* __restrict__ labels,
+        const double* __restrict__ factors, double* __restrict__ responses, double* __restrict__ response_sum,
+        double* __restrict__ alpha, double* __restrict__ alpha_sum, double* __restrict__ holdout,
+        double* __restrict__ holdout_sum, long long holdout_stride, int batch, long long n_train,
+        long long n_total, const double* __restrict__ schedule, const long long* __restrict__ position,
+        int offset) {
+    const SBPKernelValues<real> kernel_values = SBP_KERNEL_VALUES;
+    const int p = blockIdx.y;
+    const long long first = (long long)p * batch;
+    const double* y = labels + p * n_train;
+    const double eta = schedule[2 * sbp_schedule_row(position, offset) + 1];
+    const double factor = factors[p];
     for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n_total;
          j += (long long)gridDim.x * blockDim.x) {
-        const real sq_j = sq_norms[j];
         double g = 0.0;
         for (int b = 0; b < batch; ++b) {
             const long long i = drawn[first + b];
-            g += labels[i] * kernel(dots[(long long)(first + b) * n_total + j], sq_norms[i], sq_j);
+            g += y[i] * kernel_values(first + b, i, j);
         }
         g /= (double)batch;
         if (j < n_train) {
-            const double c = (responses[j] + eta * labels[j] * g) * factor;
-            responses[j] = c;
-            response_sum[j] += c;
-            const double a = alpha[j] * factor;
-            alpha[j] = a;
-            alpha_sum[j] += a;
+            const long long at = p * n_train + j;
+            const double c = (responses[at] + eta * y[j] * g) * factor;
+            responses[at] = c;
+            response_sum[at] += c;
+            const double a = alpha[at] * factor;
+            alpha[at] = a;
+            alpha_sum[at] += a;
         } else {
-            const long long v = j - n_train;
+            const long long v = p * holdout_stride + j - n_train;
             const double h = (holdout[v] + eta * g) * factor;
             holdout[v] = h;
             holdout_sum[v] += h;
         }
     }
+}
+
+// The drawn rows of a CSR matrix as dense rows (out: count x n_features), one block a
+// row: a product with X needs no host synchronisation, where indexing a CSR matrix by
+// device indices does (the result's size).
+template <typename real>
+__global__ void sbp_dense_rows(const real* __restrict__ data, const int* __restrict__ indices,
+                               const int* __restrict__ indptr, const long long* __restrict__ drawn,
+                               int n_features, real* __restrict__ out) {
+    real* row = out + (long long)blockIdx.x * n_features;
+    for (int f = threadIdx.x; f < n_features; f += blockDim.x) row[f] = real(0);
+    __syncthreads();
+    const long long i = drawn[blockIdx.x];
+    for (int at = indptr[i] + threadIdx.x; at < indptr[i + 1]; at += blockDim.x) row[indices[at]] = data[at];
 }

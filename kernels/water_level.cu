@@ -32,16 +32,6 @@ struct WaterLevelState {
     long long scratch_count[2]; // responses copied to each scratch buffer
 };
 
-__device__ inline unsigned long long wl_key(double value) {
-    const unsigned long long bits = (unsigned long long)__double_as_longlong(value);
-    return (bits >> 63) ? ~bits : (bits | 0x8000000000000000ULL);
-}
-
-__device__ inline double wl_value(unsigned long long key) {
-    const unsigned long long bits = (key >> 63) ? (key & 0x7FFFFFFFFFFFFFFFULL) : ~key;
-    return __longlong_as_double((long long)bits);
-}
-
 // Bits examined by a round (11, the last 9) and where they sit in the key.
 __device__ inline int wl_width(int round) { return min(WL_BITS, 64 - round * WL_BITS); }
 __device__ inline int wl_shift(int round) { return 64 - round * WL_BITS - wl_width(round); }
@@ -101,7 +91,7 @@ extern "C" __global__ void water_level_histogram(
         double value = 0.0;
         if (i < size) {
             value = source[i];
-            const unsigned long long key = wl_key(value);
+            const unsigned long long key = gpusvm_order_key(value);
             match = wl_matches(key, prefix, round);
             if (match) {
                 const int bucket = (int)((key >> shift) & mask);
@@ -177,8 +167,8 @@ extern "C" __global__ void water_level_select(WaterLevelState* state, int round,
     const int shift = wl_shift(round);
     const double volume = state->volume;
     const unsigned long long prefix = state->prefix;
-    const double edge0 = wl_value(prefix | ((unsigned long long)(2 * t) << shift));
-    const double edge1 = wl_value(prefix | ((unsigned long long)(2 * t + 1) << shift));
+    const double edge0 = gpusvm_key_value(prefix | ((unsigned long long)(2 * t) << shift));
+    const double edge1 = gpusvm_key_value(prefix | ((unsigned long long)(2 * t + 1) << shift));
     // The level is at least bucket j's smallest value; nothing below it needs no test
     // (and its edge may not be a number).
     const int n_buckets = 1 << wl_width(round);

@@ -146,6 +146,18 @@ def test_roofline_benchmark_quick_counts_rows_and_nonzeros():
         assert 0 < r["of_copy_bandwidth"] < 1
 
 
+def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():
+    payload = run_bench("sbp_step.py")
+    rows = payload["results"]
+    assert {(r["classes"], r["data"], r["kernel_values"]) for r in rows} == {
+        (classes, data, values) for classes in (1, 10) for data in ("dense", "sparse") for values in ("matrix", "rows")}
+    for r in rows:
+        assert r["problems"] == (1 if r["classes"] == 1 else r["classes"])
+        assert r["step_ms"] > 0 and r["bandwidth_floor_ms"] > 0
+        assert r["times_floor"] == pytest.approx(r["step_ms"] / r["bandwidth_floor_ms"], rel=1e-9)
+        assert r["latency_floor_ms"] is None  # the host has no graph launch
+
+
 def test_perceptron_benchmark_quick_counts_kernel_evaluations():
     payload = run_bench("perceptron_kernel.py", "--datasets", "adult")
     points = payload["curves"][0]["points"]

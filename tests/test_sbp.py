@@ -73,6 +73,26 @@ def test_steps_match_plain_algorithm(backend, rng, fit_intercept, batch_size, n_
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
+@pytest.mark.parametrize("kernel_cache", ["auto", 0])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, kernel_cache, sparse):
+    """Blocks of steps replayed (or CUDA graphs) read each step's number and size from the
+    schedule; with the whole kernel matrix resident, or the drawn rows' products each step."""
+    from gpusvm.solvers._sbp_cuda import CupySBPSteps
+
+    problem, K, targets = make_problem(rng, "cupy", n_classes=3, sparse=sparse, batch_size=4, n_train=30,
+                                       n_holdout=5)
+    steps = CupySBPSteps(problem, kernel_cache=kernel_cache)
+    assert (steps.kernel_matrix is None) == (kernel_cache == 0)
+    schedule = sbp_solver.step_schedule(1, 14, steps.eta0)
+    steps.run_steps(schedule[:8])  # two full blocks and a partial one, then one of each
+    steps.run_steps(schedule[8:])
+    got = [a.get() for a in steps.model(average=True)]
+    expected = reference_sbp(K, problem.n_train, targets, problem.nu, 4, True, problem.seed, 14)
+    for name, a, b in zip(("alpha", "responses", "holdout"), got, expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
 @pytest.mark.parametrize("nu", [0.0, 1e3])
 def test_extreme_nu_matches_plain_algorithm(rng, nu):
     """nu = 0 draws only the lowest responses; a huge nu floods every example."""

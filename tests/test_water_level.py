@@ -315,3 +315,50 @@ def test_levels_of_rows_agree_with_the_oracle_row_by_row(seed, with_bias, intege
         np.testing.assert_array_equal(np.flatnonzero((responses[p] <= threshold) & used[p]), expected[2])
         if with_bias:  # k* ranks of the positive class; equal responses at the edge come along
             assert 1 <= covered[p] <= (positive[p] & (responses[p] <= threshold)).sum()
+
+
+def oracle_levels(responses, labels, volume, two_basins):
+    """Level, bias and each basin's edge per row, by the NumPy solvers' search."""
+    from gpusvm.water_level import _level_bias_edges
+
+    answers = []
+    for c, y in zip(responses, labels, strict=True):
+        if two_basins:
+            level, bias, edges = _level_bias_edges(np.sort(c[y > 0]), np.sort(c[y < 0]), volume)
+        else:
+            level = c.min() if volume == 0 else find_gamma_sorted(c, volume)
+            bias, edges = 0.0, (max(level, c.min()), 0.0)
+        answers.append((level, bias, *edges))
+    return np.array(answers)
+
+
+@needs_device
+@pytest.mark.parametrize("two_basins", [True, False])
+@pytest.mark.parametrize("volume", [0.0, 3.0])
+def test_device_levels_of_many_problems_follow_drifting_responses(two_basins, volume):
+    """Three problems over steps of small moves (the windows settle them), a jump (the
+    bisection does), ties at the start (all zero) and of integer values."""
+    import cupy
+
+    from gpusvm._sbp_level_cuda import DeviceLevels
+
+    rng = np.random.default_rng(7)
+    n, k = 300, 3
+    labels = np.where(rng.random((k, n)) < 0.4, 1.0, -1.0)
+    sizes = [(int((row > 0).sum()), int((row < 0).sum())) for row in labels]
+    levels = DeviceLevels(cupy.asarray(labels), sizes, two_basins, volume)
+    c = np.zeros((k, n))
+    moves = [0.0] + [0.01] * 6 + [5.0] + [0.01] * 4
+    for step, move in enumerate(moves):
+        c = c + move * rng.standard_normal((k, n))
+        if step == len(moves) - 1:
+            c = np.round(c)  # ties
+        levels.search(cupy.asarray(c))
+        got = np.column_stack([levels.level.get(), levels.bias.get(), levels.edges.get()])
+        expected = oracle_levels(c, labels, volume, two_basins)
+        if not two_basins:
+            got[:, 3], expected[:, 3] = 0.0, 0.0
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9, err_msg=f"step {step}")
+    by_windows, by_bisection = levels.settled_by.get().sum(axis=0)
+    assert by_windows + by_bisection == k * len(moves)
+    assert by_windows >= k * 5  # the small moves

@@ -1,14 +1,23 @@
-"""SBP steps on the GPU: the launches of ``kernels/sbp.cu`` and ``kernels/water_level.cu``.
+"""SBP steps on the GPU: the launches of ``kernels/sbp_level.cu`` and ``kernels/sbp.cu``.
 
 The same algorithm as ``NumpySBPSteps`` (see ``sbp.py``), with the state kept plainly
 (no shared scale: the projection is part of the fused update, which touches every
-response anyway) and every array on the device.  Per step and problem: the water level
-(radix select, or a device sort with the bias), the draw from the running count of the
-rows at or below it, then one product ``X[drawn] X^T`` for all problems and two kernels
-that turn it into the step.  No value comes back to the host; the drawn rows of all
-problems share the one product, though a row drawn by two problems is computed twice
-(deduplicating would need the host).  Kernel rows are not cached on the device: a row
-costs one pass over X at memory bandwidth.
+response anyway) and every array on the device.  Every launch covers all problems
+(one-vs-rest classes) at once, so a step is a fixed number of launches whatever their
+number: the level search (four, ``_sbp_level_cuda.py``), a count and a draw of the
+covered rows, then the norm step and the fused update.  No value comes back to the host.
+
+Kernel values come from the whole kernel matrix (training rows by training and holdout
+columns, in X's dtype) when it fits in ``kernel_cache``: computed once at the start, in
+blocks of rows by matrix products, a step then reads its ``B`` rows per problem and
+nothing else.  Otherwise a step computes the drawn rows' inner products with every row
+(one product for all problems; sparse rows made dense on the device, so no
+synchronisation) and the kernel values from them.
+
+The step number and size are a schedule on the device (``_step_blocks.py``), so a block
+of steps is the same launches every time: with the resident matrix it can be replayed
+as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with products each step, which run cuBLAS or
+cuSPARSE and allocate, the launches stay direct.
 """
 
 from __future__ import annotations
@@ -17,80 +26,155 @@ import cupy
 import numpy as np
 import nvtx
 
+from .._backend import free_device_bytes
 from .._kernels import get_kernel
-from .._water_level_cuda import DeviceWaterLevel, find_gamma_and_bias_cuda
+from .._sbp_level_cuda import DeviceLevels
+from .. import _step_blocks
 from ..kernel_functions import KERNEL_CODES, inner_products, squared_row_norms
 from .sbp import LocalModel
 
 _THREADS = 256
+_TILE_ROWS = 2048  # SBP_TILE_ROWS in sbp.cu
+_DRAWS_PER_BLOCK = 8  # SBP_DRAWS_PER_BLOCK in sbp.cu
+KERNEL_CACHE_AUTO = 0.5  # of the free device memory, for kernel_cache='auto'
+_MATRIX_BLOCK_BYTES = 256 * 2**20  # inner products computed at once while filling the matrix
+
+
+def kernel_cache_bytes(kernel_cache, free=None):
+    """Bytes the kernel matrix may take on the device: ``kernel_cache`` is 'auto' (half the
+    free memory), a float in [0, 1] (a fraction of it) or an int (bytes)."""
+    if isinstance(kernel_cache, str):
+        kernel_cache = KERNEL_CACHE_AUTO
+    if isinstance(kernel_cache, (int, np.integer)) and not isinstance(kernel_cache, bool):
+        return int(kernel_cache)
+    return int(float(kernel_cache) * (free_device_bytes() if free is None else free))
 
 
 class CupySBPSteps(LocalModel):
-    """SBP steps on a CUDA device; same results as ``NumpySBPSteps`` up to rounding."""
+    """SBP steps on a CUDA device; same results as ``NumpySBPSteps`` up to rounding.
 
-    def __init__(self, problem):
+    Parameters
+    ----------
+    problem : SBPProblem
+    kernel_cache : 'auto', float or int
+        Device memory for the whole kernel matrix (:func:`kernel_cache_bytes`); when
+        it needs more, kernel values are computed at every step.
+    mode : {'direct', 'graph', 'replay'} or None
+        How blocks of steps are issued (:class:`~gpusvm._step_blocks.StepBlocks`); None:
+        the default. 'graph' runs direct without the resident matrix.
+    """
+
+    def __init__(self, problem, kernel_cache="auto", mode=None):
         self.problem = problem
-        k, n, n_holdout = problem.n_problems, problem.n_train, problem.n_holdout
+        k, n, batch = problem.n_problems, problem.n_train, problem.batch_size
+        n_total, n_holdout = problem.n_rows, problem.n_holdout
         self.X = problem.X
         self.sq_norms = cupy.ascontiguousarray(squared_row_norms(self.X))
         self.eta0 = problem.first_step_size(self.sq_norms)
         self.labels = cupy.ascontiguousarray(problem.targets.T, dtype=np.float64)  # (k, n)
         n_positive = (problem.targets > 0).sum(axis=0).get()
-        self.class_sizes = [(int(p), n - int(p)) for p in n_positive]
+        class_sizes = [(int(p), n - int(p)) for p in n_positive]
         self.alpha, self.alpha_sum = cupy.zeros((k, n)), cupy.zeros((k, n))
         self.C, self.c_sum = cupy.zeros((k, n)), cupy.zeros((k, n))
         self.H, self.h_sum = cupy.zeros((k, max(1, n_holdout))), cupy.zeros((k, max(1, n_holdout)))
         self.r2, self.factor = cupy.zeros(k), cupy.ones(k)
-        self.drawn = cupy.empty(k * problem.batch_size, dtype=np.int64)
-        self.water_level = DeviceWaterLevel(n)
-        self.kernel_args = (np.int32(KERNEL_CODES[problem.kernel]), np.float64(problem.gamma),
-                            np.float64(problem.coef0), np.int32(problem.degree))
-        self.n_steps = 0
+        self.drawn = cupy.zeros(k * batch, dtype=np.int64)
+        self.step_levels = DeviceLevels(self.labels, class_sizes, problem.fit_intercept, problem.volume)
+        self.checkpoint_levels = DeviceLevels(self.labels, class_sizes, problem.fit_intercept, problem.volume)
+        self.n_tiles = max(1, -(-n // _TILE_ROWS))
+        self.tile_counts = cupy.zeros((k, self.n_tiles), dtype=np.int64)
         self.kernel_rows_computed = 0
+        self.kernel_matrix = self._resident_kernel_matrix(kernel_cache_bytes(kernel_cache))
+        if self.kernel_matrix is not None:
+            self.kernel_source = (self.kernel_matrix, np.int64(n_total), np.int64(1), np.int32(1))
+        else:
+            self.dots = cupy.zeros((k * batch, n_total), dtype=self.X.dtype)
+            self.kernel_source = (self.dots, np.int64(n_total), np.int64(1), np.int32(0))
+            if mode == "graph" or (mode is None and _step_blocks.default_mode() == "graph"):
+                mode = "direct"  # cuBLAS / cuSPARSE products and their allocations are not captured
+        self.kernel_args = (self.sq_norms, np.int32(KERNEL_CODES[problem.kernel]), np.float64(problem.gamma),
+                            np.float64(problem.coef0), np.int32(problem.degree))
+        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode)
+        self.n_steps = 0
 
-    def levels(self, responses, trackers=None):
-        """Water level and bias of each problem's responses, as device arrays of shape (k,)."""
-        k = self.problem.n_problems
-        level, bias = cupy.empty(k), cupy.zeros(k)
-        for p in range(k):
-            values = cupy.ascontiguousarray(responses[p])
-            if self.problem.fit_intercept:
-                level[p], bias[p] = find_gamma_and_bias_cuda(self.labels[p], values, self.problem.volume,
-                                                             *self.class_sizes[p])
+    def _resident_kernel_matrix(self, budget):
+        """The kernel matrix (n_train, n_total) in X's dtype when it fits in ``budget``
+        bytes, computed in blocks of rows; else None."""
+        n, n_total = self.problem.n_train, self.problem.n_rows
+        itemsize = np.dtype(self.X.dtype).itemsize
+        if n * n_total * itemsize > budget:
+            return None
+        with nvtx.annotate("sbp.kernel_matrix", color="orange"):
+            matrix = cupy.empty((n, n_total), dtype=self.X.dtype)
+            rows_at_once = max(1, _MATRIX_BLOCK_BYTES // max(1, n_total * itemsize))
+            for start in range(0, n, rows_at_once):
+                rows = cupy.arange(start, min(n, start + rows_at_once))
+                matrix[start:start + rows.size] = self.problem.kernel_rows(rows, self.sq_norms)
+        self.kernel_rows_computed = n
+        return matrix
+
+    def _launch_steps(self, length, launch):
+        """The launches of ``length`` steps (StepBlocks' ``launch_steps``)."""
+        problem, k, batch = self.problem, self.problem.n_problems, self.problem.batch_size
+        n, n_total = problem.n_train, problem.n_rows
+        two_basins = np.int32(problem.fit_intercept)
+        count = get_kernel("sbp.cu", "sbp_count_covered")
+        draw = get_kernel("sbp.cu", "sbp_draw")
+        dtype = self.X.dtype
+        norm_step = get_kernel("sbp.cu", "sbp_norm_step", dtype)
+        update = get_kernel("sbp.cu", "sbp_update", dtype)
+        update_blocks = max(1, min(65535, -(-n_total // _THREADS)))
+        kernel_values = (*self.kernel_source, *self.kernel_args)
+        for offset in range(length):
+            at = self.blocks.at(offset)
+            levels = self.step_levels
+            levels.launch_search(self.C, launch)
+            launch(count, (self.n_tiles, k), (_THREADS,), (
+                self.C, self.labels, np.int64(n), two_basins, levels.state, self.tile_counts))
+            launch(draw, (-(-batch // _DRAWS_PER_BLOCK), k), (32 * _DRAWS_PER_BLOCK,), (
+                self.C, self.labels, np.int64(n), two_basins, levels.state, self.tile_counts,
+                np.int64(self.n_tiles), *at, np.uint64(problem.seed), np.int32(batch), self.drawn))
+            if self.kernel_matrix is None:
+                launch(self._inner_products_of_drawn, None, None, ())
+            launch(norm_step, (k,), (_THREADS,), (
+                *kernel_values, self.drawn, self.labels, self.C, self.alpha, self.r2, self.factor, np.int64(n),
+                np.int32(batch), *at))
+            launch(update, (update_blocks, k), (_THREADS,), (
+                *kernel_values, self.drawn, self.labels, self.factor, self.C, self.c_sum, self.alpha,
+                self.alpha_sum, self.H, self.h_sum, np.int64(self.H.shape[1]), np.int32(batch), np.int64(n),
+                np.int64(n_total), *at))
+
+    def _inner_products_of_drawn(self, grid, block, args):
+        """``X[drawn] X^T`` into ``dots`` (a launch of StepBlocks: its arguments are unused)."""
+        with nvtx.annotate("sbp.kernel_row", color="orange"):
+            if hasattr(self.X, "indptr"):
+                rows = cupy.empty((self.drawn.size, self.X.shape[1]), dtype=self.X.dtype)
+                get_kernel("sbp.cu", "sbp_dense_rows", self.X.dtype)((self.drawn.size,), (_THREADS,), (
+                    self.X.data, self.X.indices, self.X.indptr, self.drawn, np.int32(self.X.shape[1]), rows))
             else:
-                level[p] = self.water_level(values, self.problem.volume)
-        return level, bias
+                rows = self.X[self.drawn]
+            self.dots[...] = inner_products(rows, self.X)
+            self.kernel_rows_computed += self.drawn.size
+
+    @property
+    def block_steps(self):
+        """Steps issued together (run_sbp checks its clock between blocks)."""
+        return self.blocks.block_steps
 
     def step(self, step, eta):
         """One SBP step ``t = step`` (from 1) with step size ``eta``."""
-        problem, batch = self.problem, self.problem.batch_size
-        n, n_total = problem.n_train, problem.X.shape[0]
-        with nvtx.annotate("sbp.water_level", color="purple"):
-            level, bias = self.levels(self.C)
-        draw = get_kernel("sbp.cu", "sbp_draw")
-        for p in range(problem.n_problems):
-            heights = self.C[p] + bias[p] * self.labels[p] if problem.fit_intercept else self.C[p]
-            threshold = cupy.maximum(level[p], heights.min())
-            running = cupy.cumsum(heights <= threshold, dtype=np.int64)
-            draw((-(-batch // _THREADS),), (_THREADS,), (running, np.int64(n), np.uint64(problem.seed), np.uint64(step),
-                                           np.int64(p * batch), np.int32(batch), self.drawn[p * batch:]))
-        with nvtx.annotate("sbp.kernel_row", color="orange"):
-            dots = cupy.ascontiguousarray(inner_products(self.X[self.drawn], self.X).astype(self.X.dtype, copy=False))
-            self.kernel_rows_computed += self.drawn.size
-        with nvtx.annotate("sbp.update", color="green"):
-            norm_step = get_kernel("sbp.cu", "sbp_norm_step", dots.dtype)
-            update = get_kernel("sbp.cu", "sbp_update", dots.dtype)
-            blocks = max(1, min(65535, -(-n_total // _THREADS)))
-            for p in range(problem.n_problems):
-                first = np.int32(p * batch)
-                norm_step((1,), (_THREADS,), (
-                    dots, self.drawn, self.sq_norms, self.labels[p], self.C[p], self.alpha[p], self.r2[p:],
-                    self.factor[p:], first, np.int32(batch), np.int64(n_total), np.float64(eta), *self.kernel_args))
-                update((blocks,), (_THREADS,), (
-                    dots, self.drawn, self.sq_norms, self.labels[p], self.factor[p:], self.C[p], self.c_sum[p],
-                    self.alpha[p], self.alpha_sum[p], self.H[p], self.h_sum[p], first, np.int32(batch),
-                    np.int64(n), np.int64(n_total), np.float64(eta), *self.kernel_args))
-        self.n_steps = step
+        self.run_steps(np.array([[step, eta]], dtype=np.float64))
+
+    def run_steps(self, schedule):
+        """One step per row ``(t, eta_t)`` of a host array, in order (asynchronous)."""
+        with nvtx.annotate("sbp.steps", color="green"):
+            self.blocks.run(np.ascontiguousarray(schedule, dtype=np.float64))
+        self.n_steps = int(schedule[-1, 0])
+
+    def levels(self, responses):
+        """Water level and bias of each problem's responses (k, n_train), as device arrays
+        (warm-started from the previous checkpoint's, like the host path)."""
+        return self.checkpoint_levels.search(responses)
 
     def synchronize(self):
         """Wait for the steps queued on the device (before reading a host clock)."""

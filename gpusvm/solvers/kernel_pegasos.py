@@ -21,9 +21,10 @@ of ``alpha[c, j]`` times the step it happened at,
 Instead of evaluating ``K(x_i, support)`` for every drawn row, the solver keeps the
 unscaled responses ``r[c, j] = sum_l alpha[c, l] y_cl K(x_l, x_j)`` for all training rows
 and adds one kernel row per drawn row when it violates: ``K(X_batch, X)`` is one dense
-matrix product, with no gather of the growing support set.  On the GPU every drawn
-row's kernel row is computed (weighted by zero when it does not violate), so a step
-needs no host synchronisation.
+matrix product, with no gather of the growing support set.  On the GPU a step's draw,
+margin test and count updates are one launch for every class
+(``kernels/kernel_pegasos.cu``), and every drawn row's kernel row is computed (weighted
+by zero when it does not violate), so a step needs no host synchronisation.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from .._instrumentation import progress_bar
 from .._random import random_index_block
 from ..kernel_functions import kernel_rows, squared_row_norms
 
-# Steps whose examples are drawn at once: one launch (no host copies) instead of a
-# dozen small ones per step on the GPU; the draws are the same as step by step.
+# Steps whose examples the host draws at once (the same draws as step by step; on the
+# GPU each step draws its own, in its one launch).
 DRAW_BLOCK_STEPS = 1024
 
 
@@ -89,24 +90,32 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0):
     steps_per_epoch = max(1, math.ceil(n_samples / k))
     n_steps = n_epochs * steps_per_epoch
     on_host = xp.__name__ == "numpy"
+    if not on_host:
+        from ._kernel_pegasos_cuda import DeviceViolations
+
+        violations = DeviceViolations(problem)
     bar = progress_bar(n_steps, "Kernel Pegasos", verbose)
     for t in range(1, n_steps + 1):
         bar.update()
+        scale = 1.0 / (problem.lam * (t - 1) * k) if t > 1 else 0.0
+        if not on_host:  # one launch: draw, margins, counts; then the rows' product
+            rows, weights = violations(responses, counts, stamps, t, scale)
+            with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
+                responses += weights @ problem.kernel_rows(rows, sq_norms)
+            continue
         with nvtx.annotate("kernel_pegasos.margins", color="blue"):
             if (t - 1) % DRAW_BLOCK_STEPS == 0:
                 drawn = random_index_block(problem.seed, t, min(DRAW_BLOCK_STEPS, n_steps - t + 1), k,
                                            n_samples, xp)
             rows = drawn[(t - 1) % DRAW_BLOCK_STEPS]
             y = problem.targets[rows]
-            scale = 1.0 / (problem.lam * (t - 1) * k) if t > 1 else 0.0
             violating = y * (scale * responses[:, rows].T) < 1.0
             coef = xp.where(violating, problem.sample_weight[rows][:, None], 0.0)
         with nvtx.annotate("kernel_pegasos.update", color="green"):
-            if on_host:  # only the violators' kernel rows
-                active = violating.any(axis=1)
-                if not active.any():
-                    continue
-                rows, coef, y = rows[active], coef[active], y[active]
+            active = violating.any(axis=1)  # only the violators' kernel rows
+            if not active.any():
+                continue
+            rows, coef, y = rows[active], coef[active], y[active]
             xp.add.at(counts.T, rows, coef)  # repeated rows add up
             xp.add.at(stamps.T, rows, float(t) * coef)
             with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):

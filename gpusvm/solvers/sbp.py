@@ -331,7 +331,8 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
     """Run SBP steps until a stopping rule fires; checkpoint ten times per epoch.
 
     ``steps`` is a ``NumpySBPSteps``, a ``CupySBPSteps`` or gpusvm.dask's steps: it has
-    ``eta0``, ``step``, ``synchronize``, ``evaluate``, ``coefficients`` and
+    ``eta0``, ``step`` (or ``run_steps`` and ``block_steps``: blocks of steps between
+    which the clock is read), ``synchronize``, ``evaluate``, ``coefficients`` and
     ``kernel_rows_computed``; ``average`` picks the model that checkpoints evaluate and
     that is returned.  Returns an :class:`SBPResult`.
     """
@@ -350,11 +351,13 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
         return time.perf_counter() - started
 
     bar = progress_bar(max_steps, "SBP", verbose)
+    block_steps = getattr(steps, "block_steps", 1)  # steps issued together; the clock is read between
     t = 0
     while t < max_steps:
-        t += 1
-        steps.step(t, steps.eta0 / math.sqrt(t))
-        bar.update()
+        count = min(block_steps, checkpoint_every - t % checkpoint_every, max_steps - t)
+        run_step_block(steps, t + 1, count)
+        t += count
+        bar.update(count)
         out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
         if t % checkpoint_every and t < max_steps and not out_of_time:
             continue
@@ -374,6 +377,22 @@ def run_sbp(problem, steps, rules, *, average=True, verbose=0):
     bar.close()
     alpha, support = steps.coefficients(average)
     return SBPResult(alpha=alpha, level=level, bias=bias, n_steps=t, history=history, support=support)
+
+
+def step_schedule(first, count, eta0):
+    """Rows ``(t, eta_0 / sqrt(t))`` for ``t = first .. first + count - 1``."""
+    t = np.arange(first, first + count, dtype=np.float64)
+    return np.column_stack([t, eta0 / np.sqrt(t)])
+
+
+def run_step_block(steps, first, count):
+    """Steps ``first .. first + count - 1``: one block of a schedule when ``steps`` takes
+    one (``run_steps``, the GPU's), else one ``step`` after another."""
+    if hasattr(steps, "run_steps"):
+        steps.run_steps(step_schedule(first, count, steps.eta0))
+        return
+    for t in range(first, first + count):
+        steps.step(t, steps.eta0 / math.sqrt(t))
 
 
 def checkpoint(steps, average, n_steps, kernel_evals, seconds):

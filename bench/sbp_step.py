@@ -1,0 +1,199 @@
+"""The SBP step against its floor: time a step takes, beside the least it could take.
+
+For n training rows, one-vs-rest problems (1: a binary problem; 10; 26), dense or sparse
+rows, and the kernel values either from the whole kernel matrix kept in memory
+("matrix": the device's ``kernel_cache``, the host's row cache holding every row) or
+computed from X at each step ("rows"), the steps are timed after a warm-up (the solver's
+stepper alone: ``CupySBPSteps`` or ``NumpySBPSteps``), and printed beside two floors:
+
+* **bandwidth**: the bytes a step cannot avoid over the machine's measured copy
+  bandwidth. Per problem and training row, the level's pass over the responses and
+  labels (16 bytes) and the update's read and write of the response, its sum, alpha and
+  its sum, and the label (72 bytes); then the kernel values of the drawn rows, ``k B``
+  rows of ``n`` values in X's dtype from the matrix, or, computed, one pass over X plus
+  the ``k B`` rows of inner products written and read.
+* **latency**: one CUDA graph launch (the whole step replayed as one), measured on the
+  device; none on the host.
+
+Data: rows drawn from Gaussian blobs, one per class (dense: 64 float32 features;
+sparse: 4,096 float32 columns, 2% of them nonzero), rbf kernel with ``gamma = 1 /
+(n_features * var)``, ``batch_size=64``, ``nu=1e-2``, with the bias: SBPClassifier's
+defaults.
+
+    python bench/sbp_step.py [--backends numpy cupy] [--rows 10000 100000 1000000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import median, report  # noqa: E402
+from roofline import copy_bandwidth, synchronize  # noqa: E402
+
+from gpusvm._backend import get_namespace  # noqa: E402
+from gpusvm._validation import one_vs_rest_targets, to_backend  # noqa: E402
+from gpusvm.solvers.sbp import NumpySBPSteps, SBPProblem, run_step_block  # noqa: E402
+
+BATCH_SIZE = 64
+RESPONSE_BYTES = 16 + 72  # per problem and training row: the level's pass, the update's
+DENSE_FEATURES, SPARSE_COLUMNS, SPARSE_DENSITY = 64, 4096, 0.02
+
+
+def make_rows(n, n_classes, sparse, seed=0):
+    """Rows of ``n_classes`` Gaussian blobs (float32) and their labels."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, max(2, n_classes), n)
+    if not sparse:
+        centers = rng.normal(size=(max(2, n_classes), DENSE_FEATURES)).astype(np.float32)
+        return centers[labels] + rng.normal(size=(n, DENSE_FEATURES)).astype(np.float32), labels
+    X = sp.random(n, SPARSE_COLUMNS, density=SPARSE_DENSITY, format="csr", dtype=np.float32, random_state=seed)
+    X.data[:] = rng.normal(size=X.nnz).astype(np.float32)
+    X.data += (labels[np.repeat(np.arange(n), np.diff(X.indptr))] == X.indices % max(2, n_classes)).astype(np.float32)
+    return X, labels
+
+
+def make_problem(X, labels, n_classes, backend):
+    """An SBPProblem at SBPClassifier's defaults on every row (no holdout)."""
+    classes = np.arange(max(2, n_classes))
+    targets = one_vs_rest_targets(labels, classes)
+    if n_classes <= 2:
+        targets = targets[:, 1:]  # one binary problem
+    variance = float(X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else float(X.var())
+    return SBPProblem(
+        X=to_backend(X, backend), n_train=X.shape[0], targets=get_namespace(backend).asarray(targets),
+        holdout_labels=np.empty(0, dtype=int), nu=1e-2, batch_size=BATCH_SIZE, kernel="rbf",
+        gamma=1.0 / (X.shape[1] * variance), degree=3, coef0=0.0, fit_intercept=True, seed=0,
+    )
+
+
+def make_steps(problem, backend, matrix):
+    """The stepper; None when the kernel matrix was asked for and does not fit."""
+    if backend == "cupy":
+        from gpusvm.solvers._sbp_cuda import CupySBPSteps
+
+        steps = CupySBPSteps(problem, kernel_cache=0.9 if matrix else 0)
+        return None if matrix and steps.kernel_matrix is None else steps
+    n = problem.n_train
+    itemsize = np.dtype(problem.X.dtype).itemsize
+    if matrix and n * n * itemsize > 8 * 2**30:
+        return None
+    return NumpySBPSteps(problem, cache_bytes=n * n * itemsize if matrix else 64 * n * itemsize)
+
+
+def seconds_per_step(steps, backend, warm_up, timed, repeats=3):
+    """Median over ``repeats`` of the mean seconds of ``timed`` steps, after ``warm_up``."""
+    run_step_block(steps, 1, warm_up)
+    t, times = warm_up + 1, []
+    for _ in range(repeats):
+        synchronize(backend)
+        start = time.perf_counter()
+        run_step_block(steps, t, timed)
+        synchronize(backend)
+        times.append((time.perf_counter() - start) / timed)
+        t += timed
+    return median(times)
+
+
+def floor_bytes(problem, matrix):
+    """Bytes a step cannot avoid (see the module docstring)."""
+    k, n, n_total = problem.n_problems, problem.n_train, problem.n_rows
+    itemsize = np.dtype(problem.X.dtype).itemsize
+    drawn = k * problem.batch_size
+    if matrix:
+        kernel_values = drawn * n_total * itemsize
+    else:
+        X = problem.X
+        x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if hasattr(X, "indptr") else X.nbytes
+        kernel_values = int(x_bytes) + 2 * drawn * n_total * itemsize
+    return k * n * RESPONSE_BYTES + kernel_values
+
+
+def graph_launch_seconds():
+    """Seconds of one launch of a captured CUDA graph of one small kernel, or None."""
+    import cupy
+
+    if not hasattr(getattr(cupy.cuda, "Stream", None), "begin_capture"):
+        return None
+    from gpusvm._kernels import get_kernel
+
+    position = cupy.zeros(1, dtype=np.int64)
+    advance = get_kernel("step_blocks.cu", "advance_position")
+    advance((1,), (1,), (position, np.int64(1)))
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        advance((1,), (1,), (position, np.int64(1)))
+        graph = stream.end_capture()
+    launches = 1000
+    synchronize("cupy")
+    start = time.perf_counter()
+    for _ in range(launches):
+        graph.launch()
+    synchronize("cupy")
+    return (time.perf_counter() - start) / launches
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
+    parser.add_argument("--rows", nargs="+", type=int, default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--classes", nargs="+", type=int, default=[1, 10, 26])
+    parser.add_argument("--steps", type=int, default=None, help="steps timed (default: 200 on cupy, 10 on numpy)")
+    parser.add_argument("--quick", action="store_true", help="2,000 rows, 1 and 10 classes (a smoke run)")
+    args = parser.parse_args()
+    rows = [2_000] if args.quick else args.rows
+    class_counts = [1, 10] if args.quick else args.classes
+    results, bandwidths, latencies = [], {}, {}
+    for backend in args.backends:
+        bandwidths[backend] = copy_bandwidth(backend)
+        latencies[backend] = graph_launch_seconds() if backend == "cupy" else None
+        timed = args.steps or (200 if backend == "cupy" else 10)
+        print(f"{backend}: copy bandwidth {bandwidths[backend] / 1e9:.1f} GB/s", flush=True)
+        for n in rows:
+            for sparse in (False, True):
+                for n_classes in class_counts:
+                    X, labels = make_rows(n, n_classes, sparse)
+                    for matrix in (True, False):
+                        problem = make_problem(X, labels, n_classes, backend)
+                        steps = make_steps(problem, backend, matrix)
+                        if steps is None:
+                            print(f"n={n} {n_classes} classes: the kernel matrix does not fit", flush=True)
+                            continue
+                        seconds = seconds_per_step(steps, backend, warm_up=max(3, timed // 10), timed=timed)
+                        bandwidth_floor = floor_bytes(problem, matrix) / bandwidths[backend]
+                        floor = max(bandwidth_floor, latencies[backend] or 0.0)
+                        results.append({
+                            "backend": backend, "rows": n, "classes": n_classes, "problems": problem.n_problems,
+                            "data": "sparse" if sparse else "dense", "kernel_values": "matrix" if matrix else "rows",
+                            "step_ms": seconds * 1e3, "bandwidth_floor_ms": bandwidth_floor * 1e3,
+                            "latency_floor_ms": None if latencies[backend] is None else latencies[backend] * 1e3,
+                            "times_floor": seconds / floor,
+                        })
+                        print(results[-1], flush=True)
+                        del steps, problem
+    columns = [("backend", "backend", ""), ("rows", "rows", ","), ("classes", "classes", ""), ("data", "data", ""),
+               ("kernel values", "kernel_values", ""), ("step ms", "step_ms", ".3f"),
+               ("bandwidth floor ms", "bandwidth_floor_ms", ".4f"), ("latency floor ms", "latency_floor_ms", ".4f"),
+               ("x floor", "times_floor", ".1f")]
+    copy_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s" for b, v in bandwidths.items())
+    report("sbp_step", args.backends,
+           title=f"# The SBP step against its floor (batch {BATCH_SIZE}, rbf, with the bias; copy bandwidth: "
+                 f"{copy_line})",
+           columns=columns,
+           payload={"dataset": {"dense": ["Gaussian blobs", DENSE_FEATURES, "float32"],
+                                "sparse": ["Gaussian blobs", SPARSE_COLUMNS, SPARSE_DENSITY, "float32"]},
+                    "parameters": {"rows": rows, "classes": class_counts, "batch_size": BATCH_SIZE,
+                                   "quick": args.quick, "copy_bandwidth_bytes_per_s": bandwidths,
+                                   "graph_launch_seconds": latencies},
+                    "results": results})
+
+
+if __name__ == "__main__":
+    main()

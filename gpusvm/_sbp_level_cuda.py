@@ -1,0 +1,119 @@
+"""Water levels of many SBP problems at once on the GPU, with or without the bias, and
+no sort: the launchers of ``kernels/sbp_level.cu``.
+
+Each problem keeps a window of values per basin (positives and negatives with the bias,
+all rows without) around its last level; a search is two rounds of a gather over the
+responses and a solve by one block per problem that sorts only the windows, the last
+solve falling back to an exact bisection over ranks when both windows missed.  Four
+launches whatever the number of problems, no host synchronisation; the answers (level,
+bias and each basin's edge: the covered rows are the responses at or under it) stay in
+device memory for the steps that use them.  Exact against ``water_level.py``'s
+sort-based oracle up to the rounding of the sums.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._kernels import get_kernel, multiprocessor_count
+
+_SOURCE = "sbp_level.cu"
+WINDOW = 2048  # LEVEL_WINDOW in sbp_level.cu
+STATE_WORDS = 18  # sizeof(SBPLevelState) / 8
+# Words of SBPLevelState (sbp_level.cuh) read here.
+_LEVEL, _BIAS, _EDGES, _COVERED, _SETTLED_BY = 10, 11, slice(12, 14), 14, slice(16, 18)
+GATHER_THREADS = 256
+SOLVE_THREADS = 512
+ROUNDS = 2
+
+
+class DeviceLevels:
+    """Repeated level searches of ``k`` problems' responses, each warm-started from its last.
+
+    Parameters
+    ----------
+    labels : CuPy float64 array of shape (k, n)
+        Each problem's labels in {-1, +1}, C-contiguous.
+    class_sizes : sequence of (int, int)
+        Each problem's count of positive and negative labels (a host value, so that no
+        search synchronises to count them).
+    two_basins : bool
+        With the unregularized bias (both classes needed), or without it.
+    volume : float
+        ``n * nu``.
+    """
+
+    def __init__(self, labels, class_sizes, two_basins, volume):
+        import cupy
+
+        self.labels = labels
+        self.k, self.n = labels.shape
+        self.two_basins = bool(two_basins)
+        self.volume = float(volume)
+        sizes = np.array(class_sizes, dtype=np.int64).reshape(self.k, 2)
+        if not self.two_basins:
+            sizes = np.stack([sizes.sum(axis=1), np.zeros(self.k, dtype=np.int64)], axis=1)
+        elif (sizes == 0).any():
+            raise ValueError(f"a level with the bias needs both classes in every problem, got sizes {sizes.tolist()!r}.")
+        self.sizes = cupy.asarray(sizes)
+        self.state = cupy.zeros((self.k, STATE_WORDS), dtype=np.int64)
+        self.windows = cupy.empty((self.k, 2, WINDOW), dtype=np.float64)
+        self.gather_blocks = int(max(1, min(4 * multiprocessor_count() // max(1, self.k) + 1,
+                                            -(-self.n // (GATHER_THREADS * 8)))))
+        self._gather = get_kernel(_SOURCE, "sbp_level_gather")
+        self._solve = get_kernel(_SOURCE, "sbp_level_solve")
+
+    def launch_search(self, responses, launch):
+        """Issue the search of ``responses`` (CuPy float64 of shape (k, n), rows C-contiguous
+        with any row stride) through ``launch(kernel, grid, block, args)``."""
+        row_stride = np.int64(responses.strides[0] // 8)
+        common = (responses, self.labels, np.int64(self.n), row_stride, np.int32(self.two_basins))
+        for round_number in range(ROUNDS):
+            launch(self._gather, (self.gather_blocks, self.k), (GATHER_THREADS,), (*common, self.state, self.windows))
+            launch(self._solve, (self.k,), (SOLVE_THREADS,), (
+                *common, self.sizes, np.float64(self.volume), self.state, self.windows,
+                np.int32(round_number == ROUNDS - 1)))
+
+    def search(self, responses):
+        """Levels and biases of ``responses`` (shape (k, n)), as CuPy arrays of shape (k,)."""
+        import cupy
+
+        self.launch_search(cupy.ascontiguousarray(responses, dtype=np.float64),
+                           lambda kernel, grid, block, args: kernel(grid, block, args))
+        return self.level, self.bias
+
+    @property
+    def words(self):
+        """The state as float64 words (the doubles of SBPLevelState)."""
+        return self.state.view(np.float64)
+
+    @property
+    def level(self):
+        return self.words[:, _LEVEL]
+
+    @property
+    def bias(self):
+        return self.words[:, _BIAS]
+
+    @property
+    def edges(self):
+        """Each basin's edge, shape (k, 2): the covered rows are the responses at or under it."""
+        return self.words[:, _EDGES]
+
+    @property
+    def covered(self):
+        """``k*`` of each problem (per basin with the bias)."""
+        return self.state[:, _COVERED]
+
+    @property
+    def settled_by(self):
+        """Searches so far settled by the windows and by the bisection, shape (k, 2)."""
+        return self.state[:, _SETTLED_BY]
+
+
+def find_gamma_and_bias_cuda(labels, values, volume, n_positive, n_negative):
+    """``(gamma, b)`` of one problem as 0-d device arrays (checked float64 ``values`` and
+    ``labels`` in {-1, +1}, with their class sizes)."""
+    levels = DeviceLevels(labels.reshape(1, -1).astype(np.float64), [(n_positive, n_negative)], True, volume)
+    level, bias = levels.search(values.reshape(1, -1))
+    return level[0], bias[0]
