@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # The CuPy code paths on a CPU, through ../shared/tools/cuda-emu (a NumPy stand-in for
 # CuPy; the CUDA kernels compiled with g++ under an emulation of CUDA's execution model):
-# a subset of the CuPy tests that launches every file in kernels/, in about 3 minutes on
-# 2 cores (SBP without an intercept runs the radix select every step: 3 minutes a case
-# there, so its launches are covered by the water-level tests instead). .ci/run calls it when the tool is there. It checks indexing, barriers, warp
-# operations and agreement with the NumPy path, not speed (see the tool's README).
+# a subset of the CuPy tests that launches every file in kernels/, in about 10 minutes on
+# 2 cores. It checks indexing, barriers, warp operations and agreement with the NumPy
+# path, not speed (see the tool's README). .ci/run calls it when the tool is there.
 #
-# Not in the subset: KernelPegasosSVC's CuPy tests, which need cupy.add.at (ufunc.at),
-# missing from the stand-in; run them with an extended copy of the tool. Streamed
-# PegasosSVC's CuPy tests take minutes each here (hundreds of emulated steps); its launcher
-# is the one test_pegasos.py runs, and streaming adds no kernel.
+# Not in the subset: streamed PegasosSVC's CuPy tests, which take minutes each here
+# (hundreds of emulated steps); its launcher is the one test_pegasos.py runs, and
+# streaming adds no kernel. SBPClassifier's whole fits on CuPy (test_sbp.py
+# "models_agree") take about 10 minutes each.
 # Usage: ci/emulated_cuda.sh [path to cuda-emu] [extra pytest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +22,8 @@ export EMU_BUILD="${EMU_BUILD:-$(mktemp -d)}"
 subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sparse
   "tests/test_random.py::test_cupy_stream_matches_numpy"                             # random.cu, common.cuh
   "tests/test_water_level.py::test_gpu_radix_select_on_spread_and_clustered_values"   # water_level.cu
-  "tests/test_water_level.py::test_gpu_bias_version_agrees_with_oracle"
+  "tests/test_water_level.py::test_gpu_bias_version_agrees_with_oracle"              # sbp_level.cu
+  "tests/test_water_level.py::test_device_levels_of_many_problems_follow_drifting_responses[3.0-True]"
   "tests/test_kernel_functions.py::test_kernel_block_matches_scikit_learn"            # kernel_functions.cu
   "tests/test_reliability.py::test_sparse_inner_products_match_dense_ones"            # wide sparse products
   "tests/test_pegasos.py::test_matches_reference[cupy-True-True-7-3]"                 # pegasos.cu
@@ -37,8 +37,11 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-rbf-True-2-4-True]"       # sbp.cu
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-poly-False-2-1-True]"
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-linear-True-3-4-True]"
+  "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-rbf-False-3-1-False]"      # one basin
+  "tests/test_sbp.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-True-0]"  # blocks, sparse rows
+  "tests/test_kernel_pegasos.py::test_counts_match_reference[cupy-3-4]"                # kernel_pegasos.cu
   "tests/test_streaming.py::test_online_streamed_fit_equals_fit_without_shuffle_and_partial_fit[cupy-2-FTRLClassifier]"
   "tests/test_streaming.py::test_kernel_solvers_check_device_memory_before_training[cupy-SBPClassifier]"
   "tests/test_dask.py::test_stacking_a_shard_empties_its_blocks"                      # gpusvm.dask shards on the device
 )
-timeout 600 "$emu/run" python -m pytest -q -p no:cacheprovider -k "cupy or gpu" "${subset[@]}" "$@"
+timeout 1200 "$emu/run" python -m pytest -q -p no:cacheprovider -k "cupy or gpu" "${subset[@]}" "$@"

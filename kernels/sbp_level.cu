@@ -32,7 +32,8 @@
 #define LEVEL_NO_RANK 0x7fffffffffffffffLL
 
 
-// Pass `round` over problem blockIdx.y's responses.
+// One pass over problem blockIdx.y's responses (grid-stride over blockIdx.x); nothing
+// once an earlier round of this search has settled it.
 extern "C" __global__ void sbp_level_gather(
         const double* __restrict__ responses, const double* __restrict__ labels, long long n,
         long long row_stride, int two_basins, SBPLevelState* __restrict__ states,
@@ -288,7 +289,9 @@ __device__ inline void level_by_bisection(const double* c, const double* y, long
     level_select(c, y, n, two_basins, basins, next_rank, next, count_below, sum_below);
     for (int b = 0; b < basins; ++b)
         if (lo + 1 > size[b]) next[b] = LEVEL_INF;
-    level_at_rank(c, y, n, two_basins, basins, min(most, lo + LEVEL_HALF_RANKS), &height, &count_sum, high_values);
+    long long high_rank[2];  // per basin: the larger class's window reaches past k* + 1
+    for (int b = 0; b < 2; ++b) high_rank[b] = min(lo + LEVEL_HALF_RANKS, max(1LL, size[b]));
+    level_select(c, y, n, two_basins, basins, high_rank, high_values, count_below, sum_below);
     if (threadIdx.x == 0) {
         answer->covered = lo;
         answer->covered_sum = covered_sum;

@@ -352,7 +352,8 @@ def test_last_iterate_and_verbose(breast_cancer, capsys):
 @pytest.mark.parametrize("name,value", [("nu", -0.1), ("kernel", "sigmoid"), ("gamma", -1.0), ("tol", -1e-3),
                                         ("batch_size", 0), ("validation_fraction", 1.0),
                                         ("max_iter", 0), ("backend", "tpu"), ("max_kernel_evals", 0),
-                                        ("multi_class", "crammer_singer"), ("decision_function_shape", "ovx")])
+                                        ("multi_class", "crammer_singer"), ("decision_function_shape", "ovx"),
+                                        ("kernel_cache", 1.5), ("kernel_cache", -1), ("kernel_cache", "all")])
 def test_bad_parameters(name, value, breast_cancer):
     X_train, _, y_train, _ = breast_cancer
     with pytest.raises(ValueError, match=f"'{name}' parameter of SBPClassifier.*Got {value!r}"):
