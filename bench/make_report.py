@@ -35,7 +35,8 @@ QUESTIONS = [
     ("6. Probabilities from the SVMs: Platt scaling against SVC(probability=True)", ["probability"], None),
     ("7. Data larger than memory: streamed training", ["streaming"], None),
     ("8. On a dask cluster: gpusvm.dask against single-node, and data larger than a worker", ["dask_scaling"], None),
-    ("The water level and the SBP step (SBP's inner loop on the CPU)", ["water_level", "sbp_steps"], None),
+    ("The water level and the SBP step (SBP's inner loop; the step against its floor)",
+     ["water_level", "sbp_steps", "sbp_step"], None),
     ("The linear and online solvers against the memory roofline, by batch size", ["roofline"], None),
 ]
 

@@ -61,10 +61,7 @@ def make_rows(n, n_classes, sparse, seed=0):
 
 def make_problem(X, labels, n_classes, backend):
     """An SBPProblem at SBPClassifier's defaults on every row (no holdout)."""
-    classes = np.arange(max(2, n_classes))
-    targets = one_vs_rest_targets(labels, classes)
-    if n_classes <= 2:
-        targets = targets[:, 1:]  # one binary problem
+    targets = one_vs_rest_targets(labels, np.arange(max(2, n_classes)))  # one column for two classes
     variance = float(X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else float(X.var())
     return SBPProblem(
         X=to_backend(X, backend), n_train=X.shape[0], targets=get_namespace(backend).asarray(targets),

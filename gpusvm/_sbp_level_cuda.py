@@ -54,7 +54,8 @@ class DeviceLevels:
         if not self.two_basins:
             sizes = np.stack([sizes.sum(axis=1), np.zeros(self.k, dtype=np.int64)], axis=1)
         elif (sizes == 0).any():
-            raise ValueError(f"a level with the bias needs both classes in every problem, got sizes {sizes.tolist()!r}.")
+            raise ValueError("a level with the bias needs both classes in every problem, "
+                             f"got class sizes {sizes.tolist()!r}.")
         self.sizes = cupy.asarray(sizes)
         self.state = cupy.zeros((self.k, STATE_WORDS), dtype=np.int64)
         self.windows = cupy.empty((self.k, 2, WINDOW), dtype=np.float64)

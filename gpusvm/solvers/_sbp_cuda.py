@@ -26,10 +26,9 @@ import cupy
 import numpy as np
 import nvtx
 
-from .._backend import free_device_bytes
+from .. import _backend, _step_blocks
 from .._kernels import get_kernel
 from .._sbp_level_cuda import DeviceLevels
-from .. import _step_blocks
 from ..kernel_functions import KERNEL_CODES, inner_products, squared_row_norms
 from .sbp import LocalModel
 
@@ -47,7 +46,7 @@ def kernel_cache_bytes(kernel_cache, free=None):
         kernel_cache = KERNEL_CACHE_AUTO
     if isinstance(kernel_cache, (int, np.integer)) and not isinstance(kernel_cache, bool):
         return int(kernel_cache)
-    return int(float(kernel_cache) * (free_device_bytes() if free is None else free))
+    return int(float(kernel_cache) * (_backend.free_device_bytes() if free is None else free))
 
 
 class CupySBPSteps(LocalModel):
