@@ -326,6 +326,11 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
     fit_intercept : bool, default=True
         Adds 1 to the kernel: a regularized bias, as the linear PegasosSVC's.
     class_weight : dict, 'balanced' or None, default=None
+    kernel_cache : 'auto', float or int, default='auto'
+        Device memory for the whole kernel matrix on the cupy backend, as
+        SBPClassifier's: a float in [0, 1] is a fraction of the free memory ('auto':
+        0.5), an int is bytes (0: never). When it fits it is computed once, in X's dtype,
+        and a step reads its drawn rows; otherwise a step computes them from X.
     random_state : int, RandomState or None, default=None
     backend : {'auto', 'numpy', 'cupy'}, default='auto'
     verbose : int, default=0
@@ -353,6 +358,8 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         "average": ["boolean"],
         "fit_intercept": ["boolean"],
         "class_weight": [StrOptions({"balanced"}), dict, None],
+        "kernel_cache": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both"),
+                         Interval(Integral, 0, None, closed="left")],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
         "verbose": ["verbose"],
@@ -360,7 +367,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
 
     def __init__(self, C=1.0, lam=None, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
                  batch_size=1, max_iter=2, average=False, fit_intercept=True, class_weight=None,
-                 random_state=None, backend="auto", verbose=0):
+                 kernel_cache="auto", random_state=None, backend="auto", verbose=0):
         self.C = C
         self.lam = lam
         self.kernel = kernel
@@ -372,6 +379,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         self.average = average
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
+        self.kernel_cache = kernel_cache
         self.random_state = random_state
         self.backend = backend
         self.verbose = verbose
@@ -397,7 +405,8 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
                 degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
                 seed=seed_from_random_state(self.random_state),
             )
-            counts, stamps, n_steps = run_kernel_pegasos(problem, n_epochs=self.max_iter, xp=xp, verbose=self.verbose)
+            counts, stamps, n_steps = run_kernel_pegasos(problem, n_epochs=self.max_iter, xp=xp, verbose=self.verbose,
+                                                         kernel_cache=self.kernel_cache)
             counts, stamps = to_numpy(counts), to_numpy(stamps)
             support = np.flatnonzero((counts != 0).any(axis=0))
             dual_coef = dual_coefficients(counts[:, support], stamps[:, support], targets[support], lam,

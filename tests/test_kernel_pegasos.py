@@ -90,3 +90,23 @@ def test_backends_agree(dtype, rng):
         np.testing.assert_allclose(gpu.dual_coef_, cpu.dual_coef_, rtol=1e-12)
         np.testing.assert_allclose(gpu.decision_function(data), cpu.decision_function(data),
                                    rtol=scores_tolerance, atol=scores_tolerance / 100)
+
+
+@needs_device
+@pytest.mark.parametrize("kernel_cache", ["auto", 0])
+def test_device_kernel_matrix_or_computed_rows_give_the_host_model(rng, kernel_cache):
+    """A step's rows read from the resident kernel matrix, or computed from X: the host's
+    draws, violations and counts either way."""
+    X = rng.normal(size=(60, 4))
+    y = rng.integers(0, 3, 60)
+    common = dict(C=5.0, batch_size=4, max_iter=2, random_state=9)
+    cpu = KernelPegasosSVC(backend="numpy", **common).fit(X, y)
+    gpu = KernelPegasosSVC(backend="cupy", kernel_cache=kernel_cache, **common).fit(X, y)
+    np.testing.assert_array_equal(gpu.support_, cpu.support_)
+    np.testing.assert_allclose(gpu.dual_coef_, cpu.dual_coef_, rtol=1e-12)
+
+
+def test_kernel_cache_is_refused_with_its_value():
+    X, y = make_moons(40, random_state=0)
+    with pytest.raises(ValueError, match="'kernel_cache' parameter of KernelPegasosSVC.*Got 2.5"):
+        KernelPegasosSVC(kernel_cache=2.5).fit(X, y)

@@ -26,7 +26,8 @@ import cupy
 import numpy as np
 import nvtx
 
-from .. import _backend, _step_blocks
+from .. import _step_blocks
+from .._kernel_matrix_cuda import kernel_cache_bytes, resident_kernel_matrix
 from .._kernels import get_kernel
 from .._sbp_level_cuda import DeviceLevels
 from ..kernel_functions import KERNEL_CODES, inner_products, squared_row_norms
@@ -35,18 +36,6 @@ from .sbp import LocalModel
 _THREADS = 256
 _TILE_ROWS = 2048  # SBP_TILE_ROWS in sbp.cu
 _DRAWS_PER_BLOCK = 8  # SBP_DRAWS_PER_BLOCK in sbp.cu
-KERNEL_CACHE_AUTO = 0.5  # of the free device memory, for kernel_cache='auto'
-_MATRIX_BLOCK_BYTES = 256 * 2**20  # inner products computed at once while filling the matrix
-
-
-def kernel_cache_bytes(kernel_cache, free=None):
-    """Bytes the kernel matrix may take on the device: ``kernel_cache`` is 'auto' (half the
-    free memory), a float in [0, 1] (a fraction of it) or an int (bytes)."""
-    if isinstance(kernel_cache, str):
-        kernel_cache = KERNEL_CACHE_AUTO
-    if isinstance(kernel_cache, (int, np.integer)) and not isinstance(kernel_cache, bool):
-        return int(kernel_cache)
-    return int(float(kernel_cache) * (_backend.free_device_bytes() if free is None else free))
 
 
 class CupySBPSteps(LocalModel):
@@ -98,18 +87,12 @@ class CupySBPSteps(LocalModel):
 
     def _resident_kernel_matrix(self, budget):
         """The kernel matrix (n_train, n_total) in X's dtype when it fits in ``budget``
-        bytes, computed in blocks of rows; else None."""
-        n, n_total = self.problem.n_train, self.problem.n_rows
-        itemsize = np.dtype(self.X.dtype).itemsize
-        if n * n_total * itemsize > budget:
-            return None
-        with nvtx.annotate("sbp.kernel_matrix", color="orange"):
-            matrix = cupy.empty((n, n_total), dtype=self.X.dtype)
-            rows_at_once = max(1, _MATRIX_BLOCK_BYTES // max(1, n_total * itemsize))
-            for start in range(0, n, rows_at_once):
-                rows = cupy.arange(start, min(n, start + rows_at_once))
-                matrix[start:start + rows.size] = self.problem.kernel_rows(rows, self.sq_norms)
-        self.kernel_rows_computed = n
+        bytes, else None."""
+        n = self.problem.n_train
+        matrix = resident_kernel_matrix(lambda rows: self.problem.kernel_rows(rows, self.sq_norms), n,
+                                        self.problem.n_rows, self.X.dtype, budget)
+        if matrix is not None:
+            self.kernel_rows_computed = n
         return matrix
 
     def _launch_steps(self, length, launch):

@@ -61,15 +61,26 @@ class KernelPegasosProblem:
 
     def kernel_rows(self, rows, sq_norms):
         """``K(X[rows], X)`` (+1 with an intercept), float64."""
-        block = kernel_rows(self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-                            coef0=self.coef0).astype("float64")
+        return self.with_intercept(self.kernel_values(rows, sq_norms))
+
+    def kernel_values(self, rows, sq_norms):
+        """``K(X[rows], X)`` in X's dtype."""
+        return kernel_rows(self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+                           coef0=self.coef0)
+
+    def with_intercept(self, values):
+        """Kernel values as the step adds them: float64, +1 with an intercept."""
+        block = values.astype("float64")
         if self.fit_intercept:
             block += 1.0
         return block
 
 
-def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0):
+def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto"):
     """Train from scratch for ``n_epochs`` epochs of ``ceil(n / k)`` steps each.
+
+    On CuPy, ``kernel_cache`` (as KernelPegasosSVC's) decides whether the whole kernel
+    matrix is kept on the device, so that a step reads its rows instead of computing them.
 
     Returns
     -------
@@ -91,9 +102,12 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0):
     n_steps = n_epochs * steps_per_epoch
     on_host = xp.__name__ == "numpy"
     if not on_host:
+        from .._kernel_matrix_cuda import kernel_cache_bytes, resident_kernel_matrix
         from ._kernel_pegasos_cuda import DeviceViolations
 
         violations = DeviceViolations(problem)
+        matrix = resident_kernel_matrix(lambda rows: problem.kernel_values(rows, sq_norms), n_samples, n_samples,
+                                        problem.X.dtype, kernel_cache_bytes(kernel_cache))
     bar = progress_bar(n_steps, "Kernel Pegasos", verbose)
     for t in range(1, n_steps + 1):
         bar.update()
@@ -101,7 +115,8 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0):
         if not on_host:  # one launch: draw, margins, counts; then the rows' product
             rows, weights = violations(responses, counts, stamps, t, scale)
             with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
-                responses += weights @ problem.kernel_rows(rows, sq_norms)
+                block = problem.kernel_rows(rows, sq_norms) if matrix is None else problem.with_intercept(matrix[rows])
+                responses += weights @ block
             continue
         with nvtx.annotate("kernel_pegasos.margins", color="blue"):
             if (t - 1) % DRAW_BLOCK_STEPS == 0:
