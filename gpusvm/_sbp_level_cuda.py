@@ -21,7 +21,7 @@ _SOURCE = "sbp_level.cu"
 WINDOW = 2048  # LEVEL_WINDOW in sbp_level.cu
 STATE_WORDS = 18  # sizeof(SBPLevelState) / 8
 # Words of SBPLevelState (sbp_level.cuh) read here.
-_LEVEL, _BIAS, _EDGES, _COVERED, _SETTLED_BY = 10, 11, slice(12, 14), 14, slice(16, 18)
+_LEVEL, _BIAS, _EDGES, _SETTLED_BY = 10, 11, slice(12, 14), slice(16, 18)
 GATHER_THREADS = 256
 SOLVE_THREADS = 512
 ROUNDS = 2
@@ -100,11 +100,6 @@ class DeviceLevels:
     def edges(self):
         """Each basin's edge, shape (k, 2): the covered rows are the responses at or under it."""
         return self.words[:, _EDGES]
-
-    @property
-    def covered(self):
-        """``k*`` of each problem (per basin with the bias)."""
-        return self.state[:, _COVERED]
 
     @property
     def settled_by(self):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import cupy
 import numpy as np
+import nvtx
 
+from .._kernel_matrix_cuda import kernel_cache_bytes, resident_kernel_matrix
 from .._kernels import get_kernel
 
 _THREADS = 256
@@ -38,3 +40,26 @@ class DeviceViolations:
             responses, self.targets, self.sample_weight, np.uint64(problem.seed), np.uint64(step), np.int64(n),
             np.int32(batch), np.int32(n_classes), np.float64(scale), counts, stamps, self.rows, self.weights))
         return self.rows, self.weights
+
+
+class DeviceSteps:
+    """Steps on the device: :class:`DeviceViolations`, then the drawn rows' kernel values,
+    read from the whole kernel matrix when it fits in ``kernel_cache``, else computed
+    (every drawn row, weighted by zero when it does not violate: no synchronisation)."""
+
+    def __init__(self, problem, sq_norms, kernel_cache):
+        self.problem, self.sq_norms = problem, sq_norms
+        self.violations = DeviceViolations(problem)
+        n = problem.X.shape[0]
+        self.matrix = resident_kernel_matrix(lambda rows: problem.kernel_values(rows, sq_norms), n, n,
+                                             problem.X.dtype, kernel_cache_bytes(kernel_cache))
+
+    def __call__(self, t, scale, responses, counts, stamps):
+        """Step ``t``: the margin test at ``scale``; updates the arrays in place."""
+        rows, weights = self.violations(responses, counts, stamps, t, scale)
+        with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
+            if self.matrix is None:
+                block = self.problem.kernel_rows(rows, self.sq_norms)
+            else:
+                block = self.problem.with_intercept(self.matrix[rows])
+            responses += weights @ block

@@ -77,6 +77,8 @@ class CupySBPSteps(LocalModel):
             self.kernel_source = (self.kernel_matrix, np.int64(n_total), np.int64(1), np.int32(1))
         else:
             self.dots = cupy.zeros((k * batch, n_total), dtype=self.X.dtype)
+            if hasattr(self.X, "indptr"):  # the drawn rows made dense, in place every step
+                self.dense_rows = cupy.empty((k * batch, self.X.shape[1]), dtype=self.X.dtype)
             self.kernel_source = (self.dots, np.int64(n_total), np.int64(1), np.int32(0))
             if mode == "graph" or (mode is None and _step_blocks.default_mode() == "graph"):
                 mode = "direct"  # cuBLAS / cuSPARSE products and their allocations are not captured
@@ -130,7 +132,7 @@ class CupySBPSteps(LocalModel):
         """``X[drawn] X^T`` into ``dots`` (a launch of StepBlocks: its arguments are unused)."""
         with nvtx.annotate("sbp.kernel_row", color="orange"):
             if hasattr(self.X, "indptr"):
-                rows = cupy.empty((self.drawn.size, self.X.shape[1]), dtype=self.X.dtype)
+                rows = self.dense_rows
                 get_kernel("sbp.cu", "sbp_dense_rows", self.X.dtype)((self.drawn.size,), (_THREADS,), (
                     self.X.data, self.X.indices, self.X.indptr, self.drawn, np.int32(self.X.shape[1]), rows))
             else:

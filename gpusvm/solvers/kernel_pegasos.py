@@ -1,4 +1,5 @@
-"""Kernelized mini-batch Pegasos, one-vs-rest, on NumPy or CuPy (the same code, ``xp``).
+"""Kernelized mini-batch Pegasos, one-vs-rest, on NumPy or CuPy (a step of each: ``HostSteps``,
+``_kernel_pegasos_cuda.DeviceSteps``).
 
 The model never forms ``w``: it keeps per class the weighted counts ``alpha[c, j]``,
 the number of times example ``j`` was drawn while violating the margin (times its
@@ -32,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import nvtx
 
 from .._instrumentation import progress_bar
@@ -100,44 +102,49 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto")
     sq_norms = squared_row_norms(problem.X)
     steps_per_epoch = max(1, math.ceil(n_samples / k))
     n_steps = n_epochs * steps_per_epoch
-    on_host = xp.__name__ == "numpy"
-    if not on_host:
-        from .._kernel_matrix_cuda import kernel_cache_bytes, resident_kernel_matrix
-        from ._kernel_pegasos_cuda import DeviceViolations
+    if xp.__name__ == "numpy":
+        step = HostSteps(problem, sq_norms, n_steps)
+    else:
+        from ._kernel_pegasos_cuda import DeviceSteps
 
-        violations = DeviceViolations(problem)
-        matrix = resident_kernel_matrix(lambda rows: problem.kernel_values(rows, sq_norms), n_samples, n_samples,
-                                        problem.X.dtype, kernel_cache_bytes(kernel_cache))
+        step = DeviceSteps(problem, sq_norms, kernel_cache)
     bar = progress_bar(n_steps, "Kernel Pegasos", verbose)
     for t in range(1, n_steps + 1):
         bar.update()
         scale = 1.0 / (problem.lam * (t - 1) * k) if t > 1 else 0.0
-        if not on_host:  # one launch: draw, margins, counts; then the rows' product
-            rows, weights = violations(responses, counts, stamps, t, scale)
-            with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
-                block = problem.kernel_rows(rows, sq_norms) if matrix is None else problem.with_intercept(matrix[rows])
-                responses += weights @ block
-            continue
+        step(t, scale, responses, counts, stamps)
+    bar.close()
+    return counts, stamps, n_steps
+
+
+class HostSteps:
+    """Steps on the host: draws taken ``DRAW_BLOCK_STEPS`` steps at once, and only the
+    violators' kernel rows computed."""
+
+    def __init__(self, problem, sq_norms, n_steps):
+        self.problem, self.sq_norms, self.n_steps = problem, sq_norms, n_steps
+
+    def __call__(self, t, scale, responses, counts, stamps):
+        """Step ``t``: the margin test at ``scale``; updates the arrays in place."""
+        problem = self.problem
         with nvtx.annotate("kernel_pegasos.margins", color="blue"):
             if (t - 1) % DRAW_BLOCK_STEPS == 0:
-                drawn = random_index_block(problem.seed, t, min(DRAW_BLOCK_STEPS, n_steps - t + 1), k,
-                                           n_samples, xp)
-            rows = drawn[(t - 1) % DRAW_BLOCK_STEPS]
+                self.drawn = random_index_block(problem.seed, t, min(DRAW_BLOCK_STEPS, self.n_steps - t + 1),
+                                                problem.batch_size, responses.shape[1])
+            rows = self.drawn[(t - 1) % DRAW_BLOCK_STEPS]
             y = problem.targets[rows]
             violating = y * (scale * responses[:, rows].T) < 1.0
-            coef = xp.where(violating, problem.sample_weight[rows][:, None], 0.0)
+            coef = np.where(violating, problem.sample_weight[rows][:, None], 0.0)
         with nvtx.annotate("kernel_pegasos.update", color="green"):
             active = violating.any(axis=1)  # only the violators' kernel rows
             if not active.any():
-                continue
+                return
             rows, coef, y = rows[active], coef[active], y[active]
-            xp.add.at(counts.T, rows, coef)  # repeated rows add up
-            xp.add.at(stamps.T, rows, float(t) * coef)
+            np.add.at(counts.T, rows, coef)  # repeated rows add up
+            np.add.at(stamps.T, rows, float(t) * coef)
             with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
-                block = problem.kernel_rows(rows, sq_norms)
+                block = problem.kernel_rows(rows, self.sq_norms)
             responses += (coef * y).T @ block
-    bar.close()
-    return counts, stamps, n_steps
 
 
 def dual_coefficients(counts, stamps, targets, lam, batch_size, n_steps, average):
