@@ -44,7 +44,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_streaming.py::test_kernel_solvers_check_device_memory_before_training[cupy-SBPClassifier]"
   "tests/test_dask.py::test_stacking_a_shard_empties_its_blocks"                      # gpusvm.dask shards on the device
 )
-# the stand-in has no device memory to ask about: ci/emulated_device_memory.py answers for it
+# what the stand-in lacks (device memory to ask about, streams, events, pinned memory): ci/emulated_device.py
 export PYTHONPATH="$PWD/ci${PYTHONPATH:+:$PYTHONPATH}"
-timeout 1200 "$emu/run" python -m pytest -q -p no:cacheprovider -p emulated_device_memory -k "cupy or gpu" \
+timeout 1200 "$emu/run" python -m pytest -q -p no:cacheprovider -p emulated_device -k "cupy or gpu" \
   "${subset[@]}" "$@"

@@ -16,6 +16,8 @@
 #                       matrix resident or not), then bench/sbp_step.py (step time against
 #                       its bandwidth and latency floors, n = 1e4 to 1e6, 1/10/26 classes)
 #   ci/gpu.sh dask      gpusvm.dask's tests with CuPy chunks and backends resolved on the workers
+#   ci/gpu.sh streaming the streamed fits' tests on CuPy (pinned buffers, copy stream, two device
+#                       slots), then streamed against in-memory speed and the copy bandwidth
 #   ci/gpu.sh all       every step in turn (on a machine without the 10-minute limit)
 # Results land in bench/results/*-<device>.json (each names the device, CUDA and CuPy).
 # Each benchmark has its own time limit (seconds) so that one slow script cannot take the
@@ -83,5 +85,11 @@ fi
 if [ "$step" = dask ] || [ "$step" = all ]; then
   echo "== tests/test_dask.py (limit 500 s)"
   timeout 500 python3 -m pytest -q -p no:cacheprovider tests/test_dask.py || { echo "FAILED: gpusvm.dask"; status=1; }
+fi
+if [ "$step" = streaming ] || [ "$step" = all ]; then
+  echo "== tests/test_streaming.py on CuPy (limit 150 s)"
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_streaming.py -k "cupy or staging" \
+    || { echo "FAILED: streaming on CuPy"; status=1; }
+  bench 400 bench/streamed_throughput.py --backends cupy
 fi
 exit $status

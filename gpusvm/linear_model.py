@@ -8,6 +8,7 @@ hyperparameters and its own docstring.  The rules themselves live in
 
 from __future__ import annotations
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -15,13 +16,14 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, Options
 
 from ._backend import get_namespace, namespace_of, resolve_backend, to_numpy
+from ._chunk_pipeline import prepared_chunk, ready_chunks
 from ._chunks import ChunkSource, aligned_chunks
 from ._estimator import GPUClassifierMixin, restore_on_error
 from ._instrumentation import progress_bar
 from ._linear_model import LinearModelMixin
 from ._random import seed_from_random_state
 from ._validation import check_X_y, class_positions, to_backend
-from .solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, run_online
+from .solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, run_online
 
 _COMMON_CONSTRAINTS = {
     "fit_intercept": ["boolean"],
@@ -116,25 +118,50 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         source = ChunkSource(chunks)
         with restore_on_error(self):
             self._forget_training_state()
-            classes = source.classes() if classes is None else classes
+            classes = self._partial_fit_classes(source.classes() if classes is None else classes)
+            backend = resolve_backend(self.backend)
+            xp = get_namespace(backend)
+            epochs = ((epoch, chunk) for epoch in range(self.max_iter)
+                      for chunk in aligned_chunks(source.passes(f"max_iter={self.max_iter}"), self.batch_size))
+            prepare = functools.partial(self._prepared_chunk, classes=classes, backend=backend)
+            seed, n_models = seed_from_random_state(self.random_state), 1 if classes.shape[0] == 2 else classes.shape[0]
+            state, stepper, chunk, losses, rows = None, None, None, [], 0
             bar = progress_bar(None, f"{type(self).__name__} chunks", self.verbose, unit="row")
-            losses = []
-            for epoch in range(self.max_iter):
-                loss_sum = rows = 0
-                for X, y in aligned_chunks(source.passes(f"max_iter={self.max_iter}"), self.batch_size):
-                    self._train(X, y, classes=self._partial_fit_classes(classes if rows == epoch == 0 else None),
-                                n_epochs=1, shuffle=False, verbose=0)
-                    loss_sum, rows = loss_sum + self.loss_curve_[0] * X.shape[0], rows + X.shape[0]
-                    bar.update(X.shape[0])
-                if rows == 0:
-                    raise ValueError("fit_chunks got no chunks with rows.")
-                losses.append(loss_sum / rows)
-                bar.set_postfix(epoch=epoch + 1, loss=f"{losses[-1]:.5g}")
+            with ready_chunks(epochs, prepare, backend) as ready:
+                for chunk in ready:
+                    if state is None:
+                        state = OnlineState.zeros(n_models, chunk.X.shape[1], xp)
+                    if chunk.epoch > len(losses):  # the first chunk of the next epoch
+                        losses.append(stepper.epoch_loss_sum() / (rows * n_models))
+                        stepper, rows = None, 0
+                    problem = OnlineProblem(
+                        X=chunk.X, labels=chunk.rows["labels"], n_classes=classes.shape[0], rule=self._rule(),
+                        batch_size=self.batch_size, fit_intercept=self.fit_intercept, seed=seed,
+                        longest_row=chunk.facts["longest_row"])
+                    # The epoch's loss runs on from the last chunk's (on the device, with no read).
+                    loss_so_far = 0.0 if stepper is None else stepper.loss_sum
+                    stepper = online_stepper(problem, state, xp)
+                    stepper.start_epoch(None, loss_so_far)
+                    stepper.run_batches(range(0, chunk.n_rows, self.batch_size))
+                    rows += chunk.n_rows
+                    bar.update(chunk.n_rows)
+                    bar.set_postfix(epoch=chunk.epoch + 1)
             bar.close()
+            if state is None:
+                raise ValueError("fit_chunks got no chunks with rows.")
+            losses.append(stepper.epoch_loss_sum() / (rows * n_models))
+            self._set_model(state, backend, classes, seed, chunk.X)
             self.n_iter_, self.loss_curve_ = self.max_iter, losses
         return self
 
-    def _train(self, X, y, *, classes, n_epochs, shuffle, verbose=None):
+    def _prepared_chunk(self, item, number, *, classes, backend):
+        """One streamed chunk checked and made ready (see ``fit_chunks``); the first one
+        sets the number of features."""
+        epoch, (X, y) = item
+        X, y = check_X_y(self, X, y, reset=number == 0)
+        return prepared_chunk(X, {"labels": class_positions(y, classes).astype(np.int32)}, backend, epoch)
+
+    def _train(self, X, y, *, classes, n_epochs, shuffle):
         first = not hasattr(self, "classes_")
         # Each call trains where `backend` says: the state moves to it, so a model
         # trained on a GPU can continue on a CPU and back.
@@ -151,14 +178,18 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             X=to_backend(X, backend), labels=xp.asarray(labels, dtype=np.int32), n_classes=classes.shape[0],
             rule=self._rule(), batch_size=self.batch_size, fit_intercept=self.fit_intercept, seed=seed,
         )
-        verbose = self.verbose if verbose is None else verbose
-        state, losses = run_online(problem, state, n_epochs=n_epochs, shuffle=shuffle, xp=xp, verbose=verbose)
-        weights = to_numpy(state.coefficients(problem.rule, xp))
+        state, losses = run_online(problem, state, n_epochs=n_epochs, shuffle=shuffle, xp=xp, verbose=self.verbose)
+        self._set_model(state, backend, classes, seed, X)
+        self.n_iter_, self.loss_curve_ = n_epochs, losses
+
+    def _set_model(self, state, backend, classes, seed, X):
+        """The fitted attributes from ``state`` (one copy from the device), checked finite on X."""
+        weights = to_numpy(state.coefficients(self._rule(), get_namespace(backend)))
         self.backend_, self.classes_, self._state, self._seed = backend, classes, state, seed
         self.coef_ = np.ascontiguousarray(weights[:, :-1])
         self.intercept_ = weights[:, -1].copy()
         self.n_nonzero_ = int(np.count_nonzero(self.coef_))
-        self.n_iter_, self.t_, self.loss_curve_ = n_epochs, state.t, losses
+        self.t_ = state.t
         self._check_finite_model(X)
 
     def predict_proba(self, X):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -9,6 +10,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import get_namespace, to_numpy
+from ._chunk_pipeline import prepared_chunk, ready_chunks
 from ._chunks import ChunkSource
 from ._estimator import GPUClassifierMixin, restore_on_error
 from ._instrumentation import progress_bar
@@ -19,7 +21,7 @@ from ._validation import check_X_y, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
 from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
 from .solvers.online_logistic import shuffled_order
-from .solvers.pegasos import PegasosProblem, PegasosState, run_pegasos
+from .solvers.pegasos import PegasosProblem, PegasosState, pegasos_stepper, run_pegasos, steps_per_epoch
 
 # The chunk order of PegasosSVC.fit_chunks comes from the model's seed xor this, so
 # that it is a random stream of its own, apart from the steps' draws.
@@ -212,22 +214,46 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         source = ChunkSource(chunks)
         with restore_on_error(self):
             self._forget_training_state()
-            classes = source.classes() if classes is None else classes
-            n_rows = source.n_rows() if self.lam is None else None
+            classes = self._partial_fit_classes(source.classes() if classes is None else classes)
+            lam = _regularization(self.lam, self.C, source.n_rows() if self.lam is None else 1)
             seed = seed_from_random_state(self.random_state)
+            backend = self._fit_backend()
+            epochs = ((epoch, chunk) for epoch in range(self.max_iter)
+                      for chunk in self._epoch_chunks(source, epoch, seed))
+            dtype = {}  # the first chunk's, which later chunks are cast to
+            prepare = functools.partial(self._prepared_chunk, classes=classes, dtype=dtype, backend=backend)
+            state, chunk = None, None
             bar = progress_bar(None, "PegasosSVC chunks", self.verbose, unit="row")
-            for epoch in range(self.max_iter):
-                for X, y in self._epoch_chunks(source, epoch, seed):
-                    first = not hasattr(self, "classes_")
-                    self._train(X, y, None, classes=self._partial_fit_classes(classes if first else None),
-                                n_epochs=1, tol=None, n_total=n_rows, seed=seed, verbose=0)
-                    bar.update(X.shape[0])
-                bar.set_postfix(epoch=epoch + 1)
+            with ready_chunks(epochs, prepare, backend) as ready:
+                for chunk in ready:
+                    if state is None:
+                        state = PegasosState.zeros(chunk.rows["targets"].shape[1],
+                                                   chunk.X.shape[1] + int(self.fit_intercept), chunk.X.dtype,
+                                                   get_namespace(backend))
+                    problem = self._problem(chunk.X, chunk.rows["targets"], chunk.rows["sample_weight"], lam, seed,
+                                            mean_weight=chunk.facts["mean_weight"])
+                    # No objective and no read from the device: the next chunk's copy overlaps these steps.
+                    pegasos_stepper(problem, state, backend).run_steps(
+                        steps_per_epoch(chunk.n_rows, self.batch_size))
+                    bar.update(chunk.n_rows)
+                    bar.set_postfix(epoch=chunk.epoch + 1)
             bar.close()
-            if not hasattr(self, "classes_"):
+            if state is None:
                 raise ValueError("fit_chunks got no chunks with rows.")
+            self._set_model(state, backend, classes, lam, seed, chunk.X)
             self.n_iter_, self.objective_curve_ = self.max_iter, []
         return self
+
+    def _prepared_chunk(self, item, number, *, classes, dtype, backend):
+        """One streamed chunk checked and made ready (see ``fit_chunks``): the first one
+        sets the number of features and the dtype, later ones follow."""
+        epoch, (X, y) = item
+        X, y = check_X_y(self, X, y, reset=number == 0)
+        if X.dtype != dtype.setdefault("X", X.dtype):  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
+            X = X.astype(dtype["X"])
+        targets, weights = self._targets_and_weights(y, None, classes)
+        return prepared_chunk(X, {"targets": targets.astype(X.dtype), "sample_weight": weights.astype(X.dtype)},
+                              backend, epoch, mean_weight=float(weights.mean()))
 
     def _epoch_chunks(self, source, epoch, seed):
         """The chunks of one streamed epoch: in a random order when the source allows it
@@ -238,7 +264,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         for index in shuffled_order(seed ^ _CHUNK_ORDER_STREAM, epoch, len(source.chunks)):
             yield source.chunk(int(index))
 
-    def _train(self, X, y, sample_weight, *, classes, n_epochs, tol, n_total=None, seed=None, verbose=None):
+    def _train(self, X, y, sample_weight, *, classes, n_epochs, tol):
         first = not hasattr(self, "classes_")
         backend = self._fit_backend()
         X, y = check_X_y(self, X, y, reset=first)
@@ -250,39 +276,39 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             if X.dtype != self._state.v.dtype:  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
                 X = X.astype(self._state.v.dtype)
         targets, weights = self._targets_and_weights(y, sample_weight, classes)
-        lam = _regularization(self.lam, self.C, n_total or X.shape[0]) if first else self.lam_
-        if seed is None:
-            seed = seed_from_random_state(self.random_state) if first else self._seed
+        lam = _regularization(self.lam, self.C, X.shape[0]) if first else self.lam_
+        seed = seed_from_random_state(self.random_state) if first else self._seed
         xp = get_namespace(backend)
         X = to_backend(X, backend)
         n_classes = targets.shape[1]
         state = self._state.to(xp) if not first else PegasosState.zeros(
             n_classes, X.shape[1] + int(self.fit_intercept), X.dtype, xp)
-        problem = PegasosProblem(
-            X=X,
-            targets=xp.asarray(targets, dtype=X.dtype),
-            sample_weight=xp.asarray(weights, dtype=X.dtype),
-            lam=lam,
-            batch_size=self.batch_size,
-            fit_intercept=self.fit_intercept,
-            projection=self.projection,
-            average_start=None if self.average is False else int(self.average),
-            weight_by_step=self.average is True,
-            seed=seed,
-        )
+        problem = self._problem(X, xp.asarray(targets, dtype=X.dtype), xp.asarray(weights, dtype=X.dtype), lam, seed)
         state, epochs, objectives = run_pegasos(
             problem, state, n_epochs=n_epochs, tol=tol, n_iter_no_change=self.n_iter_no_change,
-            backend=backend, verbose=self.verbose if verbose is None else verbose,
+            backend=backend, verbose=self.verbose,
         )
-        weights_matrix = state.weights(averaged=self.average is not False)
-        weights_matrix = to_numpy(weights_matrix)
-        d = X.shape[1]
+        self._set_model(state, backend, classes, lam, seed, X)
+        self.n_iter_, self.objective_curve_ = epochs, objectives
+
+    def _problem(self, X, targets, sample_weight, lam, seed, mean_weight=None):
+        """The :class:`PegasosProblem` of X and its one-vs-rest targets and weights, on X's backend."""
+        return PegasosProblem(
+            X=X, targets=targets, sample_weight=sample_weight, lam=lam, batch_size=self.batch_size,
+            fit_intercept=self.fit_intercept, projection=self.projection,
+            average_start=None if self.average is False else int(self.average),
+            weight_by_step=self.average is True, seed=seed, mean_weight=mean_weight,
+        )
+
+    def _set_model(self, state, backend, classes, lam, seed, X):
+        """The fitted attributes from ``state`` (one copy from the device), checked finite on X."""
+        weights_matrix = to_numpy(state.weights(averaged=self.average is not False))
+        d = weights_matrix.shape[1] - int(self.fit_intercept)
         self.backend_, self.classes_, self._state, self.lam_, self._seed = backend, classes, state, lam, seed
         self.coef_ = np.ascontiguousarray(weights_matrix[:, :d])
-        self.intercept_ = weights_matrix[:, d].copy() if self.fit_intercept else np.zeros(n_classes)
-        self.n_iter_, self.t_, self.objective_curve_ = epochs, state.step, objectives
+        self.intercept_ = weights_matrix[:, d].copy() if self.fit_intercept else np.zeros(weights_matrix.shape[0])
+        self.t_ = state.step
         self._check_finite_model(X)
-
 
     def _check_same_intercept(self):
         """partial_fit continues the weights it has: it cannot add or drop the bias."""

@@ -146,6 +146,17 @@ def test_roofline_benchmark_quick_counts_rows_and_nonzeros():
         assert 0 < r["of_copy_bandwidth"] < 1
 
 
+def test_streamed_throughput_benchmark_quick_times_both_ways_on_the_same_rows():
+    payload = run_bench("streamed_throughput.py")
+    rows = payload["results"]
+    assert {(r["solver"], r["batch_size"]) for r in rows} == {
+        ("FTRLClassifier", 1024), ("PegasosSVC", 64), ("PegasosSVC", 4096)}
+    for r in rows:
+        assert r["rows"] == 20_000 and r["in_memory_s"] > 0 and r["streamed_s"] > 0
+        assert r["streamed_rows_per_s"] == pytest.approx(r["rows"] / r["streamed_s"], rel=1e-2)
+        assert r["streamed_of_in_memory"] == pytest.approx(r["in_memory_s"] / r["streamed_s"], rel=1e-2)
+
+
 def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():
     payload = run_bench("sbp_step.py")
     rows = payload["results"]

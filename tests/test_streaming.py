@@ -21,11 +21,13 @@ from gpusvm import (
     load,
 )
 from gpusvm._backend import check_device_memory
+from gpusvm._chunk_pipeline import prepared_chunk, read_ahead
 from gpusvm._kernel_model import device_bytes_to_fit
 from gpusvm.cli import main
 from gpusvm.data_files import NpzChunks, SvmlightChunks
 
 from .conftest import assert_same_result, to_host
+from .simulated_streams import load_on_simulated_device
 
 ONLINE = [FTRLClassifier, TruncatedGradientClassifier, FOBOSClassifier, RDAClassifier]
 
@@ -182,6 +184,50 @@ def test_streamed_pegasos_and_ftrl_from_a_file_on_both_backends(tmp_path, backen
     np.testing.assert_allclose(ftrl.coef_, reference.coef_, rtol=1e-9, atol=1e-12)
     pegasos = PegasosSVC(max_iter=3, random_state=0, backend=backend).fit_chunks(reader)
     assert pegasos.score(X, y) > 0.8 and pegasos.backend_ == backend
+
+
+def _contents(X, labels):
+    parts = (X.data, X.indices, X.indptr) if hasattr(X, "indptr") else (X,)
+    return [np.array(part, copy=True) for part in (*parts, labels)]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_device_staging_keeps_each_chunk_until_its_steps_have_read_it(monkeypatch, seed):
+    # Dense and CSR chunks of growing and shrinking sizes, staged through two slots on a
+    # simulated device that runs queued work in a random order (tests/simulated_streams.py):
+    # each chunk's steps (a kernel queued on the solver's stream) read exactly that chunk.
+    # Without any one of the staging's waits, some seeds read another chunk's data.
+    device, staging = load_on_simulated_device("gpusvm._staging_cuda", monkeypatch, seed)
+    rng = np.random.default_rng(seed)
+    chunks = []
+    for number, rows in enumerate([5, 9, 3, 12, 12, 4, 30, 2, 7]):
+        if number % 3 == 1:
+            X = rng.normal(size=(rows, 6))
+        else:
+            X = sp.random(rows, 6, density=0.5, format="csr", random_state=seed + number)
+        chunks.append(prepared_chunk(X, {"labels": rng.integers(0, 3, size=rows).astype(np.int32)}, "cupy"))
+    expected = [_contents(chunk.X, chunk.rows["labels"]) for chunk in chunks]
+    seen = []
+    for chunk in staging.DeviceStaging().staged(iter(chunks)):
+        device.kernel(lambda chunk=chunk: seen.append(_contents(chunk.X, chunk.rows["labels"])))
+    device.finish()
+    assert len(seen) == len(expected)
+    for number, (got, want) in enumerate(zip(seen, expected)):
+        assert all(np.array_equal(a, b) for a, b in zip(got, want)), f"chunk {number}"
+
+
+def test_read_ahead_keeps_the_order_and_raises_at_the_failing_item():
+    def prepare(item, number):
+        if item == "bad":
+            raise ValueError(f"item {number} is bad")
+        return item * 2
+
+    assert list(read_ahead(range(5), prepare)) == [0, 2, 4, 6, 8]
+    got = []
+    with pytest.raises(ValueError, match="item 2 is bad"):
+        for value in read_ahead([1, 2, "bad", 3], prepare):
+            got.append(value)
+    assert got == [2, 4]
 
 
 def test_streamed_fit_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):

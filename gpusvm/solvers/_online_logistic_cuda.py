@@ -60,7 +60,9 @@ class CupyOnlineSteps:
         if cusparse.issparse(X):
             X = canonical_csr(X)
         self.rows = row_view_arguments(X)
-        longest_row = int(cupy.diff(self.rows[2]).max()) if cusparse.issparse(X) else n_features
+        longest_row = problem.longest_row
+        if longest_row is None:
+            longest_row = int(cupy.diff(self.rows[2]).max()) if cusparse.issparse(X) else n_features
         # At most this many distinct columns (the intercept included) per batch.
         self.touched_bound = min(n_features + 1, problem.batch_size * longest_row + 1)
         n_models = state.first.shape[0]
@@ -83,9 +85,10 @@ class CupyOnlineSteps:
 
     def start_epoch(self, order, loss_so_far=0.0):
         """Visit the rows in ``order`` (None: as given) during the coming epoch; the epoch's
-        summed loss starts at ``loss_so_far`` (the rows of the epoch already seen elsewhere)."""
+        summed loss starts at ``loss_so_far`` (the rows of the epoch already seen elsewhere:
+        a float, or another stepper's ``loss_sum``, copied on the device)."""
         self.order[...] = self.identity if order is None else cupy.asarray(order, dtype=np.int64)
-        self.loss_sum.fill(loss_so_far)
+        self.loss_sum[...] = loss_so_far
 
     def step(self, start):
         """Process rows ``start : start + batch_size`` of the epoch's order (asynchronous)."""

@@ -226,6 +226,8 @@ class OnlineProblem:
     batch_size: int
     fit_intercept: bool
     seed: int = 0
+    # the most stored entries of a row of X, when the host knows it (saves the device a read)
+    longest_row: int | None = None
 
     @property
     def n_samples(self):
