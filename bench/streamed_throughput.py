@@ -124,7 +124,7 @@ def main():
                 "copy_floor_s": None if copy_floor is None else round(copy_floor, 4),
             })
             print(results[-1], flush=True)
-            del X_resident
+            X_resident = None  # frees the device copy before the next solver's
     columns = [("solver", "solver", ""), ("data", "data", ""), ("backend", "backend", ""),
                ("batch", "batch_size", ","), ("in memory rows/s", "in_memory_rows_per_s", ",.0f"),
                ("streamed rows/s", "streamed_rows_per_s", ",.0f"), ("streamed / in memory", "streamed_of_in_memory", ".0%"),

@@ -197,7 +197,12 @@ def free_device_bytes():
     return int(free) + int(cupy.get_default_memory_pool().free_bytes())
 
 
-def check_device_memory(needed, what, free=None):
+KERNEL_SOLVER_WAYS_OUT = (
+    "The kernel solvers keep every row and its response on the device at every step. Ways out: "
+    "float32 X (half the bytes), fewer rows (a subsample), or backend='numpy' (host memory).")
+
+
+def check_device_memory(needed, what, free=None, ways_out=KERNEL_SOLVER_WAYS_OUT):
     """Raise MemoryError, early and with the figures, when ``needed`` bytes (an estimate)
     exceed what the device has free, instead of an out-of-memory error mid-fit.
 
@@ -208,10 +213,11 @@ def check_device_memory(needed, what, free=None):
         What needs the memory, for the message (e.g. "SBPClassifier on 60000 rows").
     free : int, optional
         The free bytes (default: :func:`free_device_bytes`).
+    ways_out : str
+        What the user can do instead, for the message.
     """
     free = free_device_bytes() if free is None else free
     if needed > free:
         raise MemoryError(
             f"{what} needs about {needed / 2**30:.2f} GiB on the GPU, which has {free / 2**30:.2f} GiB free. "
-            "The kernel solvers keep every row and its response on the device at every step. Ways out: "
-            "float32 X (half the bytes), fewer rows (a subsample), or backend='numpy' (host memory).")
+            + ways_out)

@@ -172,6 +172,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         labels = class_positions(y, classes)
         xp = get_namespace(backend)
         n_models = 1 if classes.shape[0] == 2 else classes.shape[0]
+        self._check_device_memory(X, n_models, backend)
         state = OnlineState.zeros(n_models, X.shape[1], xp) if first else self._state.to(xp)
         seed = seed_from_random_state(self.random_state) if first else self._seed
         problem = OnlineProblem(

@@ -276,6 +276,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             if X.dtype != self._state.v.dtype:  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
                 X = X.astype(self._state.v.dtype)
         targets, weights = self._targets_and_weights(y, sample_weight, classes)
+        self._check_device_memory(X, targets.shape[1], backend)
         lam = _regularization(self.lam, self.C, X.shape[0]) if first else self.lam_
         seed = seed_from_random_state(self.random_state) if first else self._seed
         xp = get_namespace(backend)

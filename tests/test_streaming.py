@@ -23,6 +23,7 @@ from gpusvm import (
 from gpusvm._backend import check_device_memory
 from gpusvm._chunk_pipeline import prepared_chunk, read_ahead
 from gpusvm._kernel_model import device_bytes_to_fit
+from gpusvm._linear_model import device_bytes_of
 from gpusvm.cli import main
 from gpusvm.data_files import NpzChunks, SvmlightChunks
 
@@ -304,3 +305,24 @@ def test_kernel_solvers_check_device_memory_before_training(Estimator, backend, 
             Estimator(backend=backend).fit(X, y)
     else:  # host memory is not checked: the NumPy backend trains
         Estimator(backend=backend, max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator", [PegasosSVC, FTRLClassifier])
+def test_linear_solvers_name_fit_chunks_when_host_data_cannot_fit_the_device(Estimator, backend, monkeypatch):
+    import gpusvm._backend as backend_module
+
+    X, y = sparse_data(n=300)
+    needed = device_bytes_of(X, n_outputs=1)
+    assert needed == X.nnz * 12 + 301 * 4 + 2 * 300 * 8 + 3 * 8 * 41
+    monkeypatch.setattr(backend_module, "free_device_bytes", lambda: needed // 2)
+    model = Estimator(backend=backend, max_iter=1)
+    if backend == "cupy":
+        with pytest.raises(MemoryError, match=f"{Estimator.__name__} on 300 rows x 40 features needs about .*"
+                                              r"train from host memory with fit_chunks"):
+            model.fit(X, y)
+        assert not hasattr(model, "coef_")
+        model.fit_chunks(chunks_of(X, y, 100))  # one chunk on the device at a time
+    else:  # host memory is not checked: the NumPy backend trains
+        model.fit(X, y)
+    assert model.coef_.shape == (1, 40)
+
