@@ -7,7 +7,7 @@ from ._estimator import scores_like_input
 from ._instrumentation import nvtx_range
 
 STREAMING_WAYS_OUT = (
-    "This solver needs only a mini-batch at a time: train from host memory with fit_chunks, one chunk on "
+    "This solver needs only a mini-batch at a time: train from host memory with fit_chunks, two chunks on "
     "the device at a time (e.g. fit_chunks([(X[i:i + 100_000], y[i:i + 100_000]) for i in range(0, "
     "X.shape[0], 100_000)])), or use float32 X (half the bytes), or backend='numpy'.")
 

@@ -102,6 +102,13 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         ``fit(X, y)`` with ``shuffle=False`` on all the rows, and that of ``partial_fit``
         over the chunks when each holds a multiple of ``batch_size`` rows.
 
+        On the cupy backend the next chunk is read and checked on a worker thread while
+        the current one trains, then copied to the device from pinned host memory, on a
+        stream of its own, while the current chunk's steps run (two device slots used in
+        turn); nothing is read back from the device until the end.  On the numpy backend
+        the chunks are read in turn, in the caller's thread (the parser and the steps both
+        hold Python's GIL).
+
         Parameters
         ----------
         chunks : iterable of (X, y)

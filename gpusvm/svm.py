@@ -185,7 +185,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
 
     def fit_chunks(self, chunks, classes=None):
         """Train from scratch on a stream of ``(X, y)`` chunks, ``max_iter`` epochs, with
-        only one chunk in memory (on the device, with the cupy backend) at a time.
+        at most two chunks in memory (on the device, with the cupy backend) at a time.
 
         An epoch visits every chunk once and takes ``ceil(rows / batch_size)`` steps in
         each, drawn (uniformly, with replacement) from that chunk's rows alone: the
@@ -197,6 +197,13 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         (counted first when the source does not know ``n_rows``). ``tol`` does not
         apply: the exact objective would cost another pass over the data every epoch, so
         the fit runs ``max_iter`` epochs and ``objective_curve_`` stays empty.
+
+        On the cupy backend the next chunk is read and checked on a worker thread while
+        the current one trains, then copied to the device from pinned host memory, on a
+        stream of its own, while the current chunk's steps run (two device slots used in
+        turn); nothing is read back from the device until the end.  On the numpy backend
+        the chunks are read in turn, in the caller's thread (the parser and the steps both
+        hold Python's GIL).
 
         Parameters
         ----------

@@ -135,9 +135,9 @@ def test_online_streamed_fit_equals_fit_without_shuffle_and_partial_fit(Estimato
     assert_same_result(one_pass.coef_, partial.coef_, backend)
 
 
-def test_a_streamed_fit_that_fails_leaves_the_model_as_it_was():
+def test_a_streamed_fit_that_fails_leaves_the_model_as_it_was(backend):
     X, y = sparse_data()
-    model = FTRLClassifier(batch_size=64, random_state=0).fit(X, y)
+    model = FTRLClassifier(batch_size=64, random_state=0, backend=backend).fit(X, y)
     before = model.coef_.copy()
     bad = chunks_of(X, y, 500)
     bad[2] = (bad[2][0].toarray(), bad[2][1])
@@ -146,9 +146,9 @@ def test_a_streamed_fit_that_fails_leaves_the_model_as_it_was():
         model.fit_chunks(bad)
     np.testing.assert_array_equal(model.coef_, before)
     with pytest.raises(ValueError, match="Chunk 1 is not an \\(X, y\\) pair"):
-        FTRLClassifier().fit_chunks([(X, y), X])
+        FTRLClassifier(backend=backend).fit_chunks([(X, y), X])
     with pytest.raises(ValueError, match="max_iter=2 needs another pass.*one-shot iterator"):
-        FTRLClassifier(max_iter=2).fit_chunks(iter(chunks_of(X, y, 500)), classes=np.unique(y))
+        FTRLClassifier(max_iter=2, backend=backend).fit_chunks(iter(chunks_of(X, y, 500)), classes=np.unique(y))
 
 
 class InOrder:
@@ -321,7 +321,7 @@ def test_linear_solvers_name_fit_chunks_when_host_data_cannot_fit_the_device(Est
                                               r"train from host memory with fit_chunks"):
             model.fit(X, y)
         assert not hasattr(model, "coef_")
-        model.fit_chunks(chunks_of(X, y, 100))  # one chunk on the device at a time
+        model.fit_chunks(chunks_of(X, y, 100))  # two chunks on the device at a time
     else:  # host memory is not checked: the NumPy backend trains
         model.fit(X, y)
     assert model.coef_.shape == (1, 40)
