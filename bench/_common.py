@@ -73,6 +73,23 @@ def device_tag(backends):
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:48]
 
 
+def synchronize_device(backend):
+    """Wait for the device's queued work (nothing to wait for on the CPU)."""
+    if backend == "cupy":
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+
+
+def timed_run(run, backend):
+    """Seconds for ``run()`` on a host clock, the device synchronised before and after."""
+    synchronize_device(backend)
+    start = time.perf_counter()
+    run()
+    synchronize_device(backend)
+    return time.perf_counter() - start
+
+
 def timed_fit(model, X, y, backend):
     """Seconds for ``model.fit(X, y)``: CUDA events on the GPU, a host clock on the CPU."""
     if backend == "cupy":

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report  # noqa: E402
+from _common import report, timed_run  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 from scaling import make_data  # noqa: E402
 
@@ -45,34 +44,13 @@ FTRL = OnlineRule("ftrl", l1=1.0, l2=1.0, alpha=0.1, beta=1.0)  # FTRLClassifier
 INDEX_BYTES = 4
 
 
-def synchronize(backend):
-    if backend == "cupy":
-        import cupy
-
-        cupy.cuda.Device().synchronize()
-
-
 def copy_bandwidth(backend):
     """Bytes a second of copying a 512 MiB array (read plus write), best of 5."""
     xp = get_namespace(backend)
     source = xp.ones(2**26)
     target = xp.empty_like(source)
-    best = float("inf")
-    for _ in range(5):
-        synchronize(backend)
-        start = time.perf_counter()
-        target[...] = source
-        synchronize(backend)
-        best = min(best, time.perf_counter() - start)
+    best = min(timed_run(lambda: target.__setitem__(Ellipsis, source), backend) for _ in range(5))
     return 2 * source.nbytes / best
-
-
-def timed(run, backend):
-    synchronize(backend)
-    start = time.perf_counter()
-    run()
-    synchronize(backend)
-    return time.perf_counter() - start
 
 
 def pegasos_pass(X, y, batch_size, backend):
@@ -86,7 +64,7 @@ def pegasos_pass(X, y, batch_size, backend):
     stepper = pegasos_stepper(problem, PegasosState.zeros(1, X.shape[1] + 1, X.dtype, xp), backend)
     n_steps = steps_per_epoch(n, batch_size)
     stepper.run_steps(1)  # compiles and warms up; not timed
-    seconds = timed(lambda: stepper.run_steps(n_steps), backend)
+    seconds = timed_run(lambda: stepper.run_steps(n_steps), backend)
     return seconds, n_steps * batch_size, n_steps * batch_size * X.nnz / n
 
 
@@ -99,7 +77,7 @@ def ftrl_pass(X, y, batch_size, backend):
     stepper = online_stepper(problem, OnlineState.zeros(1, X.shape[1], xp), xp)
     stepper.start_epoch(None)
     stepper.run_batches(range(0, min(batch_size, n), batch_size))  # compiles and warms up; not timed
-    seconds = timed(lambda: stepper.run_batches(range(0, n, batch_size)), backend)
+    seconds = timed_run(lambda: stepper.run_batches(range(0, n, batch_size)), backend)
     return seconds, n, X.nnz
 
 

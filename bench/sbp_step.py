@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import median, report  # noqa: E402
-from roofline import copy_bandwidth, synchronize  # noqa: E402
+from _common import median, report, timed_run  # noqa: E402
+from roofline import copy_bandwidth  # noqa: E402
 
 from gpusvm._backend import get_namespace  # noqa: E402
 from gpusvm._validation import one_vs_rest_targets, to_backend  # noqa: E402
@@ -89,11 +88,7 @@ def seconds_per_step(steps, backend, warm_up, timed, repeats=3):
     run_step_block(steps, 1, warm_up)
     t, times = warm_up + 1, []
     for _ in range(repeats):
-        synchronize(backend)
-        start = time.perf_counter()
-        run_step_block(steps, t, timed)
-        synchronize(backend)
-        times.append((time.perf_counter() - start) / timed)
+        times.append(timed_run(lambda: run_step_block(steps, t, timed), backend) / timed)
         t += timed
     return median(times)
 
@@ -129,12 +124,12 @@ def graph_launch_seconds():
         advance((1,), (1,), (position, np.int64(1)))
         graph = stream.end_capture()
     launches = 1000
-    synchronize("cupy")
-    start = time.perf_counter()
-    for _ in range(launches):
-        graph.launch()
-    synchronize("cupy")
-    return (time.perf_counter() - start) / launches
+
+    def launch_all():
+        for _ in range(launches):
+            graph.launch()
+
+    return timed_run(launch_all, "cupy") / launches
 
 
 def main():

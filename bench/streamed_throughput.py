@@ -26,25 +26,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report  # noqa: E402
+from _common import report, timed_run  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 from scaling import make_data  # noqa: E402
 
 from gpusvm import FTRLClassifier, PegasosSVC  # noqa: E402
 from gpusvm._validation import to_backend  # noqa: E402
-
-
-def synchronize(backend):
-    if backend == "cupy":
-        import cupy
-
-        cupy.cuda.Device().synchronize()
 
 
 def host_to_device_bandwidth():
@@ -55,22 +47,8 @@ def host_to_device_bandwidth():
     host = cupyx.empty_pinned(2**28, dtype=np.uint8)
     host[...] = 1
     device = cupy.empty(host.shape, dtype=np.uint8)
-    best = float("inf")
-    for _ in range(5):
-        synchronize("cupy")
-        start = time.perf_counter()
-        device.set(host)
-        synchronize("cupy")
-        best = min(best, time.perf_counter() - start)
+    best = min(timed_run(lambda: device.set(host), "cupy") for _ in range(5))
     return host.nbytes / best
-
-
-def timed(run, backend):
-    synchronize(backend)
-    start = time.perf_counter()
-    run()
-    synchronize(backend)
-    return time.perf_counter() - start
 
 
 def chunks_of(X, y, rows):
@@ -113,8 +91,8 @@ def main():
             X_resident = to_backend(X, backend)
             make().fit(X_resident[:chunk_rows], y[:chunk_rows])  # compiles and warms up; not timed
             make().fit_chunks(chunks[:1], classes=classes)
-            in_memory = timed(lambda: make().fit(X_resident, y), backend)
-            streamed = timed(lambda: make().fit_chunks(chunks, classes=classes), backend)
+            in_memory = timed_run(lambda: make().fit(X_resident, y), backend)
+            streamed = timed_run(lambda: make().fit_chunks(chunks, classes=classes), backend)
             copy_floor = copied_bytes(X) / bandwidth if bandwidth else None
             results.append({
                 "solver": solver, "data": name, "backend": backend, "batch_size": batch, "rows": rows,
