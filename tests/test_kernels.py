@@ -1,5 +1,7 @@
-"""The CUDA sources: they compile with nvcc, and compiler messages name the right file and line."""
+"""The CUDA sources: they compile with nvcc, their blocks fit a multiprocessor's registers and
+shared memory, and compiler messages name the right file and line."""
 
+import re
 import shutil
 import subprocess
 
@@ -22,13 +24,60 @@ def instantiate_all(source):
     return source + f"\nconst void* gpusvm_instantiated[] = {{ {entries} }};\n" if entries else source
 
 
-def compile_with_nvcc(source, tmp_path, arch):
+def compile_with_nvcc(source, tmp_path, arch, output="ptx"):
+    """nvcc on ``source``; ``output='cubin'`` also runs ptxas, verbose (its resource report)."""
     path = tmp_path / "unit.cu"
     path.write_text(source)
+    verbose = ["-Xptxas", "-v"] if output == "cubin" else []
     return subprocess.run(
-        [nvcc, "-std=c++17", f"-arch={arch}", "-ptx", "-o", str(tmp_path / "unit.ptx"), str(path)],
+        [nvcc, "-std=c++17", f"-arch={arch}", f"-{output}", *verbose, "-o", str(tmp_path / f"unit.{output}"), str(path)],
         capture_output=True, text=True, timeout=300,
     )
+
+
+# A block's launch fails on the device ("too many resources requested") when its threads'
+# registers or its static shared memory exceed the multiprocessor's share for one block,
+# which the CPU emulation cannot see.  Registers are handed out per warp in units of 256,
+# that is, per thread in multiples of 8.
+REGISTERS_PER_BLOCK = 65536
+STATIC_SHARED_BYTES_PER_BLOCK = 48 * 1024
+LARGEST_BLOCK = 1024  # threads: what a kernel not named below must be able to run with
+
+
+def largest_blocks():
+    """Kernels launched with fewer than ``LARGEST_BLOCK`` threads, and their block size as
+    their launcher sets it (a kernel that needs more registers is checked at that size)."""
+    warp_per_row = 32 * 4  # the online kernels' blocks: a warp for each of 4 batch rows
+    try:
+        from gpusvm.solvers import _online_logistic_cuda as online
+    except ImportError:  # no CuPy: the launcher cannot be imported to confirm the size
+        pass
+    else:
+        assert 32 * online._ROWS_PER_BLOCK == warp_per_row
+    return {"online_margins": warp_per_row, "online_gradients": warp_per_row}
+
+
+def plain_kernels(name):
+    """Names of the ``extern "C"`` kernels of a source file."""
+    return re.findall(r'extern "C"\s+__global__\s+void\s+(\w+)', assemble_source(name))
+
+
+def ptxas_resources(report):
+    """``{kernel name: (registers, static shared bytes)}`` from ptxas' verbose report (one
+    entry per template instantiation; a name's worst case is kept)."""
+    resources, name = {}, None
+    for line in report.splitlines():
+        entry = re.search(r"Compiling entry function '(\w+)'", line)
+        if entry:
+            mangled = entry.group(1)
+            length = re.match(r"_Z(\d+)", mangled)
+            name = mangled[len(length.group(0)):][: int(length.group(1))] if length else mangled
+        used = re.search(r"Used (\d+) registers", line)
+        if used:
+            shared = re.search(r"(\d+) bytes smem", line)
+            found = (int(used.group(1)), int(shared.group(1)) if shared else 0)
+            resources[name] = tuple(map(max, resources.get(name, found), found))
+    return resources
 
 
 def test_sources_found():
@@ -46,9 +95,29 @@ def test_sources_found():
 @needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("name", SOURCES)
-def test_kernel_compiles(name, arch, tmp_path):
-    result = compile_with_nvcc(instantiate_all(assemble_source(name)), tmp_path, arch)
+def test_kernel_compiles_and_fits_its_launches(name, arch, tmp_path):
+    result = compile_with_nvcc(instantiate_all(assemble_source(name)), tmp_path, arch, output="cubin")
     assert result.returncode == 0, result.stderr
+    resources = ptxas_resources(result.stderr)
+    assert set(resources) == set(template_kernels(assemble_source(name))) | set(plain_kernels(name))
+    blocks = largest_blocks()
+    for kernel, (registers, shared) in resources.items():
+        threads = blocks.get(kernel, LARGEST_BLOCK)
+        allocated = -(-registers // 8) * 8
+        assert allocated * threads <= REGISTERS_PER_BLOCK, (
+            f"{kernel} uses {registers} registers a thread: a block of {threads} threads cannot launch")
+        assert shared <= STATIC_SHARED_BYTES_PER_BLOCK, f"{kernel} uses {shared} bytes of static shared memory"
+
+
+def test_ptxas_report_is_read_per_kernel():
+    report = """ptxas info    : Compiling entry function '_Z14online_marginsIfEvPKT_' for 'sm_90'
+ptxas info    : Used 72 registers, used 0 barriers
+ptxas info    : Compiling entry function '_Z14online_marginsIdEvPKT_' for 'sm_90'
+ptxas info    : Used 70 registers, used 1 barriers, 256 bytes smem
+ptxas info    : Compiling entry function 'water_level_select' for 'sm_90'
+ptxas info    : Used 38 registers, used 1 barriers, 516 bytes smem
+"""
+    assert ptxas_resources(report) == {"online_margins": (72, 256), "water_level_select": (38, 516)}
 
 
 @needs_nvcc
