@@ -12,9 +12,10 @@
 #   ci/gpu.sh graphs    blocks of steps replayed as CUDA graphs against direct launches (the
 #                       tests that decide GPUSVM_CUDA_GRAPHS' default), then the roofline table
 #                       of PegasosSVC and FTRL by batch size, direct and graph launches
-#   ci/gpu.sh sbp       the SBP step: its tests on CuPy (levels, blocks as graphs, the kernel
-#                       matrix resident or not), then bench/sbp_step.py (step time against
-#                       its bandwidth and latency floors, n = 1e4 to 1e6, 1/10/26 classes)
+#   ci/gpu.sh sbp       the kernel solvers' steps: SBPClassifier's and KernelPegasosSVC's tests
+#                       on CuPy (levels, blocks as graphs, the kernel matrix resident or not),
+#                       then bench/sbp_step.py (SBP's step time against its bandwidth and
+#                       latency floors, n = 1e4 to 1e6, 1/10/26 classes)
 #   ci/gpu.sh dask      gpusvm.dask's tests with CuPy chunks and backends resolved on the workers
 #   ci/gpu.sh streaming the streamed fits' tests on CuPy (pinned buffers, copy stream, two device
 #                       slots), then streamed against in-memory speed and the copy bandwidth
@@ -79,7 +80,7 @@ fi
 if [ "$step" = sbp ] || [ "$step" = all ]; then
   echo "== SBP on CuPy (limit 200 s)"
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_sbp.py tests/test_water_level.py \
-    -k "cupy or device or gpu" || { echo "FAILED: SBP on CuPy"; status=1; }
+    tests/test_kernel_pegasos.py -k "cupy or device or gpu or backends" || { echo "FAILED: kernel solvers on CuPy"; status=1; }
   bench 380 bench/sbp_step.py --backends cupy
 fi
 if [ "$step" = dask ] || [ "$step" = all ]; then

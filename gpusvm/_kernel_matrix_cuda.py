@@ -1,8 +1,10 @@
-"""The whole kernel matrix on the device, for the kernel solvers' ``kernel_cache``.
+"""Kernel values on the device for the kernel solvers' steps (``kernels/kernel_values.cuh``).
 
-When it fits, a step reads its drawn rows of the matrix (a few hundred kilobytes)
-instead of computing them from X (a pass over X): the matrix is computed once, in
-blocks of rows by matrix products, in X's dtype.
+When the whole kernel matrix fits in ``kernel_cache``, a step reads its drawn rows of the
+matrix (a few hundred kilobytes) instead of computing them from X (a pass over X): the
+matrix is computed once, in blocks of rows by matrix products, in X's dtype.  Otherwise
+a step computes its drawn rows' inner products with every row, and its fused kernel
+turns them into kernel values.
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ import numpy as np
 import nvtx
 
 from . import _backend
+from ._kernels import get_kernel
+from .kernel_functions import KERNEL_CODES, inner_products
+
+_DENSE_ROW_THREADS = 256
 
 KERNEL_CACHE_AUTO = 0.5  # of the free device memory, for kernel_cache='auto'
 BLOCK_BYTES = 256 * 2**20  # kernel values computed at once while filling the matrix
@@ -41,3 +47,34 @@ def resident_kernel_matrix(compute_rows, n_rows, n_columns, dtype, budget):
             rows = cupy.arange(start, min(n_rows, start + rows_at_once))
             matrix[start:start + rows.size] = compute_rows(rows)
     return matrix
+
+
+def kernel_value_arguments(source, resident, sq_norms, kernel, gamma, coef0, degree):
+    """The launch arguments of ``KERNEL_VALUE_PARAMETERS`` (``kernels/kernel_values.cuh``).
+
+    Parameters
+    ----------
+    source : cupy.ndarray
+        The resident kernel matrix (``resident=True``; a row per training row), or the
+        drawn rows' inner products (a row per drawn slot); C-contiguous, X's dtype.
+    resident : bool
+    sq_norms : cupy.ndarray
+        X's squared row norms, X's dtype (rbf).
+    kernel, gamma, coef0, degree
+        The kernel, as :func:`gpusvm.kernel_functions.kernel_block` takes it.
+    """
+    return (source, np.int64(source.shape[1]), np.int64(1), np.int32(resident), sq_norms,
+            np.int32(KERNEL_CODES[kernel]), np.float64(gamma), np.float64(coef0), np.int32(degree))
+
+
+def inner_products_of_rows(X, rows, out, dense_rows=None):
+    """``X[rows] X^T`` into ``out``, with no host synchronisation: the rows of a CSR X are
+    first made dense on the device in ``dense_rows`` (shape (len(rows), n_features)),
+    since indexing a CSR matrix by device indices reads the result's size."""
+    if hasattr(X, "indptr"):
+        get_kernel("kernel_functions.cu", "dense_rows", X.dtype)((rows.size,), (_DENSE_ROW_THREADS,), (
+            X.data, X.indices, X.indptr, rows, np.int32(X.shape[1]), dense_rows))
+        drawn = dense_rows
+    else:
+        drawn = X[rows]
+    out[...] = inner_products(drawn, X)

@@ -1,13 +1,11 @@
-// Kernel values from inner products: the elementwise part of a kernel block.
+// Kernel values from inner products: the elementwise part of a kernel block; and the
+// drawn rows of a CSR matrix made dense, for the kernel solvers' products.
 //
-// The inner products X Y^T come from cuBLAS / cuSPARSE; this turns them, in place,
-// into K(x, y) using the precomputed squared norms (rbf) or the affine map (poly), in the
-// block's precision (float32 blocks in float32, as the NumPy path computes them).
+// The inner products X Y^T come from cuBLAS / cuSPARSE; kernel_from_dots turns them, in
+// place, into K(x, y) using the precomputed squared norms (rbf) or the affine map (poly),
+// in the block's precision (float32 blocks in float32, as the NumPy path computes them).
 #include "common.cuh"
-
-#define GPUSVM_KERNEL_LINEAR 0
-#define GPUSVM_KERNEL_RBF 1
-#define GPUSVM_KERNEL_POLY 2
+#include "kernel_values.cuh"
 
 template <typename real>
 __global__ void kernel_from_dots(
@@ -16,21 +14,29 @@ __global__ void kernel_from_dots(
         const real* __restrict__ col_sq_norms, // (n_cols,) rbf only
         long long n_rows, long long n_cols, int kind, double gamma, double coef0,
         int degree) {
+    const KernelFunction<real> kernel{kind, (real)gamma, (real)coef0, degree};
     const long long size = n_rows * n_cols;
     for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < size;
          p += (long long)gridDim.x * blockDim.x) {
-        const real dot = block[p];
-        real value = dot;
         if (kind == GPUSVM_KERNEL_RBF) {
             const long long i = p / n_cols, j = p - i * n_cols;
-            // Clamp: rounding can make the squared distance slightly negative.
-            const real sq_dist = fmax(real(0), row_sq_norms[i] + col_sq_norms[j] - real(2) * dot);
-            value = exp(-(real)gamma * sq_dist);
-        } else if (kind == GPUSVM_KERNEL_POLY) {
-            const real base = (real)gamma * dot + (real)coef0;
-            value = real(1);
-            for (int e = 0; e < degree; ++e) value *= base;
+            block[p] = kernel(block[p], row_sq_norms[i], col_sq_norms[j]);
+        } else {
+            block[p] = kernel(block[p], real(0), real(0));
         }
-        block[p] = value;
     }
+}
+
+// The drawn rows of a CSR matrix as dense rows (out: count x n_features), one block a
+// row: a product with X needs no host synchronisation, where indexing a CSR matrix by
+// device indices does (the result's size).
+template <typename real>
+__global__ void dense_rows(const real* __restrict__ data, const int* __restrict__ indices,
+                           const int* __restrict__ indptr, const long long* __restrict__ drawn,
+                           int n_features, real* __restrict__ out) {
+    real* row = out + (long long)blockIdx.x * n_features;
+    for (int f = threadIdx.x; f < n_features; f += blockDim.x) row[f] = real(0);
+    __syncthreads();
+    const long long i = drawn[blockIdx.x];
+    for (int at = indptr[i] + threadIdx.x; at < indptr[i + 1]; at += blockDim.x) row[indices[at]] = data[at];
 }

@@ -32,7 +32,7 @@
 
 __device__ inline const double* online_batch_row(const double* __restrict__ schedule,
                                                  const long long* __restrict__ position, int offset) {
-    return schedule + (position[0] + offset) * ONLINE_SCHEDULE_COLUMNS;
+    return gpusvm_schedule_row(schedule, ONLINE_SCHEDULE_COLUMNS, position, offset);
 }
 
 // Hyperparameters in the order of `params` (see _online_logistic_cuda.RULE_PARAMETERS).

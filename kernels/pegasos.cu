@@ -21,7 +21,7 @@
 
 __device__ inline const double* pegasos_step_row(const double* __restrict__ schedule,
                                                  const long long* __restrict__ position, int offset) {
-    return schedule + (position[0] + offset) * PEGASOS_SCHEDULE_COLUMNS;
+    return gpusvm_schedule_row(schedule, PEGASOS_SCHEDULE_COLUMNS, position, offset);
 }
 
 // 1. Draw the batch's rows, compute their margins under the current w, and write each

@@ -16,65 +16,13 @@
 // so that a block of steps is the same launches every time. Responses, coefficients and
 // sums are double.
 #include "common.cuh"
+#include "kernel_values.cuh"
 #include "sbp_level.cuh"
 
-#define SBP_KERNEL_LINEAR 0
-#define SBP_KERNEL_RBF 1
-#define SBP_KERNEL_POLY 2
 #define SBP_TILE_ROWS 2048
 #define SBP_DRAWS_PER_BLOCK 8  // one warp a draw
 
-template <typename real>
-struct SBPKernel {
-    int kind;
-    real gamma;
-    real coef0;
-    int degree;
-
-    __device__ double operator()(real dot, real sq_a, real sq_b) const {
-        real value = dot;
-        if (kind == SBP_KERNEL_RBF) {
-            value = exp(-gamma * fmax(real(0), sq_a + sq_b - real(2) * dot));
-        } else if (kind == SBP_KERNEL_POLY) {
-            const real base = gamma * dot + coef0;
-            value = real(1);
-            for (int e = 0; e < degree; ++e) value *= base;
-        }
-        return (double)value;
-    }
-};
-
-// K(x_row, x_column) for the drawn row in slot `slot` (p B + b): read from the resident
-// matrix (row-major, n_train x n_total), or computed from the slot's inner products
-// (`values[slot * slot_stride + column * column_stride]`).
-template <typename real>
-struct SBPKernelValues {
-    const real* values;
-    long long slot_stride, column_stride;
-    int resident;
-    const real* sq_norms;
-    SBPKernel<real> kernel;
-
-    __device__ double operator()(long long slot, long long row, long long column) const {
-        if (resident) return (double)values[row * slot_stride + column];
-        return kernel(values[slot * slot_stride + column * column_stride], sq_norms[row], sq_norms[column]);
-    }
-};
-
-// The parameters that make an SBPKernelValues (CuPy passes scalars and arrays, not structs).
-#define SBP_KERNEL_VALUE_PARAMETERS                                                              \
-    const real *__restrict__ kernel_source, long long slot_stride, long long column_stride,     \
-        int resident, const real *__restrict__ sq_norms, int kind, double gamma, double coef0, \
-        int degree
-#define SBP_KERNEL_VALUES                                                                        \
-    SBPKernelValues<real> {                                                                      \
-        kernel_source, slot_stride, column_stride, resident, sq_norms,                           \
-            SBPKernel<real>{kind, (real)gamma, (real)coef0, degree}                              \
-    }
-
-__device__ inline long long sbp_schedule_row(const long long* position, int offset) {
-    return position[0] + offset;
-}
+#define SBP_SCHEDULE_COLUMNS 2  // t, eta_t
 
 __device__ inline bool sbp_covered(const double* c, const double* y, long long j, int two_basins,
                                    const SBPLevelState& state) {
@@ -122,7 +70,7 @@ extern "C" __global__ void sbp_draw(
     long long total = 0;
     for (long long i = lane; i < n_tiles; i += 32) total += counts[i];
     for (int shift = 16; shift > 0; shift >>= 1) total += __shfl_xor_sync(0xffffffffu, total, shift);
-    const unsigned long long step = (unsigned long long)schedule[2 * sbp_schedule_row(position, offset)];
+    const unsigned long long step = (unsigned long long)gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[0];
     long long r = gpusvm_random_index(seed, step, (unsigned long long)p * batch + b, (unsigned long long)total);
     long long tile = 0, seen = 0;  // the tile holding the r-th covered row, and the rows before it
     for (long long base = 0; base < n_tiles; base += 32) {
@@ -157,15 +105,15 @@ extern "C" __global__ void sbp_draw(
 // One block per problem (blockIdx.x).
 template <typename real>
 __global__ void sbp_norm_step(
-        SBP_KERNEL_VALUE_PARAMETERS, const long long* __restrict__ drawn, const double* __restrict__ labels,
+        KERNEL_VALUE_PARAMETERS, const long long* __restrict__ drawn, const double* __restrict__ labels,
         const double* __restrict__ responses, double* __restrict__ alpha, double* __restrict__ r2,
         double* __restrict__ factor, long long n, int batch, const double* __restrict__ schedule,
         const long long* __restrict__ position, int offset) {
-    const SBPKernelValues<real> kernel_values = SBP_KERNEL_VALUES;
+    const KernelValues<real> kernel_values = KERNEL_VALUES_FROM_PARAMETERS;
     const int p = blockIdx.x;
     const long long first = (long long)p * batch;
     const double* y = labels + p * n;
-    const double eta = schedule[2 * sbp_schedule_row(position, offset) + 1];
+    const double eta = gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[1];
     double gram = 0.0, old = 0.0;  // sum_{b, b'} y_b y_b' K_bb' and sum_b c_b
     for (int pair = threadIdx.x; pair < batch * batch; pair += blockDim.x) {
         const int b = pair / batch, c = pair - b * batch;
@@ -189,17 +137,17 @@ __global__ void sbp_norm_step(
 // blockIdx.y. Holdout responses are rows of width `holdout_stride`.
 template <typename real>
 __global__ void sbp_update(
-        SBP_KERNEL_VALUE_PARAMETERS, const long long* __restrict__ drawn, const double* __restrict__ labels,
+        KERNEL_VALUE_PARAMETERS, const long long* __restrict__ drawn, const double* __restrict__ labels,
         const double* __restrict__ factors, double* __restrict__ responses, double* __restrict__ response_sum,
         double* __restrict__ alpha, double* __restrict__ alpha_sum, double* __restrict__ holdout,
         double* __restrict__ holdout_sum, long long holdout_stride, int batch, long long n_train,
         long long n_total, const double* __restrict__ schedule, const long long* __restrict__ position,
         int offset) {
-    const SBPKernelValues<real> kernel_values = SBP_KERNEL_VALUES;
+    const KernelValues<real> kernel_values = KERNEL_VALUES_FROM_PARAMETERS;
     const int p = blockIdx.y;
     const long long first = (long long)p * batch;
     const double* y = labels + p * n_train;
-    const double eta = schedule[2 * sbp_schedule_row(position, offset) + 1];
+    const double eta = gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[1];
     const double factor = factors[p];
     for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n_total;
          j += (long long)gridDim.x * blockDim.x) {
@@ -224,18 +172,4 @@ __global__ void sbp_update(
             holdout_sum[v] += h;
         }
     }
-}
-
-// The drawn rows of a CSR matrix as dense rows (out: count x n_features), one block a
-// row: a product with X needs no host synchronisation, where indexing a CSR matrix by
-// device indices does (the result's size).
-template <typename real>
-__global__ void sbp_dense_rows(const real* __restrict__ data, const int* __restrict__ indices,
-                               const int* __restrict__ indptr, const long long* __restrict__ drawn,
-                               int n_features, real* __restrict__ out) {
-    real* row = out + (long long)blockIdx.x * n_features;
-    for (int f = threadIdx.x; f < n_features; f += blockDim.x) row[f] = real(0);
-    __syncthreads();
-    const long long i = drawn[blockIdx.x];
-    for (int at = indptr[i] + threadIdx.x; at < indptr[i + 1]; at += blockDim.x) row[indices[at]] = data[at];
 }

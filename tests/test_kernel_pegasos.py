@@ -106,6 +106,22 @@ def test_device_kernel_matrix_or_computed_rows_give_the_host_model(rng, kernel_c
     np.testing.assert_allclose(gpu.dual_coef_, cpu.dual_coef_, rtol=1e-12)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kernel_cache", ["auto", 0])
+def test_device_steps_in_blocks_give_the_host_model(step_block_mode, rng, kernel_cache, sparse):
+    """Steps issued in blocks (three steps a block) and replayed, as recorded or as a CUDA
+    graph, with the kernel matrix resident or rows computed each step (direct launches):
+    the host's draws, violations and counts."""
+    X = rng.normal(size=(62, 4)) * (rng.random((62, 4)) < (0.5 if sparse else 1.0))
+    X = sp.csr_matrix(X) if sparse else X
+    y = rng.integers(0, 3, 62)
+    common = dict(C=5.0, batch_size=4, max_iter=2, random_state=9)  # 32 steps: 10 blocks of 3, one of 2
+    cpu = KernelPegasosSVC(backend="numpy", **common).fit(X, y)
+    gpu = KernelPegasosSVC(backend="cupy", kernel_cache=kernel_cache, **common).fit(X, y)
+    np.testing.assert_array_equal(gpu.support_, cpu.support_)
+    np.testing.assert_allclose(gpu.dual_coef_, cpu.dual_coef_, rtol=1e-12)
+
+
 def test_kernel_cache_is_refused_with_its_value():
     X, y = make_moons(40, random_state=0)
     with pytest.raises(ValueError, match="'kernel_cache' parameter of KernelPegasosSVC.*Got 2.5"):

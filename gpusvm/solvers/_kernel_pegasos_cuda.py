@@ -1,4 +1,15 @@
-"""Kernel Pegasos' step on the GPU: the launcher of ``kernels/kernel_pegasos.cu``."""
+"""Kernel Pegasos' steps on the GPU: the launches of ``kernels/kernel_pegasos.cu``.
+
+A step is two launches for every class together: the draw, margin test and count
+updates, then the responses' update from the violating rows' kernel values, read from
+the whole kernel matrix when it fits in ``kernel_cache`` (computed once, in X's dtype),
+else from the drawn rows' inner products with every row (one product a step, between
+the two launches).  The step number and scale are a schedule on the device
+(:mod:`gpusvm._step_blocks`), so a block of steps is the same launches every time: with
+the resident matrix it can be replayed as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with a
+product each step, which runs cuBLAS or cuSPARSE and allocates, the launches stay direct.
+No value comes back to the host until the fit ends.
+"""
 
 from __future__ import annotations
 
@@ -6,60 +17,82 @@ import cupy
 import numpy as np
 import nvtx
 
-from .._kernel_matrix_cuda import kernel_cache_bytes, resident_kernel_matrix
+from .. import _step_blocks
+from .._kernel_matrix_cuda import (inner_products_of_rows, kernel_cache_bytes, kernel_value_arguments,
+                                   resident_kernel_matrix)
 from .._kernels import get_kernel
 
 _THREADS = 256
 
 
-class DeviceViolations:
-    """A step's draw, margin test and count updates in one launch, every class together.
+class DeviceSteps:
+    """Kernel Pegasos' steps on a CUDA device; the model ``HostSteps`` gives, up to rounding.
+
+    Owns the state the steps update: ``responses``, ``counts`` and ``stamps``, each of
+    shape (n_classes, n_samples).
 
     Parameters
     ----------
     problem : KernelPegasosProblem
+    sq_norms : cupy.ndarray
+        X's squared row norms.
+    kernel_cache : 'auto', float or int
+        Device memory for the whole kernel matrix
+        (:func:`~gpusvm._kernel_matrix_cuda.kernel_cache_bytes`).
+    mode : {'direct', 'graph', 'replay'} or None
+        How blocks of steps are issued (:class:`~gpusvm._step_blocks.StepBlocks`); None:
+        the default. 'graph' runs direct without the resident matrix.
     """
 
-    def __init__(self, problem):
+    def __init__(self, problem, sq_norms, kernel_cache, mode=None):
         self.problem = problem
-        n_classes = problem.targets.shape[1]
-        self.rows = cupy.empty(problem.batch_size, dtype=np.int64)
-        self.weights = cupy.empty((n_classes, problem.batch_size))  # y * coef, (classes, batch)
+        X = problem.X
+        n, n_classes, batch = X.shape[0], problem.targets.shape[1], problem.batch_size
+        self.responses, self.counts, self.stamps = (cupy.zeros((n_classes, n)) for _ in range(3))
+        self.rows = cupy.zeros(batch, dtype=np.int64)
+        self.weights = cupy.zeros((n_classes, batch))  # y * coef, (classes, batch)
         self.targets = cupy.ascontiguousarray(problem.targets, dtype=np.float64)
         self.sample_weight = cupy.ascontiguousarray(problem.sample_weight, dtype=np.float64)
-        self._kernel = get_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
+        sq_norms = cupy.ascontiguousarray(sq_norms, dtype=X.dtype)
+        self.matrix = resident_kernel_matrix(lambda rows: problem.kernel_values(rows, sq_norms), n, n, X.dtype,
+                                             kernel_cache_bytes(kernel_cache))
+        source = self.matrix
+        if source is None:
+            source = self.dots = cupy.zeros((batch, n), dtype=X.dtype)
+            self.dense_rows = cupy.empty((batch, X.shape[1]), dtype=X.dtype) if hasattr(X, "indptr") else None
+            if mode == "graph" or (mode is None and _step_blocks.default_mode() == "graph"):
+                mode = "direct"  # cuBLAS / cuSPARSE products and their allocations are not captured
+        self.kernel_values = kernel_value_arguments(source, self.matrix is not None, sq_norms, problem.kernel,
+                                                    problem.gamma, problem.coef0, problem.degree)
+        self.violations = get_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
+        self.update = get_kernel("kernel_pegasos.cu", "kernel_pegasos_update", X.dtype)
+        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode)
 
-    def __call__(self, responses, counts, stamps, step, scale):
-        """The step's rows and their weights in the combination of kernel rows, shape
-        (classes, batch); updates ``counts`` and ``stamps`` in place."""
+    def run(self, schedule):
+        """One step per row ``(t, scale)`` of ``schedule`` (a host array), asynchronously."""
+        with nvtx.annotate("kernel_pegasos.steps", color="green"):
+            self.blocks.run(schedule)
+
+    def _launch_steps(self, length, launch):
+        """The launches of ``length`` steps (StepBlocks' ``launch_steps``)."""
         problem = self.problem
-        n_classes, batch = self.weights.shape
-        n = responses.shape[1]
-        blocks = max(1, -(-batch * n_classes // _THREADS))
-        self._kernel((blocks,), (_THREADS,), (
-            responses, self.targets, self.sample_weight, np.uint64(problem.seed), np.uint64(step), np.int64(n),
-            np.int32(batch), np.int32(n_classes), np.float64(scale), counts, stamps, self.rows, self.weights))
-        return self.rows, self.weights
-
-
-class DeviceSteps:
-    """Steps on the device: :class:`DeviceViolations`, then the drawn rows' kernel values,
-    read from the whole kernel matrix when it fits in ``kernel_cache``, else computed
-    (every drawn row, weighted by zero when it does not violate: no synchronisation)."""
-
-    def __init__(self, problem, sq_norms, kernel_cache):
-        self.problem, self.sq_norms = problem, sq_norms
-        self.violations = DeviceViolations(problem)
-        n = problem.X.shape[0]
-        self.matrix = resident_kernel_matrix(lambda rows: problem.kernel_values(rows, sq_norms), n, n,
-                                             problem.X.dtype, kernel_cache_bytes(kernel_cache))
-
-    def __call__(self, t, scale, responses, counts, stamps):
-        """Step ``t``: the margin test at ``scale``; updates the arrays in place."""
-        rows, weights = self.violations(responses, counts, stamps, t, scale)
-        with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
+        n_classes, n = self.responses.shape
+        batch = problem.batch_size
+        violation_blocks = max(1, -(-batch * n_classes // _THREADS))
+        update_blocks = max(1, min(65535, -(-n // _THREADS)))
+        intercept = np.float64(1.0 if problem.fit_intercept else 0.0)
+        for offset in range(length):
+            at = self.blocks.at(offset)
+            launch(self.violations, (violation_blocks,), (_THREADS,), (
+                self.responses, self.targets, self.sample_weight, np.uint64(problem.seed), np.int64(n),
+                np.int32(batch), np.int32(n_classes), *at, self.counts, self.stamps, self.rows, self.weights))
             if self.matrix is None:
-                block = self.problem.kernel_rows(rows, self.sq_norms)
-            else:
-                block = self.problem.with_intercept(self.matrix[rows])
-            responses += weights @ block
+                launch(self._inner_products_of_drawn, None, None, ())
+            launch(self.update, (update_blocks, n_classes), (_THREADS,), (
+                *self.kernel_values, self.rows, self.weights, np.int32(batch), np.int64(n), intercept,
+                self.responses))
+
+    def _inner_products_of_drawn(self, grid, block, args):
+        """``X[rows] X^T`` into ``dots`` (a launch of StepBlocks: its arguments are unused)."""
+        with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
+            inner_products_of_rows(self.problem.X, self.rows, self.dots, self.dense_rows)

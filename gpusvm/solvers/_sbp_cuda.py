@@ -27,10 +27,11 @@ import numpy as np
 import nvtx
 
 from .. import _step_blocks
-from .._kernel_matrix_cuda import kernel_cache_bytes, resident_kernel_matrix
+from .._kernel_matrix_cuda import (inner_products_of_rows, kernel_cache_bytes, kernel_value_arguments,
+                                  resident_kernel_matrix)
 from .._kernels import get_kernel
 from .._sbp_level_cuda import DeviceLevels
-from ..kernel_functions import KERNEL_CODES, inner_products, squared_row_norms
+from ..kernel_functions import squared_row_norms
 from .sbp import LocalModel
 
 _THREADS = 256
@@ -73,17 +74,16 @@ class CupySBPSteps(LocalModel):
         self.tile_counts = cupy.zeros((k, self.n_tiles), dtype=np.int64)
         self.kernel_rows_computed = 0
         self.kernel_matrix = self._resident_kernel_matrix(kernel_cache_bytes(kernel_cache))
-        if self.kernel_matrix is not None:
-            self.kernel_source = (self.kernel_matrix, np.int64(n_total), np.int64(1), np.int32(1))
-        else:
-            self.dots = cupy.zeros((k * batch, n_total), dtype=self.X.dtype)
+        source = self.kernel_matrix
+        if source is None:
+            source = self.dots = cupy.zeros((k * batch, n_total), dtype=self.X.dtype)
+            self.dense_rows = None
             if hasattr(self.X, "indptr"):  # the drawn rows made dense, in place every step
                 self.dense_rows = cupy.empty((k * batch, self.X.shape[1]), dtype=self.X.dtype)
-            self.kernel_source = (self.dots, np.int64(n_total), np.int64(1), np.int32(0))
             if mode == "graph" or (mode is None and _step_blocks.default_mode() == "graph"):
                 mode = "direct"  # cuBLAS / cuSPARSE products and their allocations are not captured
-        self.kernel_args = (self.sq_norms, np.int32(KERNEL_CODES[problem.kernel]), np.float64(problem.gamma),
-                            np.float64(problem.coef0), np.int32(problem.degree))
+        self.kernel_values = kernel_value_arguments(source, self.kernel_matrix is not None, self.sq_norms,
+                                                    problem.kernel, problem.gamma, problem.coef0, problem.degree)
         self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode)
         self.n_steps = 0
 
@@ -108,7 +108,7 @@ class CupySBPSteps(LocalModel):
         norm_step = get_kernel("sbp.cu", "sbp_norm_step", dtype)
         update = get_kernel("sbp.cu", "sbp_update", dtype)
         update_blocks = max(1, min(65535, -(-n_total // _THREADS)))
-        kernel_values = (*self.kernel_source, *self.kernel_args)
+        kernel_values = self.kernel_values
         for offset in range(length):
             at = self.blocks.at(offset)
             levels = self.step_levels
@@ -131,13 +131,7 @@ class CupySBPSteps(LocalModel):
     def _inner_products_of_drawn(self, grid, block, args):
         """``X[drawn] X^T`` into ``dots`` (a launch of StepBlocks: its arguments are unused)."""
         with nvtx.annotate("sbp.kernel_row", color="orange"):
-            if hasattr(self.X, "indptr"):
-                rows = self.dense_rows
-                get_kernel("sbp.cu", "sbp_dense_rows", self.X.dtype)((self.drawn.size,), (_THREADS,), (
-                    self.X.data, self.X.indices, self.X.indptr, self.drawn, np.int32(self.X.shape[1]), rows))
-            else:
-                rows = self.X[self.drawn]
-            self.dots[...] = inner_products(rows, self.X)
+            inner_products_of_rows(self.X, self.drawn, self.dots, self.dense_rows)
             self.kernel_rows_computed += self.drawn.size
 
     @property

@@ -22,10 +22,11 @@ of ``alpha[c, j]`` times the step it happened at,
 Instead of evaluating ``K(x_i, support)`` for every drawn row, the solver keeps the
 unscaled responses ``r[c, j] = sum_l alpha[c, l] y_cl K(x_l, x_j)`` for all training rows
 and adds one kernel row per drawn row when it violates: ``K(X_batch, X)`` is one dense
-matrix product, with no gather of the growing support set.  On the GPU a step's draw,
-margin test and count updates are one launch for every class
-(``kernels/kernel_pegasos.cu``), and every drawn row's kernel row is computed (weighted
-by zero when it does not violate), so a step needs no host synchronisation.
+matrix product, with no gather of the growing support set.  On the GPU a step is two
+launches for every class (``kernels/kernel_pegasos.cu``): the draw, margin test and count
+updates, then the responses' update from the violators' kernel rows (read from the
+resident kernel matrix, or computed for every drawn row), with no host synchronisation
+and, issued in blocks of steps, no Python per step.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from .._random import random_index_block
 from ..kernel_functions import kernel_rows, squared_row_norms
 
 # Steps whose examples the host draws at once (the same draws as step by step; on the
-# GPU each step draws its own, in its one launch).
+# GPU each step draws its own, in its first launch).
 DRAW_BLOCK_STEPS = 1024
+SCHEDULE_STEPS = 1024  # steps issued together between progress updates
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,40 +95,54 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto")
     n_steps : int
         The number of steps ``T``; the last iterate is ``counts * y / (lam T k)``.
     """
-    n_samples = problem.X.shape[0]
-    n_classes = problem.targets.shape[1]
-    k = problem.batch_size
-    counts = xp.zeros((n_classes, n_samples))
-    stamps = xp.zeros((n_classes, n_samples))
-    responses = xp.zeros((n_classes, n_samples))
     sq_norms = squared_row_norms(problem.X)
-    steps_per_epoch = max(1, math.ceil(n_samples / k))
-    n_steps = n_epochs * steps_per_epoch
+    n_steps = n_epochs * max(1, math.ceil(problem.X.shape[0] / problem.batch_size))
     if xp.__name__ == "numpy":
-        step = HostSteps(problem, sq_norms, n_steps)
+        steps = HostSteps(problem, sq_norms, n_steps)
     else:
         from ._kernel_pegasos_cuda import DeviceSteps
 
-        step = DeviceSteps(problem, sq_norms, kernel_cache)
+        steps = DeviceSteps(problem, sq_norms, kernel_cache)
     bar = progress_bar(n_steps, "Kernel Pegasos", verbose)
-    for t in range(1, n_steps + 1):
-        bar.update()
-        scale = 1.0 / (problem.lam * (t - 1) * k) if t > 1 else 0.0
-        step(t, scale, responses, counts, stamps)
+    for first in range(1, n_steps + 1, SCHEDULE_STEPS):
+        schedule = step_schedule(first, min(n_steps, first + SCHEDULE_STEPS - 1), problem.lam, problem.batch_size)
+        steps.run(schedule)
+        bar.update(len(schedule))
     bar.close()
-    return counts, stamps, n_steps
+    return steps.counts, steps.stamps, n_steps
+
+
+def step_schedule(first, last, lam, batch_size):
+    """Rows ``(t, scale)`` for steps ``first..last``: the margin test of step ``t`` scales
+    the unscaled responses by ``1 / (lam (t - 1) k)`` (0 at ``t = 1``, when they are 0)."""
+    t = np.arange(first, last + 1, dtype=np.float64)
+    scale = np.zeros_like(t)
+    later = t > 1
+    scale[later] = 1.0 / (lam * (t[later] - 1) * batch_size)
+    return np.column_stack([t, scale])
 
 
 class HostSteps:
     """Steps on the host: draws taken ``DRAW_BLOCK_STEPS`` steps at once, and only the
-    violators' kernel rows computed."""
+    violators' kernel rows computed.
+
+    Owns the state the steps update: ``responses``, ``counts`` and ``stamps``, each of
+    shape (n_classes, n_samples).
+    """
 
     def __init__(self, problem, sq_norms, n_steps):
         self.problem, self.sq_norms, self.n_steps = problem, sq_norms, n_steps
+        shape = (problem.targets.shape[1], problem.X.shape[0])
+        self.responses, self.counts, self.stamps = np.zeros(shape), np.zeros(shape), np.zeros(shape)
 
-    def __call__(self, t, scale, responses, counts, stamps):
-        """Step ``t``: the margin test at ``scale``; updates the arrays in place."""
-        problem = self.problem
+    def run(self, schedule):
+        """One step per row ``(t, scale)`` of ``schedule``, in order."""
+        for t, scale in schedule:
+            self.step(int(t), scale)
+
+    def step(self, t, scale):
+        """Step ``t``: the margin test at ``scale``; updates the state in place."""
+        problem, responses = self.problem, self.responses
         with nvtx.annotate("kernel_pegasos.margins", color="blue"):
             if (t - 1) % DRAW_BLOCK_STEPS == 0:
                 self.drawn = random_index_block(problem.seed, t, min(DRAW_BLOCK_STEPS, self.n_steps - t + 1),
@@ -140,8 +156,8 @@ class HostSteps:
             if not active.any():
                 return
             rows, coef, y = rows[active], coef[active], y[active]
-            np.add.at(counts.T, rows, coef)  # repeated rows add up
-            np.add.at(stamps.T, rows, float(t) * coef)
+            np.add.at(self.counts.T, rows, coef)  # repeated rows add up
+            np.add.at(self.stamps.T, rows, float(t) * coef)
             with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
                 block = problem.kernel_rows(rows, self.sq_norms)
             responses += (coef * y).T @ block
