@@ -15,6 +15,7 @@ import nvtx
 from . import _backend
 from ._kernels import get_kernel
 from .kernel_functions import KERNEL_CODES, inner_products
+from .solvers.row_cache import KernelRowCache
 
 _DENSE_ROW_THREADS = 256
 
@@ -49,22 +50,83 @@ def resident_kernel_matrix(compute_rows, n_rows, n_columns, dtype, budget):
     return matrix
 
 
-def kernel_value_arguments(source, resident, sq_norms, kernel, gamma, coef0, degree):
+SOURCES = {"products": 0, "matrix": 1, "cache": 2}  # KERNEL_VALUES_FROM_* in kernel_values.cuh
+
+
+def kernel_value_arguments(source, kind, sq_norms, kernel, gamma, coef0, degree, store_rows=None):
     """The launch arguments of ``KERNEL_VALUE_PARAMETERS`` (``kernels/kernel_values.cuh``).
 
     Parameters
     ----------
     source : cupy.ndarray
-        The resident kernel matrix (``resident=True``; a row per training row), or the
-        drawn rows' inner products (a row per drawn slot); C-contiguous, X's dtype.
-    resident : bool
+        The kernel values' array, C-contiguous in X's dtype: the resident kernel matrix
+        (a row per training row), a row cache's store, or the drawn rows' inner products
+        (a row per drawn slot).
+    kind : {'matrix', 'cache', 'products'}
+        Which of those ``source`` is.
     sq_norms : cupy.ndarray
-        X's squared row norms, X's dtype (rbf).
+        X's squared row norms, X's dtype (rbf, from products).
     kernel, gamma, coef0, degree
         The kernel, as :func:`gpusvm.kernel_functions.kernel_block` takes it.
+    store_rows : cupy.ndarray of int64, optional
+        For a cache: the store row of each drawn slot.
     """
-    return (source, np.int64(source.shape[1]), np.int64(1), np.int32(resident), sq_norms,
+    import cupy
+
+    if store_rows is None:
+        store_rows = cupy.zeros(1, dtype=np.int64)  # not read
+    return (source, np.int64(source.shape[1]), np.int64(1), np.int32(SOURCES[kind]), store_rows, sq_norms,
             np.int32(KERNEL_CODES[kernel]), np.float64(gamma), np.float64(coef0), np.int32(degree))
+
+
+class DeviceRowCache(KernelRowCache):
+    """Kernel rows kept on the device, for steps whose drawn rows are read through it.
+
+    The host's :class:`~gpusvm.solvers.row_cache.KernelRowCache` (least recently used
+    rows out, rows computed in blocks with the rows the caller expects next) with its
+    store in device memory: the bookkeeping stays on the host, which reads each step's
+    drawn rows (one synchronisation a step), computes the missing rows into the store by
+    one product, and writes the store row of every drawn slot to ``store_rows``.
+
+    Parameters
+    ----------
+    compute_rows : callable
+        ``compute_rows(rows)``: the kernel rows of device indices, shape (len(rows),
+        n_columns), X's dtype.
+    n_rows, n_columns : int
+        The shape of the whole matrix.
+    dtype : dtype
+    budget : int
+        Bytes for the store.
+    slots : int
+        Drawn slots a step reads (the length of ``store_rows``).
+    """
+
+    def __init__(self, compute_rows, n_rows, n_columns, dtype, budget, slots):
+        import cupy
+
+        super().__init__(compute_rows, n_rows, n_columns, dtype, budget, empty=cupy.empty)
+        self.store_rows = cupy.zeros(slots, dtype=np.int64)
+
+    @staticmethod
+    def holds(n_columns, dtype, budget, slots):
+        """Whether ``budget`` bytes keep twice the rows a step draws (fewer would be
+        evicted as fast as they are computed)."""
+        return budget >= 2 * slots * n_columns * np.dtype(dtype).itemsize
+
+    def look_up(self, drawn, prefetch=None):
+        """Make the rows of ``drawn`` (device indices, one per slot) kept, and write their
+        store rows to ``store_rows``; ``prefetch`` as :meth:`KernelRowCache.rows`'."""
+        import cupy
+
+        distinct, position = np.unique(cupy.asnumpy(drawn), return_inverse=True)
+        slots = self.slots(distinct, prefetch)
+        self.store_rows.set(np.ascontiguousarray(slots[position.ravel()], dtype=np.int64))
+
+    def _fill(self, indices, slots):
+        import cupy
+
+        self.store[cupy.asarray(slots)] = self.compute_rows(cupy.asarray(indices))
 
 
 def inner_products_of_rows(X, rows, out, dense_rows=None):

@@ -153,8 +153,10 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         (0: never). When the training-by-all-rows matrix fits, it is computed once at
         the start (blocks of rows by matrix products, in X's dtype: float32 X keeps
         float32 kernel values, accumulated in float64) and a step reads only its drawn
-        rows; otherwise every step computes its drawn rows' kernel values from X.
-        60,000 float32 rows (MNIST) take 14.4 GB.
+        rows. Otherwise, when it holds twice a step's drawn rows, it is a cache of
+        kernel rows with ``cache_size``'s semantics (one host synchronisation a step);
+        else every step computes its drawn rows' kernel values from X. 60,000 float32
+        rows (MNIST) take 14.4 GB.
     random_state : int, RandomState or None, default=None
         Seeds the shared random stream: the same int draws the same examples on the
         numpy and cupy backends.

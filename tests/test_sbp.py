@@ -73,17 +73,21 @@ def test_steps_match_plain_algorithm(backend, rng, fit_intercept, batch_size, n_
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
-@pytest.mark.parametrize("kernel_cache", ["auto", 0])
+@pytest.mark.parametrize("kernel_values", ["matrix", "cache", "products"])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, kernel_cache, sparse):
+def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, kernel_values, sparse):
     """Blocks of steps replayed (or CUDA graphs) read each step's number and size from the
-    schedule; with the whole kernel matrix resident, or the drawn rows' products each step."""
+    schedule; with the whole kernel matrix resident, a cache of 26 of its 30 rows (rows
+    evicted, prefetched), or the drawn rows' products each step."""
     from gpusvm.solvers._sbp_cuda import CupySBPSteps
 
     problem, K, targets = make_problem(rng, "cupy", n_classes=3, sparse=sparse, batch_size=4, n_train=30,
-                                       n_holdout=5)
+                                       n_holdout=5, nu=0.01)  # few rows under the level: they are prefetched
+    row_bytes = problem.n_rows * problem.X.dtype.itemsize
+    kernel_cache = {"matrix": "auto", "cache": 26 * row_bytes, "products": 0}[kernel_values]
     steps = CupySBPSteps(problem, kernel_cache=kernel_cache)
-    assert (steps.kernel_matrix is None) == (kernel_cache == 0)
+    assert (steps.kernel_matrix is not None, steps.row_cache is not None) == (
+        kernel_values == "matrix", kernel_values == "cache")
     schedule = sbp_solver.step_schedule(1, 14, steps.eta0)
     steps.run_steps(schedule[:8])  # two full blocks and a partial one, then one of each
     steps.run_steps(schedule[8:])
@@ -91,6 +95,9 @@ def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, 
     expected = reference_sbp(K, problem.n_train, targets, problem.nu, 4, True, problem.seed, 14)
     for name, a, b in zip(("alpha", "responses", "holdout"), got, expected, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
+    if kernel_values == "cache":  # 14 steps of 12 drawn rows through 26 slots: rows evicted, and prefetched
+        assert steps.row_cache.capacity == 26 and steps.kernel_rows_computed > 26
+        assert steps.row_cache.prefetched > 0
 
 
 @pytest.mark.parametrize("nu", [0.0, 1e3])

@@ -62,8 +62,9 @@ class DeviceSteps:
             self.dense_rows = cupy.empty((batch, X.shape[1]), dtype=X.dtype) if hasattr(X, "indptr") else None
             if mode == "graph" or (mode is None and _step_blocks.default_mode() == "graph"):
                 mode = "direct"  # cuBLAS / cuSPARSE products and their allocations are not captured
-        self.kernel_values = kernel_value_arguments(source, self.matrix is not None, sq_norms, problem.kernel,
-                                                    problem.gamma, problem.coef0, problem.degree)
+        self.kernel_values = kernel_value_arguments(source, "products" if self.matrix is None else "matrix",
+                                                    sq_norms, problem.kernel, problem.gamma, problem.coef0,
+                                                    problem.degree)
         self.violations = get_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
         self.update = get_kernel("kernel_pegasos.cu", "kernel_pegasos_update", X.dtype)
         self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode)

@@ -5,19 +5,27 @@ The same algorithm as ``NumpySBPSteps`` (see ``sbp.py``), with the state kept pl
 response anyway) and every array on the device.  Every launch covers all problems
 (one-vs-rest classes) at once, so a step is a fixed number of launches whatever their
 number: the level search (four, ``_sbp_level_cuda.py``), a count and a draw of the
-covered rows, then the norm step and the fused update.  No value comes back to the host.
+covered rows, then the norm step and the fused update.
 
-Kernel values come from the whole kernel matrix (training rows by training and holdout
-columns, in X's dtype) when it fits in ``kernel_cache``: computed once at the start, in
-blocks of rows by matrix products, a step then reads its ``B`` rows per problem and
-nothing else.  Otherwise a step computes the drawn rows' inner products with every row
-(one product for all problems; sparse rows made dense on the device, so no
-synchronisation) and the kernel values from them.
+Kernel values come from, in order of preference:
+
+* the whole kernel matrix (training rows by training and holdout columns, in X's
+  dtype) when it fits in ``kernel_cache``: computed once at the start, in blocks of rows
+  by matrix products; a step then reads its ``B`` rows per problem and nothing else, and
+  no value comes back to the host;
+* else a row cache in ``kernel_cache`` when it holds twice a step's rows
+  (:class:`~gpusvm._kernel_matrix_cuda.DeviceRowCache`, the host cache's semantics): the
+  host reads each step's drawn rows (a synchronisation), computes the missing ones with
+  the lowest covered rows of every problem (the next draws) by one product, and the
+  step reads its rows from the cache;
+* else a step computes the drawn rows' inner products with every row (one product for
+  all problems; sparse rows made dense on the device, so no synchronisation) and the
+  kernel values from them.
 
 The step number and size are a schedule on the device (``_step_blocks.py``), so a block
 of steps is the same launches every time: with the resident matrix it can be replayed
-as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with products each step, which run cuBLAS or
-cuSPARSE and allocate, the launches stay direct.
+as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with the cache's bookkeeping or products
+each step, which run cuBLAS or cuSPARSE and allocate, the launches stay direct.
 """
 
 from __future__ import annotations
@@ -27,12 +35,12 @@ import numpy as np
 import nvtx
 
 from .. import _step_blocks
-from .._kernel_matrix_cuda import (inner_products_of_rows, kernel_cache_bytes, kernel_value_arguments,
-                                  resident_kernel_matrix)
+from .._kernel_matrix_cuda import (DeviceRowCache, inner_products_of_rows, kernel_cache_bytes,
+                                   kernel_value_arguments, resident_kernel_matrix)
 from .._kernels import get_kernel
 from .._sbp_level_cuda import DeviceLevels
 from ..kernel_functions import squared_row_norms
-from .sbp import LocalModel
+from .sbp import PREFETCH_MAX_COVERED, LocalModel
 
 _THREADS = 256
 _TILE_ROWS = 2048  # SBP_TILE_ROWS in sbp.cu
@@ -47,7 +55,7 @@ class CupySBPSteps(LocalModel):
     problem : SBPProblem
     kernel_cache : 'auto', float or int
         Device memory for the whole kernel matrix (:func:`kernel_cache_bytes`); when
-        it needs more, kernel values are computed at every step.
+        it needs more, for a cache of its rows, or kernel values are computed at every step.
     mode : {'direct', 'graph', 'replay'} or None
         How blocks of steps are issued (:class:`~gpusvm._step_blocks.StepBlocks`); None:
         the default. 'graph' runs direct without the resident matrix.
@@ -73,17 +81,26 @@ class CupySBPSteps(LocalModel):
         self.n_tiles = max(1, -(-n // _TILE_ROWS))
         self.tile_counts = cupy.zeros((k, self.n_tiles), dtype=np.int64)
         self.kernel_rows_computed = 0
-        self.kernel_matrix = self._resident_kernel_matrix(kernel_cache_bytes(kernel_cache))
-        source = self.kernel_matrix
-        if source is None:
-            source = self.dots = cupy.zeros((k * batch, n_total), dtype=self.X.dtype)
-            self.dense_rows = None
-            if hasattr(self.X, "indptr"):  # the drawn rows made dense, in place every step
-                self.dense_rows = cupy.empty((k * batch, self.X.shape[1]), dtype=self.X.dtype)
+        budget = kernel_cache_bytes(kernel_cache)
+        self.kernel_matrix = self._resident_kernel_matrix(budget)
+        self.row_cache = None
+        kernel = (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree)
+        if self.kernel_matrix is not None:
+            self.kernel_values = kernel_value_arguments(self.kernel_matrix, "matrix", *kernel)
+        else:
+            if DeviceRowCache.holds(n_total, self.X.dtype, budget, k * batch):
+                self.row_cache = DeviceRowCache(lambda rows: problem.kernel_rows(rows, self.sq_norms), n, n_total,
+                                                self.X.dtype, budget, k * batch)
+                self.kernel_values = kernel_value_arguments(self.row_cache.store, "cache", *kernel,
+                                                            store_rows=self.row_cache.store_rows)
+            else:
+                self.dots = cupy.zeros((k * batch, n_total), dtype=self.X.dtype)
+                self.dense_rows = None
+                if hasattr(self.X, "indptr"):  # the drawn rows made dense, in place every step
+                    self.dense_rows = cupy.empty((k * batch, self.X.shape[1]), dtype=self.X.dtype)
+                self.kernel_values = kernel_value_arguments(self.dots, "products", *kernel)
             if mode == "graph" or (mode is None and _step_blocks.default_mode() == "graph"):
-                mode = "direct"  # cuBLAS / cuSPARSE products and their allocations are not captured
-        self.kernel_values = kernel_value_arguments(source, self.kernel_matrix is not None, self.sq_norms,
-                                                    problem.kernel, problem.gamma, problem.coef0, problem.degree)
+                mode = "direct"  # the cache's host bookkeeping and the products' allocations are not captured
         self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode)
         self.n_steps = 0
 
@@ -119,7 +136,7 @@ class CupySBPSteps(LocalModel):
                 self.C, self.labels, np.int64(n), two_basins, levels.state, self.tile_counts,
                 np.int64(self.n_tiles), *at, np.uint64(problem.seed), np.int32(batch), self.drawn))
             if self.kernel_matrix is None:
-                launch(self._inner_products_of_drawn, None, None, ())
+                launch(self._kernel_rows_of_drawn, None, None, ())
             launch(norm_step, (k,), (_THREADS,), (
                 *kernel_values, self.drawn, self.labels, self.C, self.alpha, self.r2, self.factor, np.int64(n),
                 np.int32(batch), *at))
@@ -128,11 +145,32 @@ class CupySBPSteps(LocalModel):
                 self.alpha_sum, self.H, self.h_sum, np.int64(self.H.shape[1]), np.int32(batch), np.int64(n),
                 np.int64(n_total), *at))
 
-    def _inner_products_of_drawn(self, grid, block, args):
-        """``X[drawn] X^T`` into ``dots`` (a launch of StepBlocks: its arguments are unused)."""
+    def _kernel_rows_of_drawn(self, grid, block, args):
+        """The drawn rows kept in the row cache, or ``X[drawn] X^T`` into ``dots`` (a launch
+        of StepBlocks: its arguments are unused)."""
         with nvtx.annotate("sbp.kernel_row", color="orange"):
-            inner_products_of_rows(self.X, self.drawn, self.dots, self.dense_rows)
-            self.kernel_rows_computed += self.drawn.size
+            if self.row_cache is not None:
+                self.row_cache.look_up(self.drawn, prefetch=self._lowest_covered)
+                self.kernel_rows_computed = self.row_cache.rows_computed
+            else:
+                inner_products_of_rows(self.X, self.drawn, self.dots, self.dense_rows)
+                self.kernel_rows_computed += self.drawn.size
+
+    def _lowest_covered(self):
+        """The rows under every problem's level, by rank of height within their problem
+        (the host path's prefetch, ``NumpySBPSteps._lowest_first``): the rows the next
+        steps will draw.  None of a problem whose covered rows are over
+        ``PREFETCH_MAX_COVERED`` of the rows (early on, when the water covers much and
+        moves fast, most would not be drawn)."""
+        levels, labels, n = self.step_levels, self.labels, self.problem.n_train
+        edges = levels.edges
+        edge = cupy.where(labels < 0, edges[:, 1:2], edges[:, 0:1]) if self.problem.fit_intercept else edges[:, 0:1]
+        covered = self.C <= edge
+        covered &= (covered.sum(axis=1) <= PREFETCH_MAX_COVERED * n)[:, None]
+        heights = cupy.where(covered, self.C + levels.bias[:, None] * labels, cupy.inf)
+        order = cupy.argsort(heights, axis=1)
+        ranked_covered = covered[cupy.arange(covered.shape[0])[:, None], order]
+        return cupy.asnumpy(order.T[ranked_covered.T])  # by rank, then problem
 
     @property
     def block_steps(self):

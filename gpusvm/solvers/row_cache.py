@@ -43,15 +43,18 @@ class KernelRowCache:
         Dtype of the rows.
     max_bytes : int
         Memory for kept rows; at least one row is always kept.
+    empty : callable, default=numpy.empty
+        Allocates the store, ``empty(shape, dtype=dtype)``: ``cupy.empty`` keeps the rows
+        on a device (their bookkeeping stays on the host).
     """
 
-    def __init__(self, compute_rows, n_rows, n_columns, dtype, max_bytes):
+    def __init__(self, compute_rows, n_rows, n_columns, dtype, max_bytes, empty=np.empty):
         self.compute_rows = compute_rows
         row_bytes = max(1, n_columns * np.dtype(dtype).itemsize)
         self.capacity = int(min(n_rows, max(1, max_bytes // row_bytes)))
         # prefetch at most half the cache per miss, so a small cache does not evict what it serves
         self.block_rows = int(max(1, min(BLOCK_BYTES // row_bytes, self.capacity // 2)))
-        self.store = np.empty((self.capacity, n_columns), dtype=dtype)
+        self.store = empty((self.capacity, n_columns), dtype=dtype)
         self.slot_of_row = np.full(n_rows, -1, dtype=np.int64)
         self.row_in_slot = np.full(self.capacity, -1, dtype=np.int64)
         self.last_used = np.full(self.capacity, -1, dtype=np.int64)
