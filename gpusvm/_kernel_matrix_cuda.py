@@ -3,8 +3,9 @@
 When the whole kernel matrix fits in ``kernel_cache``, a step reads its drawn rows of the
 matrix (a few hundred kilobytes) instead of computing them from X (a pass over X): the
 matrix is computed once, in blocks of rows by matrix products, in X's dtype.  Otherwise
-a step computes its drawn rows' inner products with every row, and its fused kernel
-turns them into kernel values.
+SBP keeps the rows it draws in a cache there (:class:`DeviceRowCache`) when it holds
+twice a step's rows, or a step computes its drawn rows' inner products with every row,
+and its fused kernel turns them into kernel values.
 """
 
 from __future__ import annotations
