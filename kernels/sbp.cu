@@ -10,8 +10,9 @@
 //   sbp_update         (blocks, k): one thread per column: the combined kernel row
 //                      g_j = 1/B sum_b y_b K(x_b, x_j), fused with the response update
 //                      c_j += eta y_j g_j, the projection and the running sums.
-// Kernel values come from a resident kernel matrix (computed once, in X's dtype) or are
-// computed from inner products of the drawn rows with every row (X's dtype). The step
+// Kernel values come from a resident kernel matrix (computed once, in X's dtype), from a
+// cache of its rows, or are computed from inner products of the drawn rows with every
+// row (X's dtype): kernel_values.cuh. The step
 // number and size are read from the schedule at the block's position (_step_blocks.py),
 // so that a block of steps is the same launches every time. Responses, coefficients and
 // sums are double.
