@@ -50,5 +50,5 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
 export PYTHONPATH="$PWD/ci${PYTHONPATH:+:$PYTHONPATH}"
 # -k keeps the CuPy cases of tests parametrized over both backends (the device-only tests
 # are named test_device_* or test_gpu_*)
-timeout 1500 "$emu/run" python -m pytest -q -p no:cacheprovider -p emulated_device -k "cupy or gpu or device" \
+timeout 2100 "$emu/run" python -m pytest -q -p no:cacheprovider -p emulated_device -k "cupy or gpu or device" \
   "${subset[@]}" "$@"
