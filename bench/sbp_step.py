@@ -1,17 +1,19 @@
 """The SBP step against its floor: time a step takes, beside the least it could take.
 
 For n training rows, one-vs-rest problems (1: a binary problem; 10; 26), dense or sparse
-rows, and the kernel values either from the whole kernel matrix kept in memory
-("matrix": the device's ``kernel_cache``, the host's row cache holding every row) or
-computed from X at each step ("rows"), the steps are timed after a warm-up (the solver's
-stepper alone: ``CupySBPSteps`` or ``NumpySBPSteps``), and printed beside two floors:
+rows, and the kernel values from the whole kernel matrix kept in memory ("matrix": the
+device's ``kernel_cache``, the host's row cache holding every row), computed from X at
+each step ("rows"), or, on the device and when asked for, from a row cache of an eighth
+of the rows ("cache": ``kernel_cache`` below the matrix's size; at least twice a step's
+rows), the steps are timed after a warm-up (the solver's stepper alone:
+``CupySBPSteps`` or ``NumpySBPSteps``), and printed beside two floors:
 
 * **bandwidth**: the bytes a step cannot avoid over the machine's measured copy
   bandwidth. Per problem and training row, the level's pass over the responses and
   labels (16 bytes) and the update's read and write of the response, its sum, alpha and
   its sum, and the label (72 bytes); then the kernel values of the drawn rows, ``k B``
-  rows of ``n`` values in X's dtype from the matrix, or, computed, one pass over X plus
-  the ``k B`` rows of inner products written and read.
+  rows of ``n`` values in X's dtype from the matrix (or a cache that always hits), or,
+  computed, one pass over X plus the ``k B`` rows of inner products written and read.
 * **latency**: one CUDA graph launch (the whole step replayed as one), measured on the
   device; none on the host.
 
@@ -20,7 +22,8 @@ sparse: 4,096 float32 columns, 2% of them nonzero), rbf kernel with ``gamma = 1 
 (n_features * var)``, ``batch_size=64``, ``nu=1e-2``, with the bias: SBPClassifier's
 defaults.
 
-    python bench/sbp_step.py [--backends numpy cupy] [--rows 10000 100000 1000000] [--quick]
+    python bench/sbp_step.py [--backends numpy cupy] [--rows 10000 100000 1000000]
+                             [--kernel-values matrix rows cache] [--quick]
 """
 
 from __future__ import annotations
@@ -69,18 +72,27 @@ def make_problem(X, labels, n_classes, backend):
     )
 
 
-def make_steps(problem, backend, matrix):
-    """The stepper; None when the kernel matrix was asked for and does not fit."""
+KERNEL_VALUES = ("matrix", "rows", "cache")
+CACHE_FRACTION = 8  # the cache holds n / 8 rows
+
+
+def make_steps(problem, backend, kernel_values):
+    """The stepper; None where the kernel values asked for cannot be had ("cache": the
+    device only, and only below the matrix's size)."""
+    n, k, row_bytes = problem.n_train, problem.n_problems, problem.n_rows * np.dtype(problem.X.dtype).itemsize
     if backend == "cupy":
+        from gpusvm._backend import free_device_bytes
         from gpusvm.solvers._sbp_cuda import CupySBPSteps
 
-        steps = CupySBPSteps(problem, kernel_cache=0.9 if matrix else 0)
-        return None if matrix and steps.kernel_matrix is None else steps
-    n = problem.n_train
-    itemsize = np.dtype(problem.X.dtype).itemsize
-    if matrix and n * n * itemsize > 8 * 2**30:
+        room = 0.9 * free_device_bytes()
+        budget = {"matrix": n * row_bytes, "rows": 0,
+                  "cache": max(2 * k * problem.batch_size, n // CACHE_FRACTION) * row_bytes}[kernel_values]
+        if budget > room or (kernel_values == "cache" and budget >= n * row_bytes):
+            return None
+        return CupySBPSteps(problem, kernel_cache=int(budget))
+    if kernel_values == "cache" or (kernel_values == "matrix" and n * row_bytes > 8 * 2**30):
         return None
-    return NumpySBPSteps(problem, cache_bytes=n * n * itemsize if matrix else 64 * n * itemsize)
+    return NumpySBPSteps(problem, cache_bytes=n * row_bytes if kernel_values == "matrix" else 64 * row_bytes)
 
 
 def seconds_per_step(steps, backend, warm_up, timed, repeats=3):
@@ -93,12 +105,12 @@ def seconds_per_step(steps, backend, warm_up, timed, repeats=3):
     return median(times)
 
 
-def floor_bytes(problem, matrix):
+def floor_bytes(problem, kernel_values):
     """Bytes a step cannot avoid (see the module docstring)."""
     k, n, n_total = problem.n_problems, problem.n_train, problem.n_rows
     itemsize = np.dtype(problem.X.dtype).itemsize
     drawn = k * problem.batch_size
-    if matrix:
+    if kernel_values != "rows":
         kernel_values = drawn * n_total * itemsize
     else:
         X = problem.X
@@ -137,6 +149,7 @@ def main():
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
     parser.add_argument("--rows", nargs="+", type=int, default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--classes", nargs="+", type=int, default=[1, 10, 26])
+    parser.add_argument("--kernel-values", nargs="+", default=["matrix", "rows"], choices=KERNEL_VALUES)
     parser.add_argument("--steps", type=int, default=None, help="steps timed (default: 200 on cupy, 10 on numpy)")
     parser.add_argument("--quick", action="store_true", help="2,000 rows, 1 and 10 classes (a smoke run)")
     args = parser.parse_args()
@@ -152,19 +165,19 @@ def main():
             for sparse in (False, True):
                 for n_classes in class_counts:
                     X, labels = make_rows(n, n_classes, sparse)
-                    for matrix in (True, False):
+                    for kernel_values in args.kernel_values:
                         problem = make_problem(X, labels, n_classes, backend)
-                        steps = make_steps(problem, backend, matrix)
+                        steps = make_steps(problem, backend, kernel_values)
                         if steps is None:
-                            print(f"n={n} {n_classes} classes: the kernel matrix does not fit", flush=True)
+                            print(f"n={n} {n_classes} classes: no {kernel_values} on {backend}", flush=True)
                             continue
                         seconds = seconds_per_step(steps, backend, warm_up=max(3, timed // 10), timed=timed)
-                        bandwidth_floor = floor_bytes(problem, matrix) / bandwidths[backend]
+                        bandwidth_floor = floor_bytes(problem, kernel_values) / bandwidths[backend]
                         floor = max(bandwidth_floor, latencies[backend] or 0.0)
                         results.append({
                             "backend": backend, "rows": n, "classes": n_classes, "problems": problem.n_problems,
-                            "data": "sparse" if sparse else "dense", "kernel_values": "matrix" if matrix else "rows",
-                            "step_ms": seconds * 1e3, "bandwidth_floor_ms": bandwidth_floor * 1e3,
+                            "data": "sparse" if sparse else "dense", "kernel_values": kernel_values,
+                            "rows_computed": int(steps.kernel_rows_computed), "step_ms": seconds * 1e3, "bandwidth_floor_ms": bandwidth_floor * 1e3,
                             "latency_floor_ms": None if latencies[backend] is None else latencies[backend] * 1e3,
                             "times_floor": seconds / floor,
                         })
@@ -175,13 +188,15 @@ def main():
                ("bandwidth floor ms", "bandwidth_floor_ms", ".4f"), ("latency floor ms", "latency_floor_ms", ".4f"),
                ("x floor", "times_floor", ".1f")]
     copy_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s" for b, v in bandwidths.items())
-    report("sbp_step", args.backends,
+    extra = [values for values in args.kernel_values if values not in ("matrix", "rows")]
+    report("_".join(["sbp_step", *extra]), args.backends,
            title=f"# The SBP step against its floor (batch {BATCH_SIZE}, rbf, with the bias; copy bandwidth: "
                  f"{copy_line})",
            columns=columns,
            payload={"dataset": {"dense": ["Gaussian blobs", DENSE_FEATURES, "float32"],
                                 "sparse": ["Gaussian blobs", SPARSE_COLUMNS, SPARSE_DENSITY, "float32"]},
                     "parameters": {"rows": rows, "classes": class_counts, "batch_size": BATCH_SIZE,
+                                   "kernel_values": args.kernel_values, "cache_fraction": 1 / CACHE_FRACTION,
                                    "quick": args.quick, "copy_bandwidth_bytes_per_s": bandwidths,
                                    "graph_launch_seconds": latencies},
                     "results": results})

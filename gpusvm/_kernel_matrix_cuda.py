@@ -106,7 +106,8 @@ class DeviceRowCache(KernelRowCache):
     def __init__(self, compute_rows, n_rows, n_columns, dtype, budget, slots):
         import cupy
 
-        super().__init__(compute_rows, n_rows, n_columns, dtype, budget, empty=cupy.empty)
+        # rows computed on a miss in blocks as large as the matrix's (one product fills the GPU)
+        super().__init__(compute_rows, n_rows, n_columns, dtype, budget, empty=cupy.empty, block_bytes=BLOCK_BYTES)
         self.store_rows = cupy.zeros(slots, dtype=np.int64)
 
     @staticmethod

@@ -46,14 +46,16 @@ class KernelRowCache:
     empty : callable, default=numpy.empty
         Allocates the store, ``empty(shape, dtype=dtype)``: ``cupy.empty`` keeps the rows
         on a device (their bookkeeping stays on the host).
+    block_bytes : int, default=BLOCK_BYTES
+        Memory of the rows computed together on a miss.
     """
 
-    def __init__(self, compute_rows, n_rows, n_columns, dtype, max_bytes, empty=np.empty):
+    def __init__(self, compute_rows, n_rows, n_columns, dtype, max_bytes, empty=np.empty, block_bytes=BLOCK_BYTES):
         self.compute_rows = compute_rows
         row_bytes = max(1, n_columns * np.dtype(dtype).itemsize)
         self.capacity = int(min(n_rows, max(1, max_bytes // row_bytes)))
         # prefetch at most half the cache per miss, so a small cache does not evict what it serves
-        self.block_rows = int(max(1, min(BLOCK_BYTES // row_bytes, self.capacity // 2)))
+        self.block_rows = int(max(1, min(block_bytes // row_bytes, self.capacity // 2)))
         self.store = empty((self.capacity, n_columns), dtype=dtype)
         self.slot_of_row = np.full(n_rows, -1, dtype=np.int64)
         self.row_in_slot = np.full(self.capacity, -1, dtype=np.int64)
