@@ -71,8 +71,8 @@ if [ "$step" = batches ] || [ "$step" = all ]; then
 fi
 if [ "$step" = extra ] || [ "$step" = all ]; then
   bench 120 bench/water_level.py --backends cupy
-  bench 240 bench/sbp_kernel.py --datasets letter --backends cupy  # 26 classes, one-vs-one
-  bench 200 bench/sbp_step.py --backends cupy --kernel-values cache --rows 100000 1000000 --classes 1 26
+  bench 200 bench/sbp_kernel.py --datasets letter --backends cupy  # 26 classes, one-vs-one
+  bench 180 bench/sbp_step.py --backends cupy --kernel-values cache --rows 100000 1000000 --classes 1 26
 fi
 if [ "$step" = graphs ] || [ "$step" = all ]; then
   echo "== step blocks as CUDA graphs (limit 200 s)"
