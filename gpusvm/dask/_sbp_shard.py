@@ -164,7 +164,7 @@ class SBPShardState:
         check_kernel_range(self.X, kernel=s.kernel, gamma=gamma, degree=s.degree, coef0=s.coef0)
         self.gamma = gamma
         self.sq_norms = squared_row_norms(self.X)
-        if self.backend == "numpy":  # the device path computes its rows each step, as CupySBPSteps
+        if self.backend == "numpy":  # on a device, rows are computed each step (no device cache here yet)
             self.cache = KernelRowCache(self._compute_rows, s.n_train, self.X.shape[0], self.X.dtype, s.cache_bytes)
         return largest_self_kernel(to_numpy(self.sq_norms[: self.n_train]), s.kernel, gamma, s.degree, s.coef0)
 
