@@ -111,12 +111,12 @@ def floor_bytes(problem, kernel_values):
     itemsize = np.dtype(problem.X.dtype).itemsize
     drawn = k * problem.batch_size
     if kernel_values != "rows":
-        kernel_values = drawn * n_total * itemsize
+        value_bytes = drawn * n_total * itemsize
     else:
         X = problem.X
         x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if hasattr(X, "indptr") else X.nbytes
-        kernel_values = int(x_bytes) + 2 * drawn * n_total * itemsize
-    return k * n * RESPONSE_BYTES + kernel_values
+        value_bytes = int(x_bytes) + 2 * drawn * n_total * itemsize
+    return k * n * RESPONSE_BYTES + value_bytes
 
 
 def graph_launch_seconds():
@@ -177,14 +177,16 @@ def main():
                         results.append({
                             "backend": backend, "rows": n, "classes": n_classes, "problems": problem.n_problems,
                             "data": "sparse" if sparse else "dense", "kernel_values": kernel_values,
-                            "rows_computed": int(steps.kernel_rows_computed), "step_ms": seconds * 1e3, "bandwidth_floor_ms": bandwidth_floor * 1e3,
+                            "rows_computed": int(steps.kernel_rows_computed), "step_ms": seconds * 1e3,
+                            "bandwidth_floor_ms": bandwidth_floor * 1e3,
                             "latency_floor_ms": None if latencies[backend] is None else latencies[backend] * 1e3,
                             "times_floor": seconds / floor,
                         })
                         print(results[-1], flush=True)
                         del steps, problem
     columns = [("backend", "backend", ""), ("rows", "rows", ","), ("classes", "classes", ""), ("data", "data", ""),
-               ("kernel values", "kernel_values", ""), ("step ms", "step_ms", ".3f"),
+               ("kernel values", "kernel_values", ""), ("rows computed", "rows_computed", ","),
+               ("step ms", "step_ms", ".3f"),
                ("bandwidth floor ms", "bandwidth_floor_ms", ".4f"), ("latency floor ms", "latency_floor_ms", ".4f"),
                ("x floor", "times_floor", ".1f")]
     copy_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s" for b, v in bandwidths.items())
