@@ -131,14 +131,32 @@ class DeviceRowCache(KernelRowCache):
         self.store[cupy.asarray(slots)] = self.compute_rows(cupy.asarray(indices))
 
 
-def inner_products_of_rows(X, rows, out, dense_rows=None):
-    """``X[rows] X^T`` into ``out``, with no host synchronisation: the rows of a CSR X are
-    first made dense on the device in ``dense_rows`` (shape (len(rows), n_features)),
-    since indexing a CSR matrix by device indices reads the result's size."""
-    if hasattr(X, "indptr"):
-        get_kernel("kernel_functions.cu", "dense_rows", X.dtype)((rows.size,), (_DENSE_ROW_THREADS,), (
-            X.data, X.indices, X.indptr, rows, np.int32(X.shape[1]), dense_rows))
-        drawn = dense_rows
-    else:
-        drawn = X[rows]
-    out[...] = inner_products(drawn, X)
+class DrawnRowProducts:
+    """The inner products of a step's drawn rows with every row of X, into one buffer,
+    with no host synchronisation: the rows of a CSR X are first made dense on the device
+    (indexing a CSR matrix by device indices reads the result's size).
+
+    Parameters
+    ----------
+    X : cupy.ndarray or cupyx.scipy.sparse.csr_matrix
+    slots : int
+        Rows drawn a step.
+    """
+
+    def __init__(self, X, slots):
+        import cupy
+
+        self.X = X
+        self.dots = cupy.zeros((slots, X.shape[0]), dtype=X.dtype)  # a row per drawn slot
+        self.dense_rows = cupy.empty((slots, X.shape[1]), dtype=X.dtype) if hasattr(X, "indptr") else None
+
+    def compute(self, rows):
+        """``X[rows] X^T`` into ``dots`` (``rows``: device indices, one per slot)."""
+        X = self.X
+        if self.dense_rows is not None:
+            get_kernel("kernel_functions.cu", "dense_rows", X.dtype)((rows.size,), (_DENSE_ROW_THREADS,), (
+                X.data, X.indices, X.indptr, rows, np.int32(X.shape[1]), self.dense_rows))
+            drawn = self.dense_rows
+        else:
+            drawn = X[rows]
+        self.dots[...] = inner_products(drawn, X)

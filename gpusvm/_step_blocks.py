@@ -60,9 +60,12 @@ class StepBlocks:
         None: :func:`default_mode`.
     block_steps : int or None
         None: ``BLOCK_STEPS``.
+    capturable : bool, default=True
+        False when some launch cannot be captured (a library call that allocates, a
+        read by the host): 'graph' then runs as 'direct'.
     """
 
-    def __init__(self, launch_steps, mode=None, block_steps=None):
+    def __init__(self, launch_steps, mode=None, block_steps=None, capturable=True):
         import cupy
 
         self.launch_steps = launch_steps
@@ -71,6 +74,8 @@ class StepBlocks:
         self.mode = default_mode() if mode is None else mode
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}.")
+        if self.mode == "graph" and not capturable:
+            self.mode = "direct"
         self.block_steps = BLOCK_STEPS if block_steps is None else block_steps
         self._advance = get_kernel("step_blocks.cu", "advance_position")
         self._recorded = {}  # block length -> a graph, or the recorded launches

@@ -18,7 +18,7 @@ import numpy as np
 import nvtx
 
 from .. import _step_blocks
-from .._kernel_matrix_cuda import (inner_products_of_rows, kernel_cache_bytes, kernel_value_arguments,
+from .._kernel_matrix_cuda import (DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments,
                                    resident_kernel_matrix)
 from .._kernels import get_kernel
 
@@ -56,18 +56,14 @@ class DeviceSteps:
         sq_norms = cupy.ascontiguousarray(sq_norms, dtype=X.dtype)
         self.matrix = resident_kernel_matrix(lambda rows: problem.kernel_values(rows, sq_norms), n, n, X.dtype,
                                              kernel_cache_bytes(kernel_cache))
-        source = self.matrix
-        if source is None:
-            source = self.dots = cupy.zeros((batch, n), dtype=X.dtype)
-            self.dense_rows = cupy.empty((batch, X.shape[1]), dtype=X.dtype) if hasattr(X, "indptr") else None
-            if mode == "graph" or (mode is None and _step_blocks.default_mode() == "graph"):
-                mode = "direct"  # cuBLAS / cuSPARSE products and their allocations are not captured
-        self.kernel_values = kernel_value_arguments(source, "products" if self.matrix is None else "matrix",
-                                                    sq_norms, problem.kernel, problem.gamma, problem.coef0,
-                                                    problem.degree)
+        self.products = None if self.matrix is not None else DrawnRowProducts(X, batch)
+        source, kind = (self.matrix, "matrix") if self.products is None else (self.products.dots, "products")
+        self.kernel_values = kernel_value_arguments(source, kind, sq_norms, problem.kernel, problem.gamma,
+                                                    problem.coef0, problem.degree)
         self.violations = get_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
         self.update = get_kernel("kernel_pegasos.cu", "kernel_pegasos_update", X.dtype)
-        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode)
+        # cuBLAS / cuSPARSE products and their allocations are not captured
+        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode, capturable=self.products is None)
 
     def run(self, schedule):
         """One step per row ``(t, scale)`` of ``schedule`` (a host array), asynchronously."""
@@ -87,13 +83,14 @@ class DeviceSteps:
             launch(self.violations, (violation_blocks,), (_THREADS,), (
                 self.responses, self.targets, self.sample_weight, np.uint64(problem.seed), np.int64(n),
                 np.int32(batch), np.int32(n_classes), *at, self.counts, self.stamps, self.rows, self.weights))
-            if self.matrix is None:
+            if self.products is not None:
                 launch(self._inner_products_of_drawn, None, None, ())
             launch(self.update, (update_blocks, n_classes), (_THREADS,), (
                 *self.kernel_values, self.rows, self.weights, np.int32(batch), np.int64(n), intercept,
                 self.responses))
 
     def _inner_products_of_drawn(self, grid, block, args):
-        """``X[rows] X^T`` into ``dots`` (a launch of StepBlocks: its arguments are unused)."""
+        """The drawn rows' inner products with every row (a launch of StepBlocks: its
+        arguments are unused)."""
         with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
-            inner_products_of_rows(self.problem.X, self.rows, self.dots, self.dense_rows)
+            self.products.compute(self.rows)

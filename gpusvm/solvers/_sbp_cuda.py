@@ -30,13 +30,15 @@ each step, which run cuBLAS or cuSPARSE and allocate, the launches stay direct.
 
 from __future__ import annotations
 
+import functools
+
 import cupy
 import numpy as np
 import nvtx
 
 from .. import _step_blocks
-from .._kernel_matrix_cuda import (DeviceRowCache, inner_products_of_rows, kernel_cache_bytes,
-                                   kernel_value_arguments, resident_kernel_matrix)
+from .._kernel_matrix_cuda import (DeviceRowCache, DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments,
+                                   resident_kernel_matrix)
 from .._kernels import get_kernel
 from .._sbp_level_cuda import DeviceLevels
 from ..kernel_functions import squared_row_norms
@@ -80,39 +82,30 @@ class CupySBPSteps(LocalModel):
         self.checkpoint_levels = DeviceLevels(self.labels, class_sizes, problem.fit_intercept, problem.volume)
         self.n_tiles = max(1, -(-n // _TILE_ROWS))
         self.tile_counts = cupy.zeros((k, self.n_tiles), dtype=np.int64)
-        self.kernel_rows_computed = 0
         budget = kernel_cache_bytes(kernel_cache)
-        self.kernel_matrix = self._resident_kernel_matrix(budget)
-        self.row_cache = None
+        compute_rows = functools.partial(problem.kernel_rows, sq_norms=self.sq_norms)
+        self.kernel_matrix = resident_kernel_matrix(compute_rows, n, n_total, self.X.dtype, budget)
+        self.row_cache = self.products = None
+        self._rows_computed = 0 if self.kernel_matrix is None else n  # by the products, or the matrix's
         kernel = (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree)
         if self.kernel_matrix is not None:
             self.kernel_values = kernel_value_arguments(self.kernel_matrix, "matrix", *kernel)
+        elif DeviceRowCache.holds(n_total, self.X.dtype, budget, k * batch):
+            self.row_cache = DeviceRowCache(compute_rows, n, n_total, self.X.dtype, budget, k * batch)
+            self.kernel_values = kernel_value_arguments(self.row_cache.store, "cache", *kernel,
+                                                        store_rows=self.row_cache.store_rows)
         else:
-            if DeviceRowCache.holds(n_total, self.X.dtype, budget, k * batch):
-                self.row_cache = DeviceRowCache(lambda rows: problem.kernel_rows(rows, self.sq_norms), n, n_total,
-                                                self.X.dtype, budget, k * batch)
-                self.kernel_values = kernel_value_arguments(self.row_cache.store, "cache", *kernel,
-                                                            store_rows=self.row_cache.store_rows)
-            else:
-                self.dots = cupy.zeros((k * batch, n_total), dtype=self.X.dtype)
-                self.dense_rows = None
-                if hasattr(self.X, "indptr"):  # the drawn rows made dense, in place every step
-                    self.dense_rows = cupy.empty((k * batch, self.X.shape[1]), dtype=self.X.dtype)
-                self.kernel_values = kernel_value_arguments(self.dots, "products", *kernel)
-            if mode == "graph" or (mode is None and _step_blocks.default_mode() == "graph"):
-                mode = "direct"  # the cache's host bookkeeping and the products' allocations are not captured
-        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode)
+            self.products = DrawnRowProducts(self.X, k * batch)
+            self.kernel_values = kernel_value_arguments(self.products.dots, "products", *kernel)
+        # the cache's host bookkeeping and the products' allocations are not captured
+        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode,
+                                              capturable=self.kernel_matrix is not None)
         self.n_steps = 0
 
-    def _resident_kernel_matrix(self, budget):
-        """The kernel matrix (n_train, n_total) in X's dtype when it fits in ``budget``
-        bytes, else None."""
-        n = self.problem.n_train
-        matrix = resident_kernel_matrix(lambda rows: self.problem.kernel_rows(rows, self.sq_norms), n,
-                                        self.problem.n_rows, self.X.dtype, budget)
-        if matrix is not None:
-            self.kernel_rows_computed = n
-        return matrix
+    @property
+    def kernel_rows_computed(self):
+        """Kernel rows computed so far (the whole matrix counts its rows once)."""
+        return self.row_cache.rows_computed if self.row_cache is not None else self._rows_computed
 
     def _launch_steps(self, length, launch):
         """The launches of ``length`` steps (StepBlocks' ``launch_steps``)."""
@@ -146,15 +139,14 @@ class CupySBPSteps(LocalModel):
                 np.int64(n_total), *at))
 
     def _kernel_rows_of_drawn(self, grid, block, args):
-        """The drawn rows kept in the row cache, or ``X[drawn] X^T`` into ``dots`` (a launch
-        of StepBlocks: its arguments are unused)."""
+        """The drawn rows kept in the row cache, or their inner products with every row (a
+        launch of StepBlocks: its arguments are unused)."""
         with nvtx.annotate("sbp.kernel_row", color="orange"):
             if self.row_cache is not None:
                 self.row_cache.look_up(self.drawn, prefetch=self._lowest_covered)
-                self.kernel_rows_computed = self.row_cache.rows_computed
             else:
-                inner_products_of_rows(self.X, self.drawn, self.dots, self.dense_rows)
-                self.kernel_rows_computed += self.drawn.size
+                self.products.compute(self.drawn)
+                self._rows_computed += self.drawn.size
 
     def _lowest_covered(self):
         """The rows under every problem's level, by rank of height within their problem
