@@ -24,6 +24,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_water_level.py::test_gpu_radix_select_on_spread_and_clustered_values"   # water_level.cu
   "tests/test_water_level.py::test_gpu_bias_version_agrees_with_oracle"              # sbp_level.cu
   "tests/test_water_level.py::test_device_levels_of_many_problems_follow_drifting_responses[3.0-True]"
+  "tests/test_water_level.py::test_device_levels_read_each_problems_own_rows_and_skip_stopped_ones[True]"
   "tests/test_kernel_functions.py::test_kernel_block_matches_scikit_learn"            # kernel_functions.cu
   "tests/test_reliability.py::test_sparse_inner_products_match_dense_ones"            # wide sparse products
   "tests/test_pegasos.py::test_matches_reference[cupy-True-True-7-3]"                 # pegasos.cu
@@ -40,6 +41,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-rbf-False-3-1-False]"      # one basin
   "tests/test_sbp.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-True-products]"  # sparse rows
   "tests/test_sbp.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-False-cache]"  # device row cache
+  "tests/test_sbp.py::test_device_pair_steps_match_the_host_pairs[replay-True]"      # one-vs-one pairs together
   "tests/test_kernel_pegasos.py::test_counts_match_reference[cupy-3-4]"                # kernel_pegasos.cu
   "tests/test_kernel_pegasos.py::test_device_steps_in_blocks_give_the_host_model[replay-0-True]"  # computed rows, sparse
   "tests/test_streaming.py::test_online_streamed_fit_equals_fit_without_shuffle_and_partial_fit[cupy-2-FTRLClassifier]"

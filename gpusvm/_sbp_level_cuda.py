@@ -20,11 +20,31 @@ from ._kernels import get_kernel, multiprocessor_count
 _SOURCE = "sbp_level.cu"
 WINDOW = 2048  # LEVEL_WINDOW in sbp_level.cu
 STATE_WORDS = 18  # sizeof(SBPLevelState) / 8
+# SBPShape (sbp_level.cuh), one row of a problem table per problem.
+SHAPE_DTYPE = np.dtype([("n_train", np.int64), ("n_holdout", np.int64), ("seed", np.uint64),
+                        ("first_lane", np.uint64), ("volume", np.float64), ("eta_scale", np.float64),
+                        ("active", np.int64)])
+ACTIVE_WORD = 6
 # Words of SBPLevelState (sbp_level.cuh) read here.
 _LEVEL, _BIAS, _EDGES, _SETTLED_BY = 10, 11, slice(12, 14), slice(16, 18)
 GATHER_THREADS = 256
 SOLVE_THREADS = 512
 ROUNDS = 2
+
+
+def problem_table(n_train, n_holdout, volume, seed=0, first_lane=0, eta_scale=1.0):
+    """The device table of ``SBPShape`` rows that the SBP launches read (int64, shape
+    (k, 7)), every problem active: each argument one value per problem, or one for all
+    (broadcast to the length of ``n_train``)."""
+    import cupy
+
+    n_train = np.atleast_1d(np.asarray(n_train, dtype=np.int64))
+    table = np.zeros(n_train.size, dtype=SHAPE_DTYPE)
+    for name, value in (("n_train", n_train), ("n_holdout", n_holdout), ("seed", seed), ("first_lane", first_lane),
+                        ("volume", volume), ("eta_scale", eta_scale)):
+        table[name] = value
+    table["active"] = 1
+    return cupy.asarray(table.view(np.int64).reshape(n_train.size, SHAPE_DTYPE.itemsize // 8))
 
 
 class DeviceLevels:
@@ -40,16 +60,22 @@ class DeviceLevels:
     two_basins : bool
         With the unregularized bias (both classes needed), or without it.
     volume : float
-        ``n * nu``.
+        ``n * nu``, for ``problems=None``.
+    problems : CuPy int64 array of shape (k, 7), optional
+        A :func:`problem_table`: each problem's training rows (a prefix of its row of
+        ``labels`` and of the responses), its volume, whether it is active (a stopped
+        problem's search is skipped). None: every problem has all ``n`` rows and ``volume``.
     """
 
-    def __init__(self, labels, class_sizes, two_basins, volume):
+    def __init__(self, labels, class_sizes, two_basins, volume=None, problems=None):
         import cupy
 
         self.labels = labels
         self.k, self.n = labels.shape
         self.two_basins = bool(two_basins)
-        self.volume = float(volume)
+        if problems is None:
+            problems = problem_table(np.full(self.k, self.n), 0, float(volume))
+        self.problems = problems
         sizes = np.array(class_sizes, dtype=np.int64).reshape(self.k, 2)
         if not self.two_basins:
             sizes = np.stack([sizes.sum(axis=1), np.zeros(self.k, dtype=np.int64)], axis=1)
@@ -66,14 +92,14 @@ class DeviceLevels:
 
     def launch_search(self, responses, launch):
         """Issue the search of ``responses`` (CuPy float64 of shape (k, n), rows C-contiguous
-        with any row stride) through ``launch(kernel, grid, block, args)``."""
+        with any row stride; a problem's rows past its ``n_train`` are not read) through ``launch(kernel, grid, block, args)``."""
         row_stride = np.int64(responses.strides[0] // 8)
         common = (responses, self.labels, np.int64(self.n), row_stride, np.int32(self.two_basins))
         for round_number in range(ROUNDS):
-            launch(self._gather, (self.gather_blocks, self.k), (GATHER_THREADS,), (*common, self.state, self.windows))
+            launch(self._gather, (self.gather_blocks, self.k), (GATHER_THREADS,), (
+                *common, self.problems, self.state, self.windows))
             launch(self._solve, (self.k,), (SOLVE_THREADS,), (
-                *common, self.sizes, np.float64(self.volume), self.state, self.windows,
-                np.int32(round_number == ROUNDS - 1)))
+                *common, self.sizes, self.problems, self.state, self.windows, np.int32(round_number == ROUNDS - 1)))
 
     def search(self, responses):
         """Levels and biases of ``responses`` (shape (k, n)), as CuPy arrays of shape (k,)."""

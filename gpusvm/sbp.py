@@ -133,9 +133,10 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         classes' rows instead of all, so on KEEL letter (26 classes) one-vs-one reached
         5.50% test error (SVC: 5.84%) in 3.7 s while one-vs-rest was at 7.22% after 69 s,
         and on KEEL penbased (10 classes) it reached SVC's 0.40% in 0.66 s against 5.1 s.
-        On the numpy backend all pairs step together (each as its own binary problem);
-        on cupy they train one after another. ``nu`` is shared by every problem (as
-        NuSVC's).
+        All pairs step together (each as its own binary problem): on the numpy backend
+        in stacks of similar widths, on cupy in each launch when the fit's kernel matrix
+        fits in ``kernel_cache`` (else one pair after another). ``nu`` is shared by
+        every problem (as NuSVC's).
     decision_function_shape : {'ovr', 'ovo'}, default='ovr'
         As SVC's, for a one-vs-one model of more than two classes: 'ovr' gives
         ``(n_samples, n_classes)`` scores (votes plus squashed summed confidences, which
@@ -156,7 +157,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         rows. Otherwise, when it holds twice a step's drawn rows, it is a cache of
         kernel rows with ``cache_size``'s semantics (one host synchronisation a step);
         else every step computes its drawn rows' kernel values from X. 60,000 float32
-        rows (MNIST) take 14.4 GB.
+        rows (MNIST) take 14.4 GB. A one-vs-one model's pairs step together only from
+        the whole matrix.
     random_state : int, RandomState or None, default=None
         Seeds the shared random stream: the same int draws the same examples on the
         numpy and cupy backends.
@@ -307,8 +309,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
 
         A pair's rows are its first class's training rows, then its second's, then
         their holdout rows in the same order. On the host the pairs step together in
-        stacks of similar widths (:mod:`.solvers.sbp_pairs`); on a device they train one
-        after another. Either way each pair has its share (by rows) of
+        stacks of similar widths (:mod:`.solvers.sbp_pairs`); on a device all of them
+        step together when the kernel matrix fits in ``kernel_cache``
+        (:mod:`.solvers._sbp_pairs_cuda`), else they train one after another. Either way each pair has its share (by rows) of
         ``max_kernel_evals``, fixed at the start, and the stacks or pairs share the time
         left in turn."""
         pairs = class_pairs(classes.size)
@@ -317,8 +320,11 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         sizes = [class_rows[a].size + class_rows[b].size for a, b in pairs]
         kernel_evals = [None if rules.max_kernel_evals is None
                         else max(1, int(share(rules.max_kernel_evals, size, sum(sizes)))) for size in sizes]
-        together = self._pairs_step_together(backend)
-        groups = _stacks_by_width(sizes) if together else [[p] for p in range(len(pairs))]
+        together = self._pairs_step_together(backend, n_train, X_dev.shape[0], X_dev.dtype)
+        if not together:
+            groups = [[p] for p in range(len(pairs))]
+        else:  # a device steps every pair in each launch; the host in stacks of similar widths
+            groups = [list(range(len(pairs)))] if backend == "cupy" else _stacks_by_width(sizes)
         started, rows_left = time.perf_counter(), sum(sizes)
         results, histories = [None] * len(pairs), [None] * len(pairs)
         for group in groups:
@@ -330,7 +336,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                 group_results = self._solve_stack(
                     X_dev, class_rows, class_train, [pairs[p] for p in group], gamma,
                     [pair_seed(seed, p) for p in group], budget,
-                    None if rules.max_kernel_evals is None else [kernel_evals[p] for p in group])
+                    None if rules.max_kernel_evals is None else [kernel_evals[p] for p in group], backend)
             else:
                 group_results = [self._solve_pair(X_dev, class_rows, class_train, pairs[p], gamma, pair_seed(seed, p),
                                                   dataclasses.replace(budget, max_kernel_evals=kernel_evals[p]),
@@ -343,21 +349,32 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                                 for record in result.history]
         self._set_pair_model(results, X, order, labels, classes, [record for h in histories for record in h])
 
-    def _solve_stack(self, X_dev, class_rows, class_train, pairs, gamma, seeds, rules, kernel_evals):
-        """The SBP runs of these pairs stepping together on the host (one result each)."""
+    def _solve_stack(self, X_dev, class_rows, class_train, pairs, gamma, seeds, rules, kernel_evals, backend):
+        """The SBP runs of these pairs stepping together (one result each)."""
         stack = PairStack(
             X=X_dev, class_rows=tuple(class_rows), class_train=class_train, pairs=np.array(pairs),
             seeds=np.array(seeds, dtype=np.uint64), nu=float(self.nu), batch_size=self.batch_size,
             kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
         )
-        steps = NumpyPairSteps(stack, cache_bytes=int(self.cache_size * 2**20))
+        if backend == "cupy":
+            from .solvers._sbp_pairs_cuda import CupyPairSteps
+
+            steps = CupyPairSteps(stack, kernel_cache=self.kernel_cache)
+        else:
+            steps = NumpyPairSteps(stack, cache_bytes=int(self.cache_size * 2**20))
         return run_pair_stack(stack, steps, rules, kernel_evals=None if kernel_evals is None else np.array(kernel_evals),
                               average=self.average, verbose=self.verbose)
 
-    @staticmethod
-    def _pairs_step_together(backend):
-        """Whether one-vs-one pairs step together (on the host) or one after another."""
-        return backend == "numpy"
+    def _pairs_step_together(self, backend, n_train, n_rows, dtype):
+        """Whether one-vs-one pairs step together or one after another: always on the
+        host; on a device, when the kernel matrix of the ``n_train`` training rows by all
+        ``n_rows`` rows fits in ``kernel_cache`` (the pairs read their kernel values
+        from it)."""
+        if backend == "numpy":
+            return True
+        from .solvers._sbp_pairs_cuda import kernel_matrix_fits
+
+        return kernel_matrix_fits(n_train, n_rows, dtype, self.kernel_cache)
 
     def _solve_pair(self, X_dev, class_rows, class_train, pair, gamma, seed, rules, backend):
         """The SBP run of one pair on its own: its rows as :meth:`_fit_pairs` lays them out."""

@@ -3,16 +3,20 @@
 //   sbp_count_covered  (tiles, k): the rows at or under their basin's edge, per tile;
 //   sbp_draw           (draws / 8, k): B rows per problem, uniformly among the covered
 //                      ones in index order, one warp a draw, from the shared random
-//                      stream (lane p B + b at step t, as the NumPy path);
+//                      stream (lane first_lane + b of the problem's seed at step t, as
+//                      the NumPy path);
 //   sbp_norm_step      (k): ||w||^2 after the step, from the old responses at the drawn
 //                      rows and the B x B kernel values among them; adds eta / B to
 //                      their alpha; the projection factor;
 //   sbp_update         (blocks, k): one thread per column: the combined kernel row
 //                      g_j = 1/B sum_b y_b K(x_b, x_j), fused with the response update
 //                      c_j += eta y_j g_j, the projection and the running sums.
-// Kernel values come from a resident kernel matrix (computed once, in X's dtype), from a
-// cache of its rows, or are computed from inner products of the drawn rows with every
-// row (X's dtype): kernel_values.cuh. The step
+// Each problem's columns, step size and stream are an SBPShape (sbp_level.cuh): the
+// one-vs-rest problems of a fit share every row of X; the one-vs-one pairs each have
+// their two classes' rows, found through a table of rows (SBPColumns), and a stopped
+// pair is skipped by every launch. Kernel values come from a resident kernel matrix
+// (computed once, in X's dtype), from a cache of its rows, or are computed from inner
+// products of the drawn rows with every row (X's dtype): kernel_values.cuh. The step
 // number and size are read from the schedule at the block's position (_step_blocks.py),
 // so that a block of steps is the same launches every time. Responses, coefficients and
 // sums are double.
@@ -23,21 +27,39 @@
 #define SBP_TILE_ROWS 2048
 #define SBP_DRAWS_PER_BLOCK 8  // one warp a draw
 
-#define SBP_SCHEDULE_COLUMNS 2  // t, eta_t
+#define SBP_SCHEDULE_COLUMNS 2  // t, eta_t (times each problem's eta_scale)
+
+// The row of X (and of the kernel matrix) at each position of each problem: training
+// column j at position j, holdout column v at train_stride + v. Without a table
+// (stride 0), the position itself: one-vs-rest problems have every row of X, training
+// rows first.
+struct SBPColumns {
+    const long long* rows;  // (k, stride)
+    long long stride;
+
+    __device__ long long operator()(int p, long long position) const {
+        return stride ? rows[p * stride + position] : position;
+    }
+};
+#define SBP_COLUMN_PARAMETERS const long long *__restrict__ column_rows, long long column_row_stride
+#define SBP_COLUMNS_FROM_PARAMETERS SBPColumns{column_rows, column_row_stride}
 
 __device__ inline bool sbp_covered(const double* c, const double* y, long long j, int two_basins,
                                    const SBPLevelState& state) {
     return c[j] <= state.edge[level_basin(y, j, two_basins)];
 }
 
-// Covered training rows of problem blockIdx.y in tile blockIdx.x.
+// Covered training rows of problem blockIdx.y in tile blockIdx.x (rows of width `stride`).
 extern "C" __global__ void sbp_count_covered(
-        const double* __restrict__ responses, const double* __restrict__ labels, long long n, int two_basins,
-        const SBPLevelState* __restrict__ states, long long* __restrict__ tile_counts) {
+        const double* __restrict__ responses, const double* __restrict__ labels, long long stride, int two_basins,
+        const SBPShape* __restrict__ shapes, const SBPLevelState* __restrict__ states,
+        long long* __restrict__ tile_counts) {
     const int p = blockIdx.y;
+    if (!shapes[p].active) return;
+    const long long n = shapes[p].n_train;
     const SBPLevelState state = states[p];
-    const double* c = responses + p * n;
-    const double* y = labels + p * n;
+    const double* c = responses + p * stride;
+    const double* y = labels + p * stride;
     const long long start = (long long)blockIdx.x * SBP_TILE_ROWS;
     const long long stop = min(n, start + SBP_TILE_ROWS);
     double count = 0.0;
@@ -58,21 +80,23 @@ __device__ inline long long sbp_warp_scan(long long value, unsigned lane) {
 // Draw b = blockIdx.x * 8 + warp of problem blockIdx.y: the r-th covered row (index
 // order) with r uniform in [0, covered count).
 extern "C" __global__ void sbp_draw(
-        const double* __restrict__ responses, const double* __restrict__ labels, long long n, int two_basins,
-        const SBPLevelState* __restrict__ states, const long long* __restrict__ tile_counts, long long n_tiles,
-        const double* __restrict__ schedule, const long long* __restrict__ position, int offset,
-        unsigned long long seed, int batch, long long* __restrict__ drawn) {
+        const double* __restrict__ responses, const double* __restrict__ labels, long long stride, int two_basins,
+        const SBPShape* __restrict__ shapes, const SBPLevelState* __restrict__ states,
+        const long long* __restrict__ tile_counts, long long n_tiles, const double* __restrict__ schedule,
+        const long long* __restrict__ position, int offset, int batch, long long* __restrict__ drawn) {
     const int p = blockIdx.y;
     const unsigned lane = threadIdx.x & 31u;
     const int b = blockIdx.x * SBP_DRAWS_PER_BLOCK + (threadIdx.x >> 5);
-    if (b >= batch) return;  // a whole warp
+    const SBPShape shape = shapes[p];
+    if (b >= batch || !shape.active) return;  // a whole warp
+    const long long n = shape.n_train;
     const SBPLevelState state = states[p];
     const long long* counts = tile_counts + (long long)p * n_tiles;
     long long total = 0;
     for (long long i = lane; i < n_tiles; i += 32) total += counts[i];
     for (int shift = 16; shift > 0; shift >>= 1) total += __shfl_xor_sync(0xffffffffu, total, shift);
     const unsigned long long step = (unsigned long long)gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[0];
-    long long r = gpusvm_random_index(seed, step, (unsigned long long)p * batch + b, (unsigned long long)total);
+    long long r = gpusvm_random_index(shape.seed, step, shape.first_lane + b, (unsigned long long)total);
     long long tile = 0, seen = 0;  // the tile holding the r-th covered row, and the rows before it
     for (long long base = 0; base < n_tiles; base += 32) {
         const long long count = base + lane < n_tiles ? counts[base + lane] : 0;
@@ -87,8 +111,8 @@ extern "C" __global__ void sbp_draw(
         seen = __shfl_sync(0xffffffffu, through, 31);
     }
     r -= seen;
-    const double* c = responses + p * n;
-    const double* y = labels + p * n;
+    const double* c = responses + p * stride;
+    const double* y = labels + p * stride;
     const long long start = tile * SBP_TILE_ROWS, stop = min(n, start + SBP_TILE_ROWS);
     for (long long base = start; base < stop; base += 32) {
         const long long j = base + lane;
@@ -103,23 +127,26 @@ extern "C" __global__ void sbp_draw(
     }
 }
 
-// One block per problem (blockIdx.x).
+// One block per problem (blockIdx.x); rows of width `stride`.
 template <typename real>
 __global__ void sbp_norm_step(
-        KERNEL_VALUE_PARAMETERS, const long long* __restrict__ drawn, const double* __restrict__ labels,
-        const double* __restrict__ responses, double* __restrict__ alpha, double* __restrict__ r2,
-        double* __restrict__ factor, long long n, int batch, const double* __restrict__ schedule,
+        KERNEL_VALUE_PARAMETERS, SBP_COLUMN_PARAMETERS, const long long* __restrict__ drawn,
+        const double* __restrict__ labels, const double* __restrict__ responses, double* __restrict__ alpha,
+        double* __restrict__ r2, double* __restrict__ factor, long long stride, int batch,
+        const SBPShape* __restrict__ shapes, const double* __restrict__ schedule,
         const long long* __restrict__ position, int offset) {
     const KernelValues<real> kernel_values = KERNEL_VALUES_FROM_PARAMETERS;
+    const SBPColumns columns = SBP_COLUMNS_FROM_PARAMETERS;
     const int p = blockIdx.x;
-    const long long first = (long long)p * batch;
+    if (!shapes[p].active) return;  // the whole block
+    const long long first = (long long)p * batch, n = stride;
     const double* y = labels + p * n;
-    const double eta = gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[1];
+    const double eta = gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[1] * shapes[p].eta_scale;
     double gram = 0.0, old = 0.0;  // sum_{b, b'} y_b y_b' K_bb' and sum_b c_b
     for (int pair = threadIdx.x; pair < batch * batch; pair += blockDim.x) {
         const int b = pair / batch, c = pair - b * batch;
         const long long i = drawn[first + b], j = drawn[first + c];
-        gram += y[i] * y[j] * kernel_values(first + b, i, j);
+        gram += y[i] * y[j] * kernel_values(first + b, columns(p, i), columns(p, j));
     }
     for (int b = threadIdx.x; b < batch; b += blockDim.x) old += responses[p * n + drawn[first + b]];
     gram = gpusvm_block_sum(gram);
@@ -134,32 +161,37 @@ __global__ void sbp_norm_step(
         atomicAdd(&alpha[p * n + drawn[first + b]], eta / (double)batch);
 }
 
-// Columns j of n_total = n_train + n_holdout (grid-stride over blockIdx.x) of problem
-// blockIdx.y. Holdout responses are rows of width `holdout_stride`.
+// Columns j of the problem's n_train + n_holdout (grid-stride over blockIdx.x) of
+// problem blockIdx.y: training rows of width `train_stride`, holdout rows of width
+// `holdout_stride`.
 template <typename real>
 __global__ void sbp_update(
-        KERNEL_VALUE_PARAMETERS, const long long* __restrict__ drawn, const double* __restrict__ labels,
-        const double* __restrict__ factors, double* __restrict__ responses, double* __restrict__ response_sum,
-        double* __restrict__ alpha, double* __restrict__ alpha_sum, double* __restrict__ holdout,
-        double* __restrict__ holdout_sum, long long holdout_stride, int batch, long long n_train,
-        long long n_total, const double* __restrict__ schedule, const long long* __restrict__ position,
-        int offset) {
+        KERNEL_VALUE_PARAMETERS, SBP_COLUMN_PARAMETERS, const long long* __restrict__ drawn,
+        const double* __restrict__ labels, const double* __restrict__ factors, double* __restrict__ responses,
+        double* __restrict__ response_sum, double* __restrict__ alpha, double* __restrict__ alpha_sum,
+        double* __restrict__ holdout, double* __restrict__ holdout_sum, long long holdout_stride, int batch,
+        long long train_stride, const SBPShape* __restrict__ shapes, const double* __restrict__ schedule,
+        const long long* __restrict__ position, int offset) {
     const KernelValues<real> kernel_values = KERNEL_VALUES_FROM_PARAMETERS;
+    const SBPColumns columns = SBP_COLUMNS_FROM_PARAMETERS;
     const int p = blockIdx.y;
-    const long long first = (long long)p * batch;
-    const double* y = labels + p * n_train;
-    const double eta = gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[1];
+    const SBPShape shape = shapes[p];
+    if (!shape.active) return;
+    const long long first = (long long)p * batch, n_train = shape.n_train, n_total = n_train + shape.n_holdout;
+    const double* y = labels + p * train_stride;
+    const double eta = gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[1] * shape.eta_scale;
     const double factor = factors[p];
     for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n_total;
          j += (long long)gridDim.x * blockDim.x) {
+        const long long column = columns(p, j < n_train ? j : train_stride + j - n_train);
         double g = 0.0;
         for (int b = 0; b < batch; ++b) {
             const long long i = drawn[first + b];
-            g += y[i] * kernel_values(first + b, i, j);
+            g += y[i] * kernel_values(first + b, columns(p, i), column);
         }
         g /= (double)batch;
         if (j < n_train) {
-            const long long at = p * n_train + j;
+            const long long at = p * train_stride + j;
             const double c = (responses[at] + eta * y[j] * g) * factor;
             responses[at] = c;
             response_sum[at] += c;

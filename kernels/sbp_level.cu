@@ -1,7 +1,7 @@
 // SBP water levels of every problem at once, with or without the bias, and no sort
 // (gpusvm/_sbp_level_cuda.py).
 //
-// Problem p's responses are row p of a (k, n) array. With the bias they fall in two
+// Problem p's responses are the first n_train (SBPShape) of row p of a (k, stride) array. With the bias they fall in two
 // basins (positives, negatives), without it in one. With u_K the sum over the basins of
 // each one's K-th smallest response and U_K the sum of those K smallest, the water
 // covers the k* lowest of each basin, k* = max { K : K u_K - U_K <= volume }, and the
@@ -33,16 +33,17 @@
 
 
 // One pass over problem blockIdx.y's responses (grid-stride over blockIdx.x); nothing
-// once an earlier round of this search has settled it.
+// once an earlier round of this search has settled it, or for a stopped problem.
 extern "C" __global__ void sbp_level_gather(
-        const double* __restrict__ responses, const double* __restrict__ labels, long long n,
-        long long row_stride, int two_basins, SBPLevelState* __restrict__ states,
-        double* __restrict__ windows) {
+        const double* __restrict__ responses, const double* __restrict__ labels, long long label_stride,
+        long long row_stride, int two_basins, const SBPShape* __restrict__ shapes,
+        SBPLevelState* __restrict__ states, double* __restrict__ windows) {
     const int p = blockIdx.y;
     SBPLevelState* state = states + p;
-    if (state->done) return;
+    if (state->done || !shapes[p].active) return;
+    const long long n = shapes[p].n_train;
     const double* c = responses + p * row_stride;
-    const double* y = labels + p * n;
+    const double* y = labels + p * label_stride;
     const double lo[2] = {state->lo[0], state->lo[1]}, hi[2] = {state->hi[0], state->hi[1]};
     double count[2] = {0.0, 0.0}, sum[2] = {0.0, 0.0};
     const unsigned lane = threadIdx.x & 31u;
@@ -347,13 +348,17 @@ __device__ inline void level_move_windows(SBPLevelState* state, int basins, bool
 // The body of sbp_level_solve (inline: the CPU emulation of CUDA keeps every __shared__
 // of a source in inline functions or in plain ones, not both).
 __device__ inline void level_solve(
-        const double* __restrict__ responses, const double* __restrict__ labels, long long n,
-        long long row_stride, int two_basins, const long long* __restrict__ sizes, double volume,
-        SBPLevelState* __restrict__ states, double* __restrict__ windows, int last_round) {
+        const double* __restrict__ responses, const double* __restrict__ labels, long long label_stride,
+        long long row_stride, int two_basins, const long long* __restrict__ sizes,
+        const SBPShape* __restrict__ shapes, SBPLevelState* __restrict__ states, double* __restrict__ windows,
+        int last_round) {
     __shared__ double values[2][LEVEL_WINDOW];
     __shared__ LevelAnswer answer;
     __shared__ int fitting, was_done;
     const int p = blockIdx.x, basins = two_basins ? 2 : 1;
+    if (!shapes[p].active) return;  // the whole block
+    const long long n = shapes[p].n_train;
+    const double volume = shapes[p].volume;
     SBPLevelState* state = states + p;
     if (threadIdx.x == 0) {
         was_done = state->done;
@@ -396,7 +401,7 @@ __device__ inline void level_solve(
     }
     if (!answer.found && last_round) {
         const double* c = responses + p * row_stride;
-        level_by_bisection(c, labels + p * n, n, two_basins, basins, size, volume, &answer);
+        level_by_bisection(c, labels + p * label_stride, n, two_basins, basins, size, volume, &answer);
     }
     if (threadIdx.x != 0) return;
     if (answer.found) {
@@ -416,8 +421,10 @@ __device__ inline void level_solve(
 
 // One block (any multiple of 32 threads) per problem, after sbp_level_gather.
 extern "C" __global__ void sbp_level_solve(
-        const double* __restrict__ responses, const double* __restrict__ labels, long long n,
-        long long row_stride, int two_basins, const long long* __restrict__ sizes, double volume,
-        SBPLevelState* __restrict__ states, double* __restrict__ windows, int last_round) {
-    level_solve(responses, labels, n, row_stride, two_basins, sizes, volume, states, windows, last_round);
+        const double* __restrict__ responses, const double* __restrict__ labels, long long label_stride,
+        long long row_stride, int two_basins, const long long* __restrict__ sizes,
+        const SBPShape* __restrict__ shapes, SBPLevelState* __restrict__ states, double* __restrict__ windows,
+        int last_round) {
+    level_solve(responses, labels, label_stride, row_stride, two_basins, sizes, shapes, states, windows,
+                last_round);
 }

@@ -14,6 +14,19 @@ struct SBPLevelState {
 };
 static_assert(sizeof(SBPLevelState) == 18 * 8, "gpusvm/_sbp_level_cuda.py reads 18 words");
 
+// One problem of an SBP launch (gpusvm/_sbp_level_cuda.py's problem_table). Its
+// training columns are the first n_train of its row of the responses and labels, its
+// holdout columns the first n_holdout of its row of the holdout responses: one-vs-rest
+// problems have every row, one-vs-one pairs their two classes' (and rows of padding).
+struct SBPShape {
+    long long n_train, n_holdout;
+    unsigned long long seed, first_lane;  // its draws: lanes first_lane + b of stream `seed`
+    double volume;                        // n_train nu
+    double eta_scale;                     // its step size over the schedule's
+    long long active;                     // 0: stopped; no launch reads or writes its state
+};
+static_assert(sizeof(SBPShape) == 7 * 8, "gpusvm/_sbp_level_cuda.py writes 7 words");
+
 // The basin of row j: 1 for a negative label when there are two (the bias), else 0.
 __device__ inline int level_basin(const double* labels, long long j, int two_basins) {
     return two_basins && labels[j] < 0.0 ? 1 : 0;

@@ -464,7 +464,7 @@ def test_one_vs_one_pairs_stepping_together_equal_pairs_one_after_another(rng, f
     params = dict(nu=0.05, gamma=0.2, batch_size=3, max_iter=4, validation_fraction=0.3, n_iter_no_change=3,
                   max_kernel_evals=60_000, fit_intercept=fit_intercept, decision_function_shape="ovo", random_state=5)
     together = SBPClassifier(**params).fit(X, y)
-    monkeypatch.setattr(SBPClassifier, "_pairs_step_together", staticmethod(lambda backend: False))
+    monkeypatch.setattr(SBPClassifier, "_pairs_step_together", lambda *args: False)
     apart = SBPClassifier(**params).fit(X, y)
     np.testing.assert_array_equal(together.support_, apart.support_)
     np.testing.assert_allclose(together.dual_coef_, apart.dual_coef_, rtol=1e-9, atol=1e-12)
@@ -476,6 +476,56 @@ def test_one_vs_one_pairs_stepping_together_equal_pairs_one_after_another(rng, f
                                    for r in model.history_)
     assert by_pair(together) == by_pair(apart)
     assert any(r["holdout_error"] is not None for r in together.history_)
+
+
+def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed=5):
+    """The PairStack of every pair of classes of X's rows (training rows first, as
+    SBPClassifier lays them out), with X on ``backend``."""
+    from gpusvm._one_vs_one import class_pairs, pair_seed
+    from gpusvm.solvers.sbp_pairs import PairStack
+
+    n_classes = int(labels.max()) + 1
+    class_rows = tuple(np.flatnonzero(labels == c) for c in range(n_classes))
+    pairs = class_pairs(n_classes)
+    return PairStack(X=to_backend(X, backend), class_rows=class_rows,
+                     class_train=np.array([np.searchsorted(rows, n_train) for rows in class_rows]),
+                     pairs=np.array(pairs), seeds=np.array([pair_seed(seed, p) for p in range(len(pairs))],
+                                                           dtype=np.uint64),
+                     nu=0.05, batch_size=batch_size, kernel="rbf", gamma=0.2, degree=3, coef0=0.0,
+                     fit_intercept=fit_intercept)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_intercept):
+    """Every pair in each launch on the device (classes of uneven sizes: rows of padding;
+    pairs stopping at different steps by their budgets of kernel evaluations: inactive
+    pairs left as they are) against the host's stacked pairs: the same steps, holdout
+    errors, levels and coefficients."""
+    from gpusvm.solvers._sbp_pairs_cuda import CupyPairSteps
+    from gpusvm.solvers.sbp_pairs import NumpyPairSteps, run_pair_stack
+
+    X, y, _, _ = four_classes(rng, n=60, n_test=0)
+    y = y.copy()
+    y[:3] = ["a", "b", "c"]  # every class in the training rows
+    y[rng.random(y.size) < 0.3] = "a"  # class a larger: pairs of different widths
+    labels = np.searchsorted(np.unique(y), y)
+    n_train = 46  # the rest held out
+    rules = sbp_solver.StoppingRules(max_epochs=3, n_iter_no_change=2)
+    kernel_evals = rng.integers(600, 3_000, size=6)
+    results = {}
+    for backend in ("numpy", "cupy"):
+        stack = pair_stack(X, labels, n_train, backend, fit_intercept=fit_intercept)
+        steps = CupyPairSteps(stack) if backend == "cupy" else NumpyPairSteps(stack, cache_bytes=2**20)
+        results[backend] = run_pair_stack(stack, steps, rules, kernel_evals=kernel_evals)
+    host, device = results["numpy"], results["cupy"]
+    assert len({result.n_steps for result in host}) > 1  # pairs stopped at different steps
+    for p, (a, b) in enumerate(zip(host, device, strict=True)):
+        assert a.n_steps == b.n_steps, p
+        assert [r["steps"] for r in a.history] == [r["steps"] for r in b.history]
+        assert [r["holdout_error"] for r in a.history] == [r["holdout_error"] for r in b.history]
+        np.testing.assert_allclose(b.level, a.level, rtol=1e-9, err_msg=f"pair {p}")
+        np.testing.assert_allclose(b.bias, a.bias, rtol=1e-9, atol=1e-12, err_msg=f"pair {p}")
+        np.testing.assert_allclose(b.alpha, a.alpha, rtol=1e-9, atol=1e-12, err_msg=f"pair {p}")
 
 
 def test_one_vs_one_scores_and_votes_are_svcs(rng):

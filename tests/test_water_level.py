@@ -362,3 +362,42 @@ def test_device_levels_of_many_problems_follow_drifting_responses(two_basins, vo
     by_windows, by_bisection = levels.settled_by.get().sum(axis=0)
     assert by_windows + by_bisection == k * len(moves)
     assert by_windows >= k * 5  # the small moves
+
+
+@needs_device
+@pytest.mark.parametrize("two_basins", [True, False])
+def test_device_levels_read_each_problems_own_rows_and_skip_stopped_ones(two_basins):
+    """Problems of different widths (one-vs-one pairs) in one search: each its own rows
+    (padding of huge values never counts) and volume; a problem marked inactive keeps
+    its state from the search before."""
+    import cupy
+
+    from gpusvm._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
+
+    rng = np.random.default_rng(11)
+    k, width = 4, 200
+    n_train = np.array([200, 37, 120, 2])
+    volumes = np.array([3.0, 0.5, 0.0, 1.0])
+    labels = np.where(rng.random((k, width)) < 0.5, 1.0, -1.0)
+    labels[:, :2] = [1.0, -1.0]  # both classes in every problem
+    used = np.arange(width) < n_train[:, None]
+    sizes = [(int((row[:m] > 0).sum()), int((row[:m] < 0).sum())) for row, m in zip(labels, n_train, strict=True)]
+    problems = problem_table(n_train, 0, volumes)
+    levels = DeviceLevels(cupy.asarray(labels), sizes, two_basins, problems=problems)
+    for step in range(3):
+        c = rng.normal(size=(k, width))
+        c[~used] = -1e9 * (step + 1)  # padding: would flood the level if it were read
+        if step == 2:
+            problems[1, ACTIVE_WORD] = 0  # stopped: its answer stays the last search's
+        before = cupy.asnumpy(levels.state[1])
+        levels.search(cupy.asarray(c))
+        got = np.column_stack([levels.level.get(), levels.bias.get(), levels.edges.get()])
+        for p in range(k):
+            if step == 2 and p == 1:
+                np.testing.assert_array_equal(cupy.asnumpy(levels.state[1]), before)
+                continue
+            m = n_train[p]
+            expected = oracle_levels(c[p : p + 1, :m], labels[p : p + 1, :m], volumes[p], two_basins)[0]
+            if not two_basins:
+                got[p, 3], expected[3] = 0.0, 0.0
+            np.testing.assert_allclose(got[p], expected, rtol=1e-9, atol=1e-9, err_msg=f"step {step}, problem {p}")

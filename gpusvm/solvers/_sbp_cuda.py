@@ -40,7 +40,7 @@ from .. import _step_blocks
 from .._kernel_matrix_cuda import (DeviceRowCache, DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments,
                                    resident_kernel_matrix)
 from .._kernels import get_kernel
-from .._sbp_level_cuda import DeviceLevels
+from .._sbp_level_cuda import DeviceLevels, problem_table
 from ..kernel_functions import squared_row_norms
 from .sbp import PREFETCH_MAX_COVERED, LocalModel
 
@@ -49,7 +49,81 @@ _TILE_ROWS = 2048  # SBP_TILE_ROWS in sbp.cu
 _DRAWS_PER_BLOCK = 8  # SBP_DRAWS_PER_BLOCK in sbp.cu
 
 
-class CupySBPSteps(LocalModel):
+class DeviceSBPLaunches:
+    """The state and step launches of SBP problems on a CUDA device, shared by
+    :class:`CupySBPSteps` (one-vs-rest problems over every row) and
+    :class:`CupyPairSteps` (one-vs-one pairs over their classes' rows).
+
+    Problem ``p``'s training columns are the first ``n_train`` of row p of the
+    ``(k, train_width)`` arrays, its holdout columns the first ``n_holdout`` of row p of
+    the ``(k, holdout_width)`` ones (``problems``, a
+    :func:`~gpusvm._sbp_level_cuda.problem_table`); ``column_rows`` gives the row of X
+    at each position (training column j at j, holdout column v at ``train_width + v``),
+    None: the position itself.
+    """
+
+    def _set_up(self, labels, class_sizes, problems, column_rows, holdout_width, kernel_values, *, batch_size,
+                fit_intercept, mode, capturable):
+        k, width = labels.shape
+        self.labels, self.problems, self.batch_size = labels, problems, batch_size
+        self.two_basins = bool(fit_intercept)
+        self.column_rows = cupy.zeros(1, dtype=np.int64) if column_rows is None else column_rows
+        self.column_stride = np.int64(0 if column_rows is None else column_rows.shape[1])
+        self.alpha, self.alpha_sum = cupy.zeros((k, width)), cupy.zeros((k, width))
+        self.C, self.c_sum = cupy.zeros((k, width)), cupy.zeros((k, width))
+        self.H, self.h_sum = cupy.zeros((k, max(1, holdout_width))), cupy.zeros((k, max(1, holdout_width)))
+        self.r2, self.factor = cupy.zeros(k), cupy.ones(k)
+        self.drawn = cupy.zeros(k * batch_size, dtype=np.int64)
+        self.step_levels = DeviceLevels(labels, class_sizes, fit_intercept, problems=problems)
+        self.checkpoint_levels = DeviceLevels(labels, class_sizes, fit_intercept, problems=problems)
+        self.n_tiles = max(1, -(-width // _TILE_ROWS))
+        self.tile_counts = cupy.zeros((k, self.n_tiles), dtype=np.int64)
+        self.kernel_values = kernel_values
+        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode, capturable=capturable)
+
+    def _launch_steps(self, length, launch):
+        """The launches of ``length`` steps (StepBlocks' ``launch_steps``)."""
+        (k, width), batch = self.labels.shape, self.batch_size
+        stride, holdout_width = np.int64(width), np.int64(self.H.shape[1])
+        two_basins = np.int32(self.two_basins)
+        count = get_kernel("sbp.cu", "sbp_count_covered")
+        draw = get_kernel("sbp.cu", "sbp_draw")
+        dtype = self.kernel_values[0].dtype
+        norm_step = get_kernel("sbp.cu", "sbp_norm_step", dtype)
+        update = get_kernel("sbp.cu", "sbp_update", dtype)
+        update_blocks = max(1, min(65535, -(-(width + self.H.shape[1]) // _THREADS)))
+        values = (*self.kernel_values, self.column_rows, self.column_stride)
+        for offset in range(length):
+            at = self.blocks.at(offset)
+            levels = self.step_levels
+            levels.launch_search(self.C, launch)
+            launch(count, (self.n_tiles, k), (_THREADS,), (
+                self.C, self.labels, stride, two_basins, self.problems, levels.state, self.tile_counts))
+            launch(draw, (-(-batch // _DRAWS_PER_BLOCK), k), (32 * _DRAWS_PER_BLOCK,), (
+                self.C, self.labels, stride, two_basins, self.problems, levels.state, self.tile_counts,
+                np.int64(self.n_tiles), *at, np.int32(batch), self.drawn))
+            self._launch_kernel_rows(launch)
+            launch(norm_step, (k,), (_THREADS,), (
+                *values, self.drawn, self.labels, self.C, self.alpha, self.r2, self.factor, stride,
+                np.int32(batch), self.problems, *at))
+            launch(update, (update_blocks, k), (_THREADS,), (
+                *values, self.drawn, self.labels, self.factor, self.C, self.c_sum, self.alpha,
+                self.alpha_sum, self.H, self.h_sum, holdout_width, np.int32(batch), stride, self.problems, *at))
+
+    def _launch_kernel_rows(self, launch):
+        """Whatever makes the drawn rows' kernel values readable (nothing: a resident matrix)."""
+
+    def synchronize(self):
+        """Wait for the steps queued on the device (before reading a host clock)."""
+        cupy.cuda.Device().synchronize()
+
+    @property
+    def block_steps(self):
+        """Steps issued together (the host loop checks its clock between blocks)."""
+        return self.blocks.block_steps
+
+
+class CupySBPSteps(DeviceSBPLaunches, LocalModel):
     """SBP steps on a CUDA device; same results as ``NumpySBPSteps`` up to rounding.
 
     Parameters
@@ -70,18 +144,9 @@ class CupySBPSteps(LocalModel):
         self.X = problem.X
         self.sq_norms = cupy.ascontiguousarray(squared_row_norms(self.X))
         self.eta0 = problem.first_step_size(self.sq_norms)
-        self.labels = cupy.ascontiguousarray(problem.targets.T, dtype=np.float64)  # (k, n)
+        labels = cupy.ascontiguousarray(problem.targets.T, dtype=np.float64)  # (k, n)
         n_positive = (problem.targets > 0).sum(axis=0).get()
         class_sizes = [(int(p), n - int(p)) for p in n_positive]
-        self.alpha, self.alpha_sum = cupy.zeros((k, n)), cupy.zeros((k, n))
-        self.C, self.c_sum = cupy.zeros((k, n)), cupy.zeros((k, n))
-        self.H, self.h_sum = cupy.zeros((k, max(1, n_holdout))), cupy.zeros((k, max(1, n_holdout)))
-        self.r2, self.factor = cupy.zeros(k), cupy.ones(k)
-        self.drawn = cupy.zeros(k * batch, dtype=np.int64)
-        self.step_levels = DeviceLevels(self.labels, class_sizes, problem.fit_intercept, problem.volume)
-        self.checkpoint_levels = DeviceLevels(self.labels, class_sizes, problem.fit_intercept, problem.volume)
-        self.n_tiles = max(1, -(-n // _TILE_ROWS))
-        self.tile_counts = cupy.zeros((k, self.n_tiles), dtype=np.int64)
         budget = kernel_cache_bytes(kernel_cache)
         compute_rows = functools.partial(problem.kernel_rows, sq_norms=self.sq_norms)
         self.kernel_matrix = resident_kernel_matrix(compute_rows, n, n_total, self.X.dtype, budget)
@@ -89,17 +154,20 @@ class CupySBPSteps(LocalModel):
         self._rows_computed = 0 if self.kernel_matrix is None else n  # by the products, or the matrix's
         kernel = (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree)
         if self.kernel_matrix is not None:
-            self.kernel_values = kernel_value_arguments(self.kernel_matrix, "matrix", *kernel)
+            kernel_values = kernel_value_arguments(self.kernel_matrix, "matrix", *kernel)
         elif DeviceRowCache.holds(n_total, self.X.dtype, budget, k * batch):
             self.row_cache = DeviceRowCache(compute_rows, n, n_total, self.X.dtype, budget, k * batch)
-            self.kernel_values = kernel_value_arguments(self.row_cache.store, "cache", *kernel,
-                                                        store_rows=self.row_cache.store_rows)
+            kernel_values = kernel_value_arguments(self.row_cache.store, "cache", *kernel,
+                                                   store_rows=self.row_cache.store_rows)
         else:
             self.products = DrawnRowProducts(self.X, k * batch)
-            self.kernel_values = kernel_value_arguments(self.products.dots, "products", *kernel)
+            kernel_values = kernel_value_arguments(self.products.dots, "products", *kernel)
+        # every problem has every row; lanes p B + b of the fit's stream
+        problems = problem_table(np.full(k, n), n_holdout, problem.volume, seed=problem.seed,
+                                 first_lane=np.arange(k) * batch)
         # the cache's host bookkeeping and the products' allocations are not captured
-        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode,
-                                              capturable=self.kernel_matrix is not None)
+        self._set_up(labels, class_sizes, problems, None, n_holdout, kernel_values, batch_size=batch,
+                     fit_intercept=problem.fit_intercept, mode=mode, capturable=self.kernel_matrix is not None)
         self.n_steps = 0
 
     @property
@@ -107,67 +175,9 @@ class CupySBPSteps(LocalModel):
         """Kernel rows computed so far (the whole matrix counts its rows once)."""
         return self.row_cache.rows_computed if self.row_cache is not None else self._rows_computed
 
-    def _launch_steps(self, length, launch):
-        """The launches of ``length`` steps (StepBlocks' ``launch_steps``)."""
-        problem, k, batch = self.problem, self.problem.n_problems, self.problem.batch_size
-        n, n_total = problem.n_train, problem.n_rows
-        two_basins = np.int32(problem.fit_intercept)
-        count = get_kernel("sbp.cu", "sbp_count_covered")
-        draw = get_kernel("sbp.cu", "sbp_draw")
-        dtype = self.X.dtype
-        norm_step = get_kernel("sbp.cu", "sbp_norm_step", dtype)
-        update = get_kernel("sbp.cu", "sbp_update", dtype)
-        update_blocks = max(1, min(65535, -(-n_total // _THREADS)))
-        kernel_values = self.kernel_values
-        for offset in range(length):
-            at = self.blocks.at(offset)
-            levels = self.step_levels
-            levels.launch_search(self.C, launch)
-            launch(count, (self.n_tiles, k), (_THREADS,), (
-                self.C, self.labels, np.int64(n), two_basins, levels.state, self.tile_counts))
-            launch(draw, (-(-batch // _DRAWS_PER_BLOCK), k), (32 * _DRAWS_PER_BLOCK,), (
-                self.C, self.labels, np.int64(n), two_basins, levels.state, self.tile_counts,
-                np.int64(self.n_tiles), *at, np.uint64(problem.seed), np.int32(batch), self.drawn))
-            if self.kernel_matrix is None:
-                launch(self._kernel_rows_of_drawn, None, None, ())
-            launch(norm_step, (k,), (_THREADS,), (
-                *kernel_values, self.drawn, self.labels, self.C, self.alpha, self.r2, self.factor, np.int64(n),
-                np.int32(batch), *at))
-            launch(update, (update_blocks, k), (_THREADS,), (
-                *kernel_values, self.drawn, self.labels, self.factor, self.C, self.c_sum, self.alpha,
-                self.alpha_sum, self.H, self.h_sum, np.int64(self.H.shape[1]), np.int32(batch), np.int64(n),
-                np.int64(n_total), *at))
-
-    def _kernel_rows_of_drawn(self, grid, block, args):
-        """The drawn rows kept in the row cache, or their inner products with every row (a
-        launch of StepBlocks: its arguments are unused)."""
-        with nvtx.annotate("sbp.kernel_row", color="orange"):
-            if self.row_cache is not None:
-                self.row_cache.look_up(self.drawn, prefetch=self._lowest_covered)
-            else:
-                self.products.compute(self.drawn)
-                self._rows_computed += self.drawn.size
-
-    def _lowest_covered(self):
-        """The rows under every problem's level, by rank of height within their problem
-        (the host path's prefetch, ``NumpySBPSteps._lowest_first``): the rows the next
-        steps will draw.  None of a problem whose covered rows are over
-        ``PREFETCH_MAX_COVERED`` of the rows (early on, when the water covers much and
-        moves fast, most would not be drawn)."""
-        levels, labels, n = self.step_levels, self.labels, self.problem.n_train
-        edges = levels.edges
-        edge = cupy.where(labels < 0, edges[:, 1:2], edges[:, 0:1]) if self.problem.fit_intercept else edges[:, 0:1]
-        covered = self.C <= edge
-        covered &= (covered.sum(axis=1) <= PREFETCH_MAX_COVERED * n)[:, None]
-        heights = cupy.where(covered, self.C + levels.bias[:, None] * labels, cupy.inf)
-        order = cupy.argsort(heights, axis=1)
-        ranked_covered = covered[cupy.arange(covered.shape[0])[:, None], order]
-        return cupy.asnumpy(order.T[ranked_covered.T])  # by rank, then problem
-
-    @property
-    def block_steps(self):
-        """Steps issued together (run_sbp checks its clock between blocks)."""
-        return self.blocks.block_steps
+    def _launch_kernel_rows(self, launch):
+        if self.kernel_matrix is None:
+            launch(self._kernel_rows_of_drawn, None, None, ())
 
     def step(self, step, eta):
         """One SBP step ``t = step`` (from 1) with step size ``eta``."""
@@ -183,10 +193,6 @@ class CupySBPSteps(LocalModel):
         """Water level and bias of each problem's responses (k, n_train), as device arrays
         (warm-started from the previous checkpoint's, like the host path)."""
         return self.checkpoint_levels.search(responses)
-
-    def synchronize(self):
-        """Wait for the steps queued on the device (before reading a host clock)."""
-        cupy.cuda.Device().synchronize()
 
     def model(self, average):
         """``alpha``, responses and holdout responses (device arrays), averaged or last."""

@@ -44,6 +44,7 @@ from .sbp import (
     largest_self_kernel,
     positive_level,
     step_size_for,
+    step_schedule,
 )
 
 # Ranks of each class sorted first by the level search before anything is known.
@@ -357,19 +358,29 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
     stalled = np.zeros(stack.n_pairs, dtype=bool)
     active = np.arange(stack.n_pairs)
     started = time.perf_counter()
+
+    def elapsed():
+        if hasattr(steps, "synchronize"):
+            steps.synchronize()  # a device's launches are asynchronous: count the work queued so far
+        return time.perf_counter() - started
+
     bar = progress_bar(int(max_steps.max()), "SBP pairs", verbose)
+    block_steps = getattr(steps, "block_steps", 1)  # steps issued together; the clock is read between
     t = 0
     while active.size:
-        t += 1
-        steps.step(t, steps.eta0[active] / math.sqrt(t), active)
-        bar.update()
-        out_of_time = rules.time_budget is not None and time.perf_counter() - started >= rules.time_budget
+        every = checkpoint_every[active]
+        next_due = int(np.minimum(t + every - t % every, max_steps[active]).min())
+        count = min(block_steps, next_due - t)
+        run_pair_block(steps, t + 1, count, active)
+        t += count
+        bar.update(count)
+        out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
         due = active[(t % checkpoint_every[active] == 0) | (t >= max_steps[active]) | out_of_time]
         if due.size == 0:
             continue
         with nvtx.annotate("sbp.checkpoint", color="cyan"):
             level[due], bias[due], errors = steps.evaluate(average, due)
-        seconds = time.perf_counter() - started
+        seconds = elapsed()
         for p, error in zip(due, errors, strict=True):
             error = None if np.isnan(error) else float(error)
             histories[p].append(history_record(steps, t, evals_per_step[p] * t, seconds, level[p], error))
@@ -384,3 +395,14 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
     bar.close()
     return [SBPResult(alpha=steps.coefficients(average, p), level=level[p : p + 1], bias=bias[p : p + 1],
                       n_steps=int(steps.n_steps[p]), history=histories[p]) for p in range(stack.n_pairs)]
+
+
+def run_pair_block(steps, first, count, active):
+    """Steps ``first .. first + count - 1`` of the ``active`` pairs: one schedule of
+    ``(t, 1 / sqrt(t))`` rows when ``steps`` takes one (``run_steps``, the device's; each
+    pair scales it by its ``eta0``), else one ``step`` after another."""
+    if hasattr(steps, "run_steps"):
+        steps.run_steps(step_schedule(first, count, 1.0), active)
+        return
+    for t in range(first, first + count):
+        steps.step(t, steps.eta0[active] / math.sqrt(t), active)

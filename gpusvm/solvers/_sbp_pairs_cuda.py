@@ -1,0 +1,156 @@
+"""One-vs-one SBP on the GPU: every pair of classes in each launch of ``kernels/sbp.cu``.
+
+The host's :class:`~gpusvm.solvers.sbp_pairs.NumpyPairSteps` on a device, through the
+launches of :class:`~gpusvm.solvers._sbp_cuda.DeviceSBPLaunches`: pair ``p`` is row p of
+the ``(P, W)`` state arrays, its training columns its first class's training rows then
+its second's, its holdout columns likewise, then padding up to the widest pair, which no
+launch reads. Its kernel values are read from the kernel matrix of every training row of
+the fit by every row, resident on the device, through a table of its columns' rows; its
+step size, stream and volume are its row of the problem table; a pair that has stopped
+is marked inactive there, and every launch skips it. So a step of all the pairs is the
+same few launches as a step of one (KEEL letter: 325 pairs), and blocks of steps between
+checkpoints can run as CUDA graphs.
+
+:func:`~gpusvm.solvers.sbp_pairs.run_pair_stack` drives it as it drives the host's: each
+pair keeps its own schedule, checkpoints and stopping rules, so the models are the
+host's up to rounding.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import cupy
+import numpy as np
+import nvtx
+
+from .._kernel_matrix_cuda import kernel_cache_bytes, kernel_value_arguments, resident_kernel_matrix
+from .._sbp_level_cuda import ACTIVE_WORD, problem_table
+from ..kernel_functions import kernel_rows, squared_row_norms
+from ._sbp_cuda import DeviceSBPLaunches
+from .sbp import largest_self_kernel, step_size_for
+
+
+def kernel_matrix_fits(n_train, n_rows, dtype, kernel_cache):
+    """Whether the kernel matrix the pairs read (the fit's ``n_train`` training rows by
+    its ``n_rows`` rows, in X's ``dtype``) fits in ``kernel_cache`` (as
+    ``SBPClassifier.kernel_cache``)."""
+    return n_train * n_rows * np.dtype(dtype).itemsize <= kernel_cache_bytes(kernel_cache)
+
+
+class CupyPairSteps(DeviceSBPLaunches):
+    """SBP steps of every pair of a :class:`~gpusvm.solvers.sbp_pairs.PairStack` on a
+    CUDA device; the host's ``NumpyPairSteps`` up to rounding.
+
+    Parameters
+    ----------
+    stack : PairStack
+        Its X on the device, the training rows of every class before any holdout row
+        (as ``SBPClassifier`` lays them out).
+    kernel_cache : 'auto', float or int
+        Device memory for the kernel matrix (:func:`kernel_matrix_fits` must hold).
+    mode : {'direct', 'graph', 'replay'} or None
+        How blocks of steps are issued (:class:`~gpusvm._step_blocks.StepBlocks`).
+    """
+
+    def __init__(self, stack, kernel_cache="auto", mode=None):
+        self.stack = stack
+        n_pairs, batch = stack.n_pairs, stack.batch_size
+        train_widths = stack.class_train[stack.pairs]  # (P, 2)
+        holdout_widths = stack.block_widths - train_widths
+        self.n_train, self.n_holdout = train_widths.sum(axis=1), holdout_widths.sum(axis=1)
+        n_fit_train = int(stack.class_train.sum())
+        if any(rows[: stack.class_train[c]].max(initial=-1) >= n_fit_train for c, rows in enumerate(stack.class_rows)):
+            raise ValueError("CupyPairSteps needs every class's training rows among the first "
+                             f"{n_fit_train} rows of X (the fit's training rows).")
+        train_rows, holdout_rows, first_holdout = self._columns(train_widths)
+        self.first_holdout = cupy.asarray(first_holdout)  # holdout columns of the pair's first class
+        self.holdout_valid = cupy.asarray(np.arange(holdout_rows.shape[1]) < self.n_holdout[:, None])
+        width = train_rows.shape[1]
+        labels = np.where(np.arange(width) < train_widths[:, :1], 1.0, -1.0)
+        labels[np.arange(width) >= self.n_train[:, None]] = 0.0  # padding (never read)
+        sq_norms = squared_row_norms(stack.X)
+        host_norms = cupy.asnumpy(sq_norms)
+        self.eta0 = np.array([step_size_for(largest_self_kernel(
+            host_norms[train_rows[p, : self.n_train[p]]], stack.kernel, stack.gamma, stack.degree, stack.coef0))
+            for p in range(n_pairs)])
+        compute_rows = functools.partial(kernel_rows, stack.X, sq_norms=sq_norms, kernel=stack.kernel,
+                                         gamma=stack.gamma, degree=stack.degree, coef0=stack.coef0)
+        self.kernel_matrix = resident_kernel_matrix(compute_rows, n_fit_train, stack.X.shape[0], stack.X.dtype,
+                                                    kernel_cache_bytes(kernel_cache))
+        if self.kernel_matrix is None:
+            raise ValueError(f"kernel_cache={kernel_cache!r} cannot hold the pairs' kernel matrix "
+                             f"({n_fit_train} x {stack.X.shape[0]} values); check kernel_matrix_fits first.")
+        kernel_values = kernel_value_arguments(self.kernel_matrix, "matrix", sq_norms, stack.kernel, stack.gamma,
+                                               stack.coef0, stack.degree)
+        # the schedule's step size is 1 / sqrt(t); each pair's is its eta_0 times that
+        problems = problem_table(self.n_train, self.n_holdout, stack.nu * self.n_train, seed=stack.seeds,
+                                 first_lane=0, eta_scale=self.eta0)
+        class_sizes = [tuple(int(size) for size in sizes) for sizes in train_widths]
+        self._set_up(cupy.asarray(labels), class_sizes, problems,
+                     cupy.asarray(np.concatenate([train_rows, holdout_rows], axis=1)), holdout_rows.shape[1],
+                     kernel_values, batch_size=batch, fit_intercept=stack.fit_intercept, mode=mode, capturable=True)
+        self.n_steps = np.zeros(n_pairs, dtype=np.int64)
+        self._active = np.ones(n_pairs, dtype=bool)
+        self._host_alpha = {}  # average -> the coefficients on the host, until the next step
+
+    def _columns(self, train_widths):
+        """Each pair's training rows and holdout rows of X (padded with row 0, never read),
+        and which holdout columns are its first class's."""
+        stack = self.stack
+        train = np.zeros((stack.n_pairs, max(1, int(self.n_train.max()))), dtype=np.int64)
+        holdout = np.zeros((stack.n_pairs, max(1, int(self.n_holdout.max()))), dtype=np.int64)
+        first_holdout = np.zeros(holdout.shape, dtype=bool)
+        for p, (a, b) in enumerate(stack.pairs):
+            (train_a, train_b), rows_a, rows_b = train_widths[p], stack.class_rows[a], stack.class_rows[b]
+            pair_train = np.concatenate([rows_a[:train_a], rows_b[:train_b]])
+            pair_holdout = np.concatenate([rows_a[train_a:], rows_b[train_b:]])
+            train[p, : pair_train.size] = pair_train
+            holdout[p, : pair_holdout.size] = pair_holdout
+            first_holdout[p, : rows_a.size - train_a] = True
+        return train, holdout, first_holdout
+
+    @property
+    def kernel_rows_computed(self):
+        """Rows of the kernel matrix, computed once."""
+        return self.kernel_matrix.shape[0]
+
+    def run_steps(self, schedule, active):
+        """Steps of the ``active`` pairs (int array), one per row ``(t, 1 / sqrt(t))`` of a
+        host array, in order (asynchronous)."""
+        mask = np.zeros(self.stack.n_pairs, dtype=bool)
+        mask[active] = True
+        if (mask != self._active).any():
+            self.problems[:, ACTIVE_WORD] = cupy.asarray(mask.astype(np.int64))
+            self._active = mask
+        with nvtx.annotate("sbp.pair_steps", color="green"):
+            self.blocks.run(np.ascontiguousarray(schedule, dtype=np.float64))
+        self.n_steps[active] = int(schedule[-1, 0])
+        self._host_alpha.clear()
+
+    def _averaged(self, total, pairs):
+        """A running sum of these pairs' rows over their steps so far."""
+        return total[pairs] / cupy.asarray(np.maximum(1, self.n_steps[pairs]), dtype=np.float64)[:, None]
+
+    def evaluate(self, average, pairs):
+        """Level and bias of these pairs' models, and their holdout errors (NaN: no
+        holdout), as host arrays."""
+        pairs = np.asarray(pairs)
+        every = np.arange(self.stack.n_pairs)
+        responses = self._averaged(self.c_sum, every) if average else self.C
+        level, bias = self.checkpoint_levels.search(responses)  # of every active pair
+        holdout = self._averaged(self.h_sum, every) if average else self.H
+        divisor = cupy.where(level > 0, level, 1.0)
+        predicted_first = (holdout + bias[:, None]) / divisor[:, None] > 0
+        wrong = ((predicted_first != self.first_holdout) & self.holdout_valid).sum(axis=1)
+        level, bias, wrong = (cupy.asnumpy(array)[pairs] for array in (level, bias, wrong))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return level, bias, wrong / self.n_holdout[pairs]
+
+    def coefficients(self, average, pair):
+        """``alpha`` of pair ``pair``'s training rows, shape (1, n_train)."""
+        if average not in self._host_alpha:
+            every = np.arange(self.stack.n_pairs)
+            self._host_alpha[average] = cupy.asnumpy(self._averaged(self.alpha_sum, every) if average else self.alpha)
+        return self._host_alpha[average][pair : pair + 1, : self.n_train[pair]]
+
