@@ -92,7 +92,8 @@ class DeviceLevels:
 
     def launch_search(self, responses, launch):
         """Issue the search of ``responses`` (CuPy float64 of shape (k, n), rows C-contiguous
-        with any row stride; a problem's rows past its ``n_train`` are not read) through ``launch(kernel, grid, block, args)``."""
+        with any row stride; a problem's rows past its ``n_train`` are not read) through
+        ``launch(kernel, grid, block, args)``."""
         row_stride = np.int64(responses.strides[0] // 8)
         common = (responses, self.labels, np.int64(self.n), row_stride, np.int32(self.two_basins))
         for round_number in range(ROUNDS):

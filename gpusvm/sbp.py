@@ -311,9 +311,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         their holdout rows in the same order. On the host the pairs step together in
         stacks of similar widths (:mod:`.solvers.sbp_pairs`); on a device all of them
         step together when the kernel matrix fits in ``kernel_cache``
-        (:mod:`.solvers._sbp_pairs_cuda`), else they train one after another. Either way each pair has its share (by rows) of
-        ``max_kernel_evals``, fixed at the start, and the stacks or pairs share the time
-        left in turn."""
+        (:mod:`.solvers._sbp_pairs_cuda`), else they train one after another. Either
+        way each pair has its share (by rows) of ``max_kernel_evals``, fixed at the
+        start, and the stacks or pairs share the time left in turn."""
         pairs = class_pairs(classes.size)
         class_rows = [np.flatnonzero(labels == c) for c in range(classes.size)]  # training rows first, as in X_dev
         class_train = np.array([np.searchsorted(rows, n_train) for rows in class_rows])

@@ -1,7 +1,8 @@
 // SBP water levels of every problem at once, with or without the bias, and no sort
 // (gpusvm/_sbp_level_cuda.py).
 //
-// Problem p's responses are the first n_train (SBPShape) of row p of a (k, stride) array. With the bias they fall in two
+// Problem p's responses are the first n_train (its SBPShape) of row p of a (k, stride)
+// array; a stopped problem (not active) is skipped. With the bias they fall in two
 // basins (positives, negatives), without it in one. With u_K the sum over the basins of
 // each one's K-th smallest response and U_K the sum of those K smallest, the water
 // covers the k* lowest of each basin, k* = max { K : K u_K - U_K <= volume }, and the
@@ -142,15 +143,44 @@ __device__ inline void level_sort(double (*values)[LEVEL_WINDOW], const long lon
     __syncthreads();
 }
 
-// In place: values[b][i] becomes the sum of values[b][0..i] (summed in order, one
-// thread a basin: the block has little else to do, and it keeps the sums' order fixed).
+// Inclusive sum over a warp's lanes (every lane of the warp calls it).
+__device__ inline double level_warp_scan(double value, unsigned lane) {
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const double other = __shfl_up_sync(0xffffffffu, value, offset);
+        if (lane >= (unsigned)offset) value += other;
+    }
+    return value;
+}
+
+// In place: values[b][i] becomes the sum of values[b][0..i], for i < count[b]; every
+// thread of the block calls it. A block scan: each warp sums runs of 32 values by
+// shuffles, one thread a basin adds up the runs' totals (64 a basin), and every value
+// gets the total of the runs before its own. A fixed order of additions, so the same
+// windows give the same sums on every run.
 __device__ inline void level_prefix(double (*values)[LEVEL_WINDOW], const long long* count) {
+    __shared__ double run_before[2 * LEVEL_WINDOW / 32];  // per run of 32: the sum of the basin's runs before it
+    const unsigned lane = threadIdx.x & 31u;
+    const int warps = blockDim.x >> 5;
+    for (int base = (threadIdx.x >> 5) * 32; base < 2 * LEVEL_WINDOW; base += warps * 32) {
+        const int b = base / LEVEL_WINDOW, slot = base % LEVEL_WINDOW + lane;  // a run lies in one basin
+        const double value = level_warp_scan(slot < count[b] ? values[b][slot] : 0.0, lane);
+        if (slot < count[b]) values[b][slot] = value;
+        if (lane == 31) run_before[base / 32] = value;  // the run's total, for now
+    }
+    __syncthreads();
     if (threadIdx.x < 2) {
+        const int runs = LEVEL_WINDOW / 32, first = threadIdx.x * runs;
         double running = 0.0;
-        for (long long i = 0; i < count[threadIdx.x]; ++i) {
-            running += values[threadIdx.x][i];
-            values[threadIdx.x][i] = running;
+        for (int r = first; r < first + runs; ++r) {
+            const double total = run_before[r];
+            run_before[r] = running;
+            running += total;
         }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 2 * LEVEL_WINDOW; i += blockDim.x) {
+        const int b = i / LEVEL_WINDOW, slot = i % LEVEL_WINDOW;
+        if (slot < count[b]) values[b][slot] += run_before[i / 32];
     }
     __syncthreads();
 }

@@ -179,6 +179,32 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
         if self.kernel_matrix is None:
             launch(self._kernel_rows_of_drawn, None, None, ())
 
+    def _kernel_rows_of_drawn(self, grid, block, args):
+        """The drawn rows kept in the row cache, or their inner products with every row (a
+        launch of StepBlocks: its arguments are unused)."""
+        with nvtx.annotate("sbp.kernel_row", color="orange"):
+            if self.row_cache is not None:
+                self.row_cache.look_up(self.drawn, prefetch=self._lowest_covered)
+            else:
+                self.products.compute(self.drawn)
+                self._rows_computed += self.drawn.size
+
+    def _lowest_covered(self):
+        """The rows under every problem's level, by rank of height within their problem
+        (the host path's prefetch, ``NumpySBPSteps._lowest_first``): the rows the next
+        steps will draw.  None of a problem whose covered rows are over
+        ``PREFETCH_MAX_COVERED`` of the rows (early on, when the water covers much and
+        moves fast, most would not be drawn)."""
+        levels, labels, n = self.step_levels, self.labels, self.problem.n_train
+        edges = levels.edges
+        edge = cupy.where(labels < 0, edges[:, 1:2], edges[:, 0:1]) if self.problem.fit_intercept else edges[:, 0:1]
+        covered = self.C <= edge
+        covered &= (covered.sum(axis=1) <= PREFETCH_MAX_COVERED * n)[:, None]
+        heights = cupy.where(covered, self.C + levels.bias[:, None] * labels, cupy.inf)
+        order = cupy.argsort(heights, axis=1)
+        ranked_covered = covered[cupy.arange(covered.shape[0])[:, None], order]
+        return cupy.asnumpy(order.T[ranked_covered.T])  # by rank, then problem
+
     def step(self, step, eta):
         """One SBP step ``t = step`` (from 1) with step size ``eta``."""
         self.run_steps(np.array([[step, eta]], dtype=np.float64))
