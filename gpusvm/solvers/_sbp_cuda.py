@@ -3,9 +3,12 @@
 The same algorithm as ``NumpySBPSteps`` (see ``sbp.py``), with the state kept plainly
 (no shared scale: the projection is part of the fused update, which touches every
 response anyway) and every array on the device.  Every launch covers all problems
-(one-vs-rest classes) at once, so a step is a fixed number of launches whatever their
-number: the level search (four, ``_sbp_level_cuda.py``), a count and a draw of the
-covered rows, then the norm step and the fused update.
+(one-vs-rest classes here, one-vs-one pairs in ``_sbp_pairs_cuda.py``) at once, so a
+step is a fixed number of launches whatever their number: the level search (four,
+``_sbp_level_cuda.py``), a count and a draw of the covered rows, then the norm step and
+the fused update.  Each problem's rows, volume, stream and step scale are its row of a
+problem table on the device (``SBPShape``), which :class:`DeviceSBPLaunches` passes to
+every launch.
 
 Kernel values come from, in order of preference:
 

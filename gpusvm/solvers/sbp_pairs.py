@@ -18,7 +18,9 @@ pair), and one step of every pair costs the same few calls:
 
 Pair ``p`` is the binary SBP of :mod:`gpusvm.solvers.sbp` on its rows with its own
 stream and stopping rules, up to rounding (``tests/test_sbp.py`` fits each pair alone,
-and trains the pairs one after another, as on a device).
+and trains the pairs one after another, as on a device whose kernel matrix does not
+fit). :func:`run_pair_stack` also drives the device's twin,
+:class:`~gpusvm.solvers._sbp_pairs_cuda.CupyPairSteps`, in blocks of steps.
 """
 
 from __future__ import annotations
@@ -338,6 +340,9 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
     its epochs, its checkpoints (at most ten an epoch), its holdout's early stopping, and
     ``kernel_evals[p]``, its budget of kernel evaluations (None: none). ``rules.time_budget``
     is the whole stack's: when it runs out, every pair still stepping checkpoints and stops.
+    Steps that take a schedule (the device's ``run_steps``) run in blocks of up to their
+    ``block_steps`` up to the next step at which some pair checkpoints or stops; the
+    clock is read between blocks (on the host, after every step).
 
     Returns
     -------
