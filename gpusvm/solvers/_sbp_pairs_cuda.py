@@ -28,7 +28,6 @@ from .._kernel_matrix_cuda import kernel_cache_bytes, kernel_value_arguments, re
 from .._sbp_level_cuda import ACTIVE_WORD, problem_table
 from ..kernel_functions import kernel_rows, squared_row_norms
 from ._sbp_cuda import DeviceSBPLaunches
-from .sbp import largest_self_kernel, step_size_for
 
 
 def kernel_matrix_fits(n_train, n_rows, dtype, kernel_cache):
@@ -57,23 +56,19 @@ class CupyPairSteps(DeviceSBPLaunches):
         self.stack = stack
         n_pairs, batch = stack.n_pairs, stack.batch_size
         train_widths = stack.class_train[stack.pairs]  # (P, 2)
-        holdout_widths = stack.block_widths - train_widths
-        self.n_train, self.n_holdout = train_widths.sum(axis=1), holdout_widths.sum(axis=1)
+        self.n_train, self.n_holdout = stack.n_train, stack.n_rows - stack.n_train
         n_fit_train = int(stack.class_train.sum())
         if any(rows[: stack.class_train[c]].max(initial=-1) >= n_fit_train for c, rows in enumerate(stack.class_rows)):
             raise ValueError("CupyPairSteps needs every class's training rows among the first "
                              f"{n_fit_train} rows of X (the fit's training rows).")
-        train_rows, holdout_rows, first_holdout = self._columns(train_widths)
+        train_rows, holdout_rows, first_holdout = self._columns()
         self.first_holdout = cupy.asarray(first_holdout)  # holdout columns of the pair's first class
         self.holdout_valid = cupy.asarray(np.arange(holdout_rows.shape[1]) < self.n_holdout[:, None])
         width = train_rows.shape[1]
         labels = np.where(np.arange(width) < train_widths[:, :1], 1.0, -1.0)
         labels[np.arange(width) >= self.n_train[:, None]] = 0.0  # padding (never read)
         sq_norms = squared_row_norms(stack.X)
-        host_norms = cupy.asnumpy(sq_norms)
-        self.eta0 = np.array([step_size_for(largest_self_kernel(
-            host_norms[train_rows[p, : self.n_train[p]]], stack.kernel, stack.gamma, stack.degree, stack.coef0))
-            for p in range(n_pairs)])
+        self.eta0 = stack.first_step_sizes(cupy.asnumpy(sq_norms))
         compute_rows = functools.partial(kernel_rows, stack.X, sq_norms=sq_norms, kernel=stack.kernel,
                                          gamma=stack.gamma, degree=stack.degree, coef0=stack.coef0)
         self.kernel_matrix = resident_kernel_matrix(compute_rows, n_fit_train, stack.X.shape[0], stack.X.dtype,
@@ -94,21 +89,17 @@ class CupyPairSteps(DeviceSBPLaunches):
         self._active = np.ones(n_pairs, dtype=bool)
         self._host_alpha = {}  # average -> the coefficients on the host, until the next step
 
-    def _columns(self, train_widths):
+    def _columns(self):
         """Each pair's training rows and holdout rows of X (padded with row 0, never read),
         and which holdout columns are its first class's."""
         stack = self.stack
         train = np.zeros((stack.n_pairs, max(1, int(self.n_train.max()))), dtype=np.int64)
         holdout = np.zeros((stack.n_pairs, max(1, int(self.n_holdout.max()))), dtype=np.int64)
-        first_holdout = np.zeros(holdout.shape, dtype=bool)
-        for p, (a, b) in enumerate(stack.pairs):
-            (train_a, train_b), rows_a, rows_b = train_widths[p], stack.class_rows[a], stack.class_rows[b]
-            pair_train = np.concatenate([rows_a[:train_a], rows_b[:train_b]])
-            pair_holdout = np.concatenate([rows_a[train_a:], rows_b[train_b:]])
-            train[p, : pair_train.size] = pair_train
-            holdout[p, : pair_holdout.size] = pair_holdout
-            first_holdout[p, : rows_a.size - train_a] = True
-        return train, holdout, first_holdout
+        for p in range(stack.n_pairs):
+            train[p, : self.n_train[p]] = stack.training_rows(p)
+            holdout[p, : self.n_holdout[p]] = stack.holdout_rows(p)
+        first_width = stack.block_widths[:, :1] - stack.class_train[stack.pairs[:, :1]]
+        return train, holdout, np.arange(holdout.shape[1]) < first_width
 
     @property
     def kernel_rows_computed(self):
@@ -128,18 +119,17 @@ class CupyPairSteps(DeviceSBPLaunches):
         self.n_steps[active] = int(schedule[-1, 0])
         self._host_alpha.clear()
 
-    def _averaged(self, total, pairs):
-        """A running sum of these pairs' rows over their steps so far."""
-        return total[pairs] / cupy.asarray(np.maximum(1, self.n_steps[pairs]), dtype=np.float64)[:, None]
+    def _averaged(self, total):
+        """A running sum of every pair's state over its steps so far."""
+        return total / cupy.asarray(np.maximum(1, self.n_steps), dtype=np.float64)[:, None]
 
     def evaluate(self, average, pairs):
         """Level and bias of these pairs' models, and their holdout errors (NaN: no
         holdout), as host arrays."""
         pairs = np.asarray(pairs)
-        every = np.arange(self.stack.n_pairs)
-        responses = self._averaged(self.c_sum, every) if average else self.C
+        responses = self._averaged(self.c_sum) if average else self.C
         level, bias = self.checkpoint_levels.search(responses)  # of every active pair
-        holdout = self._averaged(self.h_sum, every) if average else self.H
+        holdout = self._averaged(self.h_sum) if average else self.H
         divisor = cupy.where(level > 0, level, 1.0)
         predicted_first = (holdout + bias[:, None]) / divisor[:, None] > 0
         wrong = ((predicted_first != self.first_holdout) & self.holdout_valid).sum(axis=1)
@@ -150,7 +140,6 @@ class CupyPairSteps(DeviceSBPLaunches):
     def coefficients(self, average, pair):
         """``alpha`` of pair ``pair``'s training rows, shape (1, n_train)."""
         if average not in self._host_alpha:
-            every = np.arange(self.stack.n_pairs)
-            self._host_alpha[average] = cupy.asnumpy(self._averaged(self.alpha_sum, every) if average else self.alpha)
+            self._host_alpha[average] = cupy.asnumpy(self._averaged(self.alpha_sum) if average else self.alpha)
         return self._host_alpha[average][pair : pair + 1, : self.n_train[pair]]
 

@@ -99,6 +99,23 @@ class PairStack:
         """(P,) training and holdout rows of each pair."""
         return self.block_widths.sum(axis=1)
 
+    def training_rows(self, pair):
+        """The rows of X that pair ``pair`` trains on: its first class's training rows,
+        then its second's."""
+        a, b = self.pairs[pair]
+        return np.concatenate([self.class_rows[a][: self.class_train[a]], self.class_rows[b][: self.class_train[b]]])
+
+    def holdout_rows(self, pair):
+        """Pair ``pair``'s holdout rows of X, its first class's, then its second's."""
+        a, b = self.pairs[pair]
+        return np.concatenate([self.class_rows[a][self.class_train[a]:], self.class_rows[b][self.class_train[b]:]])
+
+    def first_step_sizes(self, sq_norms):
+        """(P,) each pair's ``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over its training rows,
+        from X's squared row norms (a host array)."""
+        return np.array([step_size_for(largest_self_kernel(sq_norms[self.training_rows(p)], self.kernel, self.gamma,
+                                                           self.degree, self.coef0)) for p in range(self.n_pairs)])
+
     def columns(self):
         """(P, W) the row of X in each column of each pair (-1: padding)."""
         columns = np.full((self.n_pairs, self.width), -1, dtype=np.int64)
@@ -159,9 +176,7 @@ class NumpyPairSteps:
         classes = (positive, self.train & ~positive) if stack.fit_intercept else (self.train,)
         self.classes = [class_offsets(mask) for mask in classes]  # as the level search takes them
         self.sq_norms = squared_row_norms(stack.X)
-        self.eta0 = np.array([step_size_for(largest_self_kernel(
-            self.sq_norms[self.columns[p][self.train[p]]], stack.kernel, stack.gamma, stack.degree,
-            stack.coef0)) for p in range(n_pairs)])
+        self.eta0 = stack.first_step_sizes(self.sq_norms)
         block_bytes = max(rows.size for rows in stack.class_rows) * stack.X.dtype.itemsize
         # a step's blocks must all be kept: at least two batches of every pair (two blocks a row)
         self.cache = ClassBlockCache(stack, self.sq_norms, max(cache_bytes, 4 * n_pairs * batch * block_bytes))
