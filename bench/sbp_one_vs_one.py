@@ -12,7 +12,16 @@ SBPClassifier's default ``multi_class='ovo'`` (issue 14).
 Both run batch 64 with no holdout, for 1, 2 and 4 epochs; the SVC fits that give ``nu``
 are untimed. Times are of ``fit`` alone.
 
-    python bench/sbp_one_vs_one.py [--datasets penbased letter] [--quick]
+On cupy (``--backends cupy``; SVC still on the CPU) one-vs-one runs once for each place
+its pairs read kernel values from (``--kernel-values``): ``matrix``, the fit's kernel
+matrix resident; ``cache``, a device cache of a quarter of its rows (as when the matrix
+does not fit; at least twice the rows all pairs draw in a step, so not on letter, whose
+325 pairs draw more rows a step than it has); ``none``, a
+``kernel_cache`` of 0, with which the pairs train one after another, each step computing
+its drawn rows' kernel values.
+
+    python bench/sbp_one_vs_one.py [--datasets penbased letter] [--backends numpy cupy]
+        [--kernel-values matrix cache none] [--quick]
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ import numpy as np
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report  # noqa: E402
+from _common import report, synchronize_device  # noqa: E402
 from sbp_kernel import SETTINGS, load, median_nu  # noqa: E402
 
 from gpusvm import SBPClassifier  # noqa: E402
@@ -34,28 +43,57 @@ from gpusvm import SBPClassifier  # noqa: E402
 BATCH = 64
 
 
-def sbp(nu, gamma, epochs, multi_class):
+def sbp(nu, gamma, epochs, multi_class, backend, kernel_cache):
     return SBPClassifier(nu=nu, gamma=gamma, batch_size=BATCH, max_iter=epochs, validation_fraction=0.0,
-                         tol=None, multi_class=multi_class, random_state=0, backend="numpy")
+                         tol=None, multi_class=multi_class, random_state=0, backend=backend,
+                         kernel_cache=kernel_cache)
 
 
-def run(X, y, X_test, y_test, gamma, epochs, multi_class):
+def pair_cache_bytes(X, y, kernel_values):
+    """``kernel_cache`` that puts one-vs-one's kernel values where ``kernel_values`` says
+    (None: a cache that would hold every row)."""
+    if kernel_values == "matrix":
+        return "auto"
+    if kernel_values == "none":
+        return 0
+    n_classes = np.unique(y).size
+    slots = n_classes * (n_classes - 1) // 2 * BATCH  # rows all the pairs draw in a step
+    rows = max(X.shape[0] // 4, 2 * slots)
+    return rows * X.shape[0] * X.dtype.itemsize if rows < X.shape[0] else None
+
+
+def run(X, y, X_test, y_test, gamma, epochs, multi_class, backend="numpy", kernel_cache="auto"):
     """Fit time and test error of SBPClassifier(multi_class=...) after each epoch count."""
     nu = median_nu(SVC(C=1.0, gamma=gamma), X, y, multi_class)
     rows = []
     for n_epochs in epochs:
-        model = sbp(nu, gamma, n_epochs, multi_class)
+        model = sbp(nu, gamma, n_epochs, multi_class, backend, kernel_cache)
         started = time.perf_counter()
         model.fit(X, y)
+        synchronize_device(backend)
         rows.append({"epochs": n_epochs, "nu": nu, "seconds": time.perf_counter() - started,
                      "test_error": float(np.mean(model.predict(X_test) != y_test)),
                      "support_vectors": int(model.support_.size)})
     return rows
 
 
+def solver_runs(backends, kernel_values):
+    """(label, multi_class, backend, kernel values) of every SBP run."""
+    for backend in backends:
+        on = "" if backend == "numpy" else f", {backend}"
+        yield f"SBP one-vs-rest{on}", "ovr", backend, "matrix"
+        for values in kernel_values if backend == "cupy" else ["matrix"]:
+            where = "" if backend == "numpy" else {"matrix": ", kernel matrix", "cache": ", row cache (1/4)",
+                                                   "none": ", pairs in turn"}[values]
+            yield f"SBP one-vs-one{on}{where}", "ovo", backend, values
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["penbased", "letter"], choices=["penbased", "letter"])
+    parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
+    parser.add_argument("--kernel-values", nargs="+", default=["matrix", "cache", "none"],
+                        choices=["matrix", "cache", "none"], help="on cupy: where one-vs-one reads them")
     parser.add_argument("--quick", action="store_true", help="2,000 rows, 1 epoch: a smoke run")
     args = parser.parse_args()
     epochs = [1] if args.quick else [1, 2, 4]
@@ -70,18 +108,23 @@ def main():
         svc_error = float(np.mean(svc.predict(X_test) != y_test))
         results.append({"dataset": name, "solver": "SVC (LIBSVM, one-vs-one)", "seconds": svc_seconds,
                         "test_error": svc_error, "ratio": 1.0, "support_vectors": int(svc.support_.size)})
-        for solver, multi_class in (("SBP one-vs-rest", "ovr"), ("SBP one-vs-one", "ovo")):
-            for row in run(X, y, X_test, y_test, gamma, epochs, multi_class):
+        for solver, multi_class, backend, values in solver_runs(args.backends, args.kernel_values):
+            kernel_cache = pair_cache_bytes(X, y, values)
+            if kernel_cache is None:
+                print(f"{name}: no {solver}: a cache of twice a step's rows would hold every row")
+                continue
+            for row in run(X, y, X_test, y_test, gamma, epochs, multi_class, backend, kernel_cache):
                 results.append({"dataset": name, "solver": f"{solver}, batch {BATCH}", **row,
                                 "ratio": row["seconds"] / svc_seconds})
                 print(results[-1], flush=True)
     columns = [("data", "dataset", "s"), ("solver", "solver", "s"), ("epochs", "epochs", "g"),
                ("nu", "nu", ".2g"), ("fit s", "seconds", ".2f"), ("ratio to SVC's fit", "ratio", ".2f"),
                ("test error", "test_error", ".2%"), ("support vectors", "support_vectors", "g")]
-    report("sbp_one_vs_one", ["numpy"], columns=columns,
+    report("sbp_one_vs_one", args.backends, columns=columns,
            title="Multiclass SBP, one-vs-rest against one-vs-one, beside SVC (KEEL, standardized; fit times)",
            payload={"dataset": "KEEL " + ", ".join(args.datasets),
-                    "parameters": {"quick": args.quick, "batch_size": BATCH, "epochs": epochs, "C": 1.0},
+                    "parameters": {"quick": args.quick, "batch_size": BATCH, "epochs": epochs, "C": 1.0,
+                                   "kernel_values": args.kernel_values},
                     "results": results})
 
 

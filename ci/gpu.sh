@@ -10,6 +10,8 @@
 #   ci/gpu.sh batches   PegasosSVC's time to objective at batch sizes 64 to 16,384 (1M sparse rows)
 #   ci/gpu.sh extra     the water level; SBPClassifier beside SVC (CPU) on KEEL letter; the SBP
 #                       step with its kernel rows in a device row cache (bench/sbp_step.py)
+#   ci/gpu.sh pairs     one-vs-one SBPClassifier on KEEL penbased and letter, its pairs reading the
+#                       kernel matrix, a row cache of it, or training one after another
 #   ci/gpu.sh graphs    blocks of steps replayed as CUDA graphs against direct launches (the
 #                       tests that decide GPUSVM_CUDA_GRAPHS' default), then the roofline table
 #                       of PegasosSVC and FTRL by batch size, direct and graph launches
@@ -73,6 +75,9 @@ if [ "$step" = extra ] || [ "$step" = all ]; then
   bench 120 bench/water_level.py --backends cupy
   bench 200 bench/sbp_kernel.py --datasets letter --backends cupy  # 26 classes, one-vs-one
   bench 180 bench/sbp_step.py --backends cupy --kernel-values cache --rows 100000 1000000 --classes 1 26
+fi
+if [ "$step" = pairs ] || [ "$step" = all ]; then
+  bench 500 bench/sbp_one_vs_one.py --backends cupy
 fi
 if [ "$step" = graphs ] || [ "$step" = all ]; then
   echo "== step blocks as CUDA graphs (limit 200 s)"

@@ -116,14 +116,23 @@ class DeviceRowCache(KernelRowCache):
         evicted as fast as they are computed)."""
         return budget >= 2 * slots * n_columns * np.dtype(dtype).itemsize
 
-    def look_up(self, drawn, prefetch=None):
-        """Make the rows of ``drawn`` (device indices, one per slot) kept, and write their
-        store rows to ``store_rows``; ``prefetch`` as :meth:`KernelRowCache.rows`'."""
+    def look_up(self, drawn, prefetch=None, where=None):
+        """Make the rows of ``drawn`` (indices, one per slot, on the device or the host)
+        kept, and write their store rows to ``store_rows``; ``prefetch`` as
+        :meth:`KernelRowCache.rows`'. ``where``: a host mask of the slots to look up (the
+        others' store rows are left as they are: a stopped problem's, which no launch
+        reads); None: every slot."""
         import cupy
 
-        distinct, position = np.unique(cupy.asnumpy(drawn), return_inverse=True)
-        slots = self.slots(distinct, prefetch)
-        self.store_rows.set(np.ascontiguousarray(slots[position.ravel()], dtype=np.int64))
+        drawn = cupy.asnumpy(drawn)
+        if where is not None:
+            drawn = drawn[where]
+        distinct, position = np.unique(drawn, return_inverse=True)
+        slots = np.ascontiguousarray(self.slots(distinct, prefetch)[position.ravel()], dtype=np.int64)
+        if where is None:
+            self.store_rows.set(slots)
+        else:
+            self.store_rows[cupy.asarray(np.flatnonzero(where))] = cupy.asarray(slots)
 
     def _fill(self, indices, slots):
         import cupy

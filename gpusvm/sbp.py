@@ -134,8 +134,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         5.50% test error (SVC: 5.84%) in 3.7 s while one-vs-rest was at 7.22% after 69 s,
         and on KEEL penbased (10 classes) it reached SVC's 0.40% in 0.66 s against 5.1 s.
         All pairs step together (each as its own binary problem): on the numpy backend
-        in stacks of similar widths, on cupy in each launch when the fit's kernel matrix
-        fits in ``kernel_cache`` (else one pair after another). ``nu`` is shared by
+        in stacks of similar widths, on cupy in each launch when ``kernel_cache`` holds
+        the fit's kernel matrix or a cache of twice a step's rows (else one pair after
+        another). ``nu`` is shared by
         every problem (as NuSVC's).
     decision_function_shape : {'ovr', 'ovo'}, default='ovr'
         As SVC's, for a one-vs-one model of more than two classes: 'ovr' gives
@@ -157,8 +158,10 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         rows. Otherwise, when it holds twice a step's drawn rows, it is a cache of
         kernel rows with ``cache_size``'s semantics (one host synchronisation a step);
         else every step computes its drawn rows' kernel values from X. 60,000 float32
-        rows (MNIST) take 14.4 GB. A one-vs-one model's pairs step together only from
-        the whole matrix.
+        rows (MNIST) take 14.4 GB. A one-vs-one model's pairs read the matrix of the
+        fit's training rows by all its rows, or a cache of its rows (of twice the rows
+        all pairs draw in a step); with neither they train one after another, each with
+        its own.
     random_state : int, RandomState or None, default=None
         Seeds the shared random stream: the same int draws the same examples on the
         numpy and cupy backends.
@@ -194,7 +197,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         numpy backend the pairs step together, so their records interleave in time, and
         ``kernel_rows_computed`` counts the kernel rows over one class's rows that all
         the pairs stepping together have computed, since a row's part over its own
-        class serves every pair of that class).
+        class serves every pair of that class; on cupy, when the pairs step together,
+        the rows of the fit's kernel matrix, or of its cache, that all pairs have
+        computed).
     classes_, gamma_, backend_, n_features_in_
     t_ : int
         Steps taken (over all pairs of a one-vs-one model).
@@ -310,8 +315,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         A pair's rows are its first class's training rows, then its second's, then
         their holdout rows in the same order. On the host the pairs step together in
         stacks of similar widths (:mod:`.solvers.sbp_pairs`); on a device all of them
-        step together when the kernel matrix fits in ``kernel_cache``
-        (:mod:`.solvers._sbp_pairs_cuda`), else they train one after another. Either
+        step together when ``kernel_cache`` holds the kernel matrix or a cache of twice
+        a step's rows (:mod:`.solvers._sbp_pairs_cuda`), else they train one after
+        another. Either
         way each pair has its share (by rows) of ``max_kernel_evals``, fixed at the
         start, and the stacks or pairs share the time left in turn."""
         pairs = class_pairs(classes.size)
@@ -320,7 +326,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         sizes = [class_rows[a].size + class_rows[b].size for a, b in pairs]
         kernel_evals = [None if rules.max_kernel_evals is None
                         else max(1, int(share(rules.max_kernel_evals, size, sum(sizes)))) for size in sizes]
-        together = self._pairs_step_together(backend, n_train, X_dev.shape[0], X_dev.dtype)
+        together = self._pairs_step_together(backend, n_train, X_dev.shape[0], X_dev.dtype, len(pairs))
         if not together:
             groups = [[p] for p in range(len(pairs))]
         else:  # a device steps every pair in each launch; the host in stacks of similar widths
@@ -365,16 +371,16 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         return run_pair_stack(stack, steps, rules, kernel_evals=None if kernel_evals is None else np.array(kernel_evals),
                               average=self.average, verbose=self.verbose)
 
-    def _pairs_step_together(self, backend, n_train, n_rows, dtype):
-        """Whether one-vs-one pairs step together or one after another: always on the
-        host; on a device, when the kernel matrix of the ``n_train`` training rows by all
-        ``n_rows`` rows fits in ``kernel_cache`` (the pairs read their kernel values
-        from it)."""
+    def _pairs_step_together(self, backend, n_train, n_rows, dtype, n_pairs):
+        """Whether the ``n_pairs`` one-vs-one pairs step together or one after another:
+        always on the host; on a device, when ``kernel_cache`` holds the kernel matrix of
+        the ``n_train`` training rows by all ``n_rows`` rows, or a cache of twice the
+        rows all pairs draw in a step (the pairs read their kernel values from it)."""
         if backend == "numpy":
             return True
-        from .solvers._sbp_pairs_cuda import kernel_matrix_fits
+        from .solvers._sbp_pairs_cuda import pair_kernel_values
 
-        return kernel_matrix_fits(n_train, n_rows, dtype, self.kernel_cache)
+        return pair_kernel_values(n_train, n_rows, dtype, self.kernel_cache, n_pairs * self.batch_size) is not None
 
     def _solve_pair(self, X_dev, class_rows, class_train, pair, gamma, seed, rules, backend):
         """The SBP run of one pair on its own: its rows as :meth:`_fit_pairs` lays them out."""

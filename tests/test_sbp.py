@@ -478,7 +478,7 @@ def test_one_vs_one_pairs_stepping_together_equal_pairs_one_after_another(rng, f
     assert any(r["holdout_error"] is not None for r in together.history_)
 
 
-def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed=5):
+def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed=5, nu=0.05):
     """The PairStack of every pair of classes of X's rows (training rows first, as
     SBPClassifier lays them out), with X on ``backend``."""
     from gpusvm._one_vs_one import class_pairs, pair_seed
@@ -491,16 +491,19 @@ def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed
                      class_train=np.array([np.searchsorted(rows, n_train) for rows in class_rows]),
                      pairs=np.array(pairs), seeds=np.array([pair_seed(seed, p) for p in range(len(pairs))],
                                                            dtype=np.uint64),
-                     nu=0.05, batch_size=batch_size, kernel="rbf", gamma=0.2, degree=3, coef0=0.0,
+                     nu=nu, batch_size=batch_size, kernel="rbf", gamma=0.2, degree=3, coef0=0.0,
                      fit_intercept=fit_intercept)
 
 
+@pytest.mark.parametrize("kernel_values", ["matrix", "cache"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_intercept):
+def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_intercept, kernel_values):
     """Every pair in each launch on the device (classes of uneven sizes: rows of padding;
     pairs stopping at different steps by their budgets of kernel evaluations: inactive
     pairs left as they are) against the host's stacked pairs: the same steps, holdout
-    errors, levels and coefficients."""
+    errors, levels and coefficients; kernel values from the resident matrix, or from a
+    cache of 24 of its 46 rows, twice a step's draws (rows evicted; stopped pairs' draws
+    not looked up)."""
     from gpusvm.solvers._sbp_pairs_cuda import CupyPairSteps
     from gpusvm.solvers.sbp_pairs import NumpyPairSteps, run_pair_stack
 
@@ -514,9 +517,16 @@ def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_interc
     kernel_evals = rng.integers(600, 3_000, size=6)
     results = {}
     for backend in ("numpy", "cupy"):
-        stack = pair_stack(X, labels, n_train, backend, fit_intercept=fit_intercept)
-        steps = CupyPairSteps(stack) if backend == "cupy" else NumpyPairSteps(stack, cache_bytes=2**20)
+        stack = pair_stack(X, labels, n_train, backend, fit_intercept=fit_intercept, batch_size=2, nu=0.2)
+        if backend == "cupy":
+            kernel_cache = "auto" if kernel_values == "matrix" else 24 * X.shape[0] * X.dtype.itemsize
+            steps = device_steps = CupyPairSteps(stack, kernel_cache=kernel_cache)
+        else:
+            steps = NumpyPairSteps(stack, cache_bytes=2**20)
         results[backend] = run_pair_stack(stack, steps, rules, kernel_evals=kernel_evals)
+    assert (device_steps.row_cache is not None) == (kernel_values == "cache")
+    if kernel_values == "cache":
+        assert device_steps.row_cache.capacity == 24 and device_steps.kernel_rows_computed > 24
     host, device = results["numpy"], results["cupy"]
     assert len({result.n_steps for result in host}) > 1  # pairs stopped at different steps
     for p, (a, b) in enumerate(zip(host, device, strict=True)):

@@ -43,7 +43,7 @@ from .. import _step_blocks
 from .._kernel_matrix_cuda import (DeviceRowCache, DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments,
                                    resident_kernel_matrix)
 from .._kernels import get_kernel
-from .._sbp_level_cuda import DeviceLevels, problem_table
+from .._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
 from ..kernel_functions import squared_row_norms
 from .sbp import PREFETCH_MAX_COVERED, LocalModel
 
@@ -115,6 +115,25 @@ class DeviceSBPLaunches:
 
     def _launch_kernel_rows(self, launch):
         """Whatever makes the drawn rows' kernel values readable (nothing: a resident matrix)."""
+
+    def _lowest_covered(self):
+        """The training rows (of X) under every problem's level, by rank of height within
+        their problem (the host path's prefetch, ``NumpySBPSteps._lowest_first``): the
+        rows the next steps will draw.  None of a stopped problem, nor of one whose
+        covered rows are over ``PREFETCH_MAX_COVERED`` of its training rows (early on,
+        when the water covers much and moves fast, most would not be drawn)."""
+        levels, labels, problems = self.step_levels, self.labels, self.problems
+        edges = levels.edges
+        edge = cupy.where(labels < 0, edges[:, 1:2], edges[:, 0:1]) if self.two_basins else edges[:, 0:1]
+        n_train = problems[:, 0:1]  # SBPShape.n_train: the padding after it is never drawn
+        covered = (self.C <= edge) & (cupy.arange(labels.shape[1]) < n_train) & (problems[:, ACTIVE_WORD : ACTIVE_WORD + 1] != 0)
+        covered &= covered.sum(axis=1, keepdims=True) <= PREFETCH_MAX_COVERED * n_train
+        heights = cupy.where(covered, self.C + levels.bias[:, None] * labels, cupy.inf)
+        order = cupy.argsort(heights, axis=1)
+        ranked_covered = cupy.take_along_axis(covered, order, axis=1)
+        if self.column_stride:  # positions to rows of X
+            order = cupy.take_along_axis(self.column_rows[:, : labels.shape[1]], order, axis=1)
+        return cupy.asnumpy(order.T[ranked_covered.T])  # by rank, then problem
 
     def synchronize(self):
         """Wait for the steps queued on the device (before reading a host clock)."""
@@ -191,22 +210,6 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
             else:
                 self.products.compute(self.drawn)
                 self._rows_computed += self.drawn.size
-
-    def _lowest_covered(self):
-        """The rows under every problem's level, by rank of height within their problem
-        (the host path's prefetch, ``NumpySBPSteps._lowest_first``): the rows the next
-        steps will draw.  None of a problem whose covered rows are over
-        ``PREFETCH_MAX_COVERED`` of the rows (early on, when the water covers much and
-        moves fast, most would not be drawn)."""
-        levels, labels, n = self.step_levels, self.labels, self.problem.n_train
-        edges = levels.edges
-        edge = cupy.where(labels < 0, edges[:, 1:2], edges[:, 0:1]) if self.problem.fit_intercept else edges[:, 0:1]
-        covered = self.C <= edge
-        covered &= (covered.sum(axis=1) <= PREFETCH_MAX_COVERED * n)[:, None]
-        heights = cupy.where(covered, self.C + levels.bias[:, None] * labels, cupy.inf)
-        order = cupy.argsort(heights, axis=1)
-        ranked_covered = covered[cupy.arange(covered.shape[0])[:, None], order]
-        return cupy.asnumpy(order.T[ranked_covered.T])  # by rank, then problem
 
     def step(self, step, eta):
         """One SBP step ``t = step`` (from 1) with step size ``eta``."""

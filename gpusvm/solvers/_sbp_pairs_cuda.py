@@ -4,11 +4,15 @@ The host's :class:`~gpusvm.solvers.sbp_pairs.NumpyPairSteps` on a device, throug
 launches of :class:`~gpusvm.solvers._sbp_cuda.DeviceSBPLaunches`: pair ``p`` is row p of
 the ``(P, W)`` state arrays, its training columns its first class's training rows then
 its second's, its holdout columns likewise, then padding up to the widest pair, which no
-launch reads. Its kernel values are read from the kernel matrix of every training row of
-the fit by every row, resident on the device, through a table of its columns' rows; its
-step size, stream and volume are its row of the problem table; a pair that has stopped
-is marked inactive there, and every launch skips it. So a step of all the pairs is the
-same few launches as a step of one (KEEL letter: 325 pairs), and blocks of steps between
+launch reads. Its kernel values are read through a table of its columns' rows of X from
+the kernel matrix of every training row of the fit by every row: resident on the device
+when it fits in ``kernel_cache``, else a row cache of it there
+(:class:`~gpusvm._kernel_matrix_cuda.DeviceRowCache`, whose host bookkeeping reads
+every step's drawn rows). A cached row serves every pair that draws it, so a row drawn
+by several pairs of its class is computed once. Its step size, stream and volume are its
+row of the problem table; a pair that has stopped is marked inactive there, and every
+launch skips it. So a step of all the pairs is the same few launches as a step of one
+(KEEL letter: 325 pairs), and with the resident matrix blocks of steps between
 checkpoints can run as CUDA graphs.
 
 :func:`~gpusvm.solvers.sbp_pairs.run_pair_stack` drives it as it drives the host's: each
@@ -24,17 +28,22 @@ import cupy
 import numpy as np
 import nvtx
 
-from .._kernel_matrix_cuda import kernel_cache_bytes, kernel_value_arguments, resident_kernel_matrix
+from .._kernel_matrix_cuda import DeviceRowCache, kernel_cache_bytes, kernel_value_arguments, resident_kernel_matrix
 from .._sbp_level_cuda import ACTIVE_WORD, problem_table
 from ..kernel_functions import kernel_rows, squared_row_norms
 from ._sbp_cuda import DeviceSBPLaunches
 
 
-def kernel_matrix_fits(n_train, n_rows, dtype, kernel_cache):
-    """Whether the kernel matrix the pairs read (the fit's ``n_train`` training rows by
-    its ``n_rows`` rows, in X's ``dtype``) fits in ``kernel_cache`` (as
-    ``SBPClassifier.kernel_cache``)."""
-    return n_train * n_rows * np.dtype(dtype).itemsize <= kernel_cache_bytes(kernel_cache)
+def pair_kernel_values(n_train, n_rows, dtype, kernel_cache, slots):
+    """Where the pairs stepping together would read their kernel values: ``'matrix'``
+    when the kernel matrix of the fit's ``n_train`` training rows by its ``n_rows`` rows
+    (X's ``dtype``) fits in ``kernel_cache`` (as ``SBPClassifier.kernel_cache``), else
+    ``'cache'`` when a row cache of that matrix there holds twice the ``slots`` rows
+    that every pair draws in a step, else None (the pairs then train one after another)."""
+    budget = kernel_cache_bytes(kernel_cache)
+    if n_train * n_rows * np.dtype(dtype).itemsize <= budget:
+        return "matrix"
+    return "cache" if DeviceRowCache.holds(n_rows, dtype, budget, slots) else None
 
 
 class CupyPairSteps(DeviceSBPLaunches):
@@ -47,9 +56,11 @@ class CupyPairSteps(DeviceSBPLaunches):
         Its X on the device, the training rows of every class before any holdout row
         (as ``SBPClassifier`` lays them out).
     kernel_cache : 'auto', float or int
-        Device memory for the kernel matrix (:func:`kernel_matrix_fits` must hold).
+        Device memory for the kernel matrix, or else a cache of its rows
+        (:func:`pair_kernel_values` must not be None).
     mode : {'direct', 'graph', 'replay'} or None
-        How blocks of steps are issued (:class:`~gpusvm._step_blocks.StepBlocks`).
+        How blocks of steps are issued (:class:`~gpusvm._step_blocks.StepBlocks`);
+        'graph' runs direct with the row cache.
     """
 
     def __init__(self, stack, kernel_cache="auto", mode=None):
@@ -71,20 +82,30 @@ class CupyPairSteps(DeviceSBPLaunches):
         self.eta0 = stack.first_step_sizes(cupy.asnumpy(sq_norms))
         compute_rows = functools.partial(kernel_rows, stack.X, sq_norms=sq_norms, kernel=stack.kernel,
                                          gamma=stack.gamma, degree=stack.degree, coef0=stack.coef0)
-        self.kernel_matrix = resident_kernel_matrix(compute_rows, n_fit_train, stack.X.shape[0], stack.X.dtype,
-                                                    kernel_cache_bytes(kernel_cache))
-        if self.kernel_matrix is None:
-            raise ValueError(f"kernel_cache={kernel_cache!r} cannot hold the pairs' kernel matrix "
-                             f"({n_fit_train} x {stack.X.shape[0]} values); check kernel_matrix_fits first.")
-        kernel_values = kernel_value_arguments(self.kernel_matrix, "matrix", sq_norms, stack.kernel, stack.gamma,
-                                               stack.coef0, stack.degree)
+        n_rows, dtype, budget = stack.X.shape[0], stack.X.dtype, kernel_cache_bytes(kernel_cache)
+        self.kernel_matrix = resident_kernel_matrix(compute_rows, n_fit_train, n_rows, dtype, budget)
+        self.row_cache = None
+        kernel = (sq_norms, stack.kernel, stack.gamma, stack.coef0, stack.degree)
+        if self.kernel_matrix is not None:
+            kernel_values = kernel_value_arguments(self.kernel_matrix, "matrix", *kernel)
+        elif DeviceRowCache.holds(n_rows, dtype, budget, n_pairs * batch):
+            self.row_cache = DeviceRowCache(compute_rows, n_fit_train, n_rows, dtype, budget, n_pairs * batch)
+            kernel_values = kernel_value_arguments(self.row_cache.store, "cache", *kernel,
+                                                   store_rows=self.row_cache.store_rows)
+        else:
+            raise ValueError(f"kernel_cache={kernel_cache!r} holds neither the pairs' kernel matrix "
+                             f"({n_fit_train} x {n_rows} values) nor a cache of twice the {n_pairs * batch} rows "
+                             "they draw in a step; check pair_kernel_values first.")
+        self._train_rows = train_rows  # host copy: the rows of X a step's drawn positions are
         # the schedule's step size is 1 / sqrt(t); each pair's is its eta_0 times that
         problems = problem_table(self.n_train, self.n_holdout, stack.nu * self.n_train, seed=stack.seeds,
                                  first_lane=0, eta_scale=self.eta0)
         class_sizes = [tuple(int(size) for size in sizes) for sizes in train_widths]
+        # the cache's host bookkeeping at every step is not captured
         self._set_up(cupy.asarray(labels), class_sizes, problems,
                      cupy.asarray(np.concatenate([train_rows, holdout_rows], axis=1)), holdout_rows.shape[1],
-                     kernel_values, batch_size=batch, fit_intercept=stack.fit_intercept, mode=mode, capturable=True)
+                     kernel_values, batch_size=batch, fit_intercept=stack.fit_intercept, mode=mode,
+                     capturable=self.row_cache is None)
         self.n_steps = np.zeros(n_pairs, dtype=np.int64)
         self._active = np.ones(n_pairs, dtype=bool)
         self._host_alpha = {}  # average -> the coefficients on the host, until the next step
@@ -103,8 +124,22 @@ class CupyPairSteps(DeviceSBPLaunches):
 
     @property
     def kernel_rows_computed(self):
-        """Rows of the kernel matrix, computed once."""
-        return self.kernel_matrix.shape[0]
+        """Rows of the kernel matrix computed so far (the whole matrix's once, or the
+        cache's)."""
+        return self.kernel_matrix.shape[0] if self.row_cache is None else self.row_cache.rows_computed
+
+    def _launch_kernel_rows(self, launch):
+        if self.row_cache is not None:
+            launch(self._kernel_rows_of_drawn, None, None, ())
+
+    def _kernel_rows_of_drawn(self, grid, block, args):
+        """The active pairs' drawn rows kept in the row cache (a launch of StepBlocks: its
+        arguments are unused)."""
+        with nvtx.annotate("sbp.kernel_row", color="orange"):
+            drawn = cupy.asnumpy(self.drawn).reshape(self._train_rows.shape[0], -1)
+            rows = np.take_along_axis(self._train_rows, drawn, axis=1)
+            self.row_cache.look_up(rows.ravel(), prefetch=self._lowest_covered,
+                                   where=np.repeat(self._active, drawn.shape[1]))
 
     def run_steps(self, schedule, active):
         """Steps of the ``active`` pairs (int array), one per row ``(t, 1 / sqrt(t))`` of a
