@@ -136,8 +136,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         All pairs step together (each as its own binary problem): on the numpy backend
         in stacks of similar widths, on cupy in each launch when ``kernel_cache`` holds
         the fit's kernel matrix or a cache of twice a step's rows (else one pair after
-        another). ``nu`` is shared by
-        every problem (as NuSVC's).
+        another). ``nu`` is shared by every problem (as NuSVC's).
     decision_function_shape : {'ovr', 'ovo'}, default='ovr'
         As SVC's, for a one-vs-one model of more than two classes: 'ovr' gives
         ``(n_samples, n_classes)`` scores (votes plus squashed summed confidences, which
@@ -317,9 +316,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         stacks of similar widths (:mod:`.solvers.sbp_pairs`); on a device all of them
         step together when ``kernel_cache`` holds the kernel matrix or a cache of twice
         a step's rows (:mod:`.solvers._sbp_pairs_cuda`), else they train one after
-        another. Either
-        way each pair has its share (by rows) of ``max_kernel_evals``, fixed at the
-        start, and the stacks or pairs share the time left in turn."""
+        another. Either way each pair has its share (by rows) of ``max_kernel_evals``,
+        fixed at the start, and the stacks or pairs share the time left in turn."""
         pairs = class_pairs(classes.size)
         class_rows = [np.flatnonzero(labels == c) for c in range(classes.size)]  # training rows first, as in X_dev
         class_train = np.array([np.searchsorted(rows, n_train) for rows in class_rows])

@@ -126,7 +126,8 @@ class DeviceSBPLaunches:
         edges = levels.edges
         edge = cupy.where(labels < 0, edges[:, 1:2], edges[:, 0:1]) if self.two_basins else edges[:, 0:1]
         n_train = problems[:, 0:1]  # SBPShape.n_train: the padding after it is never drawn
-        covered = (self.C <= edge) & (cupy.arange(labels.shape[1]) < n_train) & (problems[:, ACTIVE_WORD : ACTIVE_WORD + 1] != 0)
+        active = problems[:, ACTIVE_WORD : ACTIVE_WORD + 1] != 0
+        covered = (self.C <= edge) & (cupy.arange(labels.shape[1]) < n_train) & active
         covered &= covered.sum(axis=1, keepdims=True) <= PREFETCH_MAX_COVERED * n_train
         heights = cupy.where(covered, self.C + levels.bias[:, None] * labels, cupy.inf)
         order = cupy.argsort(heights, axis=1)

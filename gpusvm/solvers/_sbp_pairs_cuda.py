@@ -96,7 +96,7 @@ class CupyPairSteps(DeviceSBPLaunches):
             raise ValueError(f"kernel_cache={kernel_cache!r} holds neither the pairs' kernel matrix "
                              f"({n_fit_train} x {n_rows} values) nor a cache of twice the {n_pairs * batch} rows "
                              "they draw in a step; check pair_kernel_values first.")
-        self._train_rows = train_rows  # host copy: the rows of X a step's drawn positions are
+        self._train_rows = train_rows  # the row of X at each training position, for the cache
         # the schedule's step size is 1 / sqrt(t); each pair's is its eta_0 times that
         problems = problem_table(self.n_train, self.n_holdout, stack.nu * self.n_train, seed=stack.seeds,
                                  first_lane=0, eta_scale=self.eta0)
