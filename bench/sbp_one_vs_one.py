@@ -62,9 +62,8 @@ def pair_cache_bytes(X, y, kernel_values):
     return rows * X.shape[0] * X.dtype.itemsize if rows < X.shape[0] else None
 
 
-def run(X, y, X_test, y_test, gamma, epochs, multi_class, backend="numpy", kernel_cache="auto"):
+def run(X, y, X_test, y_test, gamma, epochs, nu, multi_class, backend="numpy", kernel_cache="auto"):
     """Fit time and test error of SBPClassifier(multi_class=...) after each epoch count."""
-    nu = median_nu(SVC(C=1.0, gamma=gamma), X, y, multi_class)
     rows = []
     for n_epochs in epochs:
         model = sbp(nu, gamma, n_epochs, multi_class, backend, kernel_cache)
@@ -83,7 +82,7 @@ def solver_runs(backends, kernel_values):
         on = "" if backend == "numpy" else f", {backend}"
         yield f"SBP one-vs-rest{on}", "ovr", backend, "matrix"
         for values in kernel_values if backend == "cupy" else ["matrix"]:
-            where = "" if backend == "numpy" else {"matrix": ", kernel matrix", "cache": ", row cache (1/4)",
+            where = "" if backend == "numpy" else {"matrix": ", kernel matrix", "cache": ", row cache",
                                                    "none": ", pairs in turn"}[values]
             yield f"SBP one-vs-one{on}{where}", "ovo", backend, values
 
@@ -108,14 +107,15 @@ def main():
         svc_error = float(np.mean(svc.predict(X_test) != y_test))
         results.append({"dataset": name, "solver": "SVC (LIBSVM, one-vs-one)", "seconds": svc_seconds,
                         "test_error": svc_error, "ratio": 1.0, "support_vectors": int(svc.support_.size)})
+        nus = {multi_class: median_nu(SVC(C=1.0, gamma=gamma), X, y, multi_class) for multi_class in ("ovr", "ovo")}
         for solver, multi_class, backend, values in solver_runs(args.backends, args.kernel_values):
             kernel_cache = pair_cache_bytes(X, y, values)
             if kernel_cache is None:
                 print(f"{name}: no {solver}: a cache of twice a step's rows would hold every row")
                 continue
-            for row in run(X, y, X_test, y_test, gamma, epochs, multi_class, backend, kernel_cache):
+            for row in run(X, y, X_test, y_test, gamma, epochs, nus[multi_class], multi_class, backend, kernel_cache):
                 results.append({"dataset": name, "solver": f"{solver}, batch {BATCH}", **row,
-                                "ratio": row["seconds"] / svc_seconds})
+                                "kernel_cache": kernel_cache, "ratio": row["seconds"] / svc_seconds})
                 print(results[-1], flush=True)
     columns = [("data", "dataset", "s"), ("solver", "solver", "s"), ("epochs", "epochs", "g"),
                ("nu", "nu", ".2g"), ("fit s", "seconds", ".2f"), ("ratio to SVC's fit", "ratio", ".2f"),
