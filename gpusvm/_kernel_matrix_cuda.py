@@ -5,7 +5,8 @@ matrix (a few hundred kilobytes) instead of computing them from X (a pass over X
 matrix is computed once, in blocks of rows by matrix products, in X's dtype.  Otherwise
 SBP keeps the rows it draws in a cache there (:class:`DeviceRowCache`) when it holds
 twice a step's rows, or a step computes its drawn rows' inner products with every row,
-and its fused kernel turns them into kernel values.
+and its fused kernel turns them into kernel values (:func:`kernel_values_source` decides,
+:class:`StepKernelValues` sets up the one chosen).
 """
 
 from __future__ import annotations
@@ -120,24 +121,79 @@ class DeviceRowCache(KernelRowCache):
         """Make the rows of ``drawn`` (indices, one per slot, on the device or the host)
         kept, and write their store rows to ``store_rows``; ``prefetch`` as
         :meth:`KernelRowCache.rows`'. ``where``: a host mask of the slots to look up (the
-        others' store rows are left as they are: a stopped problem's, which no launch
-        reads); None: every slot."""
+        others get store row 0: a stopped problem's, which no launch reads); None: every
+        slot."""
         import cupy
 
-        drawn = cupy.asnumpy(drawn)
-        if where is not None:
-            drawn = drawn[where]
-        distinct, position = np.unique(drawn, return_inverse=True)
-        slots = np.ascontiguousarray(self.slots(distinct, prefetch)[position.ravel()], dtype=np.int64)
-        if where is None:
-            self.store_rows.set(slots)
-        else:
-            self.store_rows[cupy.asarray(np.flatnonzero(where))] = cupy.asarray(slots)
+        drawn = cupy.asnumpy(drawn).ravel()
+        where = np.ones(drawn.size, dtype=bool) if where is None else where
+        distinct, position = np.unique(drawn[where], return_inverse=True)
+        store_rows = np.zeros(drawn.size, dtype=np.int64)
+        store_rows[where] = self.slots(distinct, prefetch)[position.ravel()]
+        self.store_rows.set(store_rows)
 
     def _fill(self, indices, slots):
         import cupy
 
         self.store[cupy.asarray(slots)] = self.compute_rows(cupy.asarray(indices))
+
+
+def kernel_values_source(n_rows, n_columns, dtype, budget, slots):
+    """Where steps that draw ``slots`` rows a step of the ``(n_rows, n_columns)`` kernel
+    matrix (``dtype``) read their kernel values, with ``budget`` bytes of device memory:
+    ``'matrix'`` when the whole matrix fits, else ``'cache'`` when a
+    :class:`DeviceRowCache` of it there holds twice ``slots`` rows, else ``'products'``
+    (the drawn rows' inner products, computed every step)."""
+    if n_rows * n_columns * np.dtype(dtype).itemsize <= budget:
+        return "matrix"
+    return "cache" if DeviceRowCache.holds(n_columns, dtype, budget, slots) else "products"
+
+
+class StepKernelValues:
+    """The kernel values of a solver's steps, from where :func:`kernel_values_source`
+    puts them: the resident matrix, a row cache of it, or the drawn rows' products.
+
+    Parameters
+    ----------
+    X : cupy.ndarray or cupyx.scipy.sparse.csr_matrix
+        Every row: the kernel matrix's columns.
+    compute_rows : callable
+        ``compute_rows(rows)``: the kernel rows of device indices, shape (len(rows),
+        X.shape[0]), X's dtype.
+    n_rows : int
+        Rows of the kernel matrix (the first rows of X: the training rows).
+    kernel : tuple
+        ``(sq_norms, kernel, gamma, coef0, degree)``, as :func:`kernel_value_arguments`
+        takes them.
+    budget : int
+        Bytes of device memory (:func:`kernel_cache_bytes`).
+    slots : int
+        Rows drawn a step.
+
+    Attributes
+    ----------
+    source : {'matrix', 'cache', 'products'}
+    matrix, row_cache, products
+        The resident matrix, :class:`DeviceRowCache` or :class:`DrawnRowProducts`; None
+        but for ``source``'s.
+    arguments : tuple
+        The launch arguments of ``KERNEL_VALUE_PARAMETERS``.
+    """
+
+    def __init__(self, X, compute_rows, n_rows, kernel, budget, slots):
+        n_columns, dtype = X.shape[0], X.dtype
+        self.source = kernel_values_source(n_rows, n_columns, dtype, budget, slots)
+        self.matrix = self.row_cache = self.products = None
+        store_rows = None
+        if self.source == "matrix":
+            self.matrix = values = resident_kernel_matrix(compute_rows, n_rows, n_columns, dtype, budget)
+        elif self.source == "cache":
+            self.row_cache = DeviceRowCache(compute_rows, n_rows, n_columns, dtype, budget, slots)
+            values, store_rows = self.row_cache.store, self.row_cache.store_rows
+        else:
+            self.products = DrawnRowProducts(X, slots)
+            values = self.products.dots
+        self.arguments = kernel_value_arguments(values, self.source, *kernel, store_rows=store_rows)
 
 
 class DrawnRowProducts:

@@ -40,8 +40,7 @@ import numpy as np
 import nvtx
 
 from .. import _step_blocks
-from .._kernel_matrix_cuda import (DeviceRowCache, DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments,
-                                   resident_kernel_matrix)
+from .._kernel_matrix_cuda import StepKernelValues, kernel_cache_bytes
 from .._kernels import get_kernel
 from .._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
 from ..kernel_functions import squared_row_norms
@@ -162,34 +161,23 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
 
     def __init__(self, problem, kernel_cache="auto", mode=None):
         self.problem = problem
-        k, n, batch = problem.n_problems, problem.n_train, problem.batch_size
-        n_total, n_holdout = problem.n_rows, problem.n_holdout
+        k, n, batch, n_holdout = problem.n_problems, problem.n_train, problem.batch_size, problem.n_holdout
         self.X = problem.X
         self.sq_norms = cupy.ascontiguousarray(squared_row_norms(self.X))
         self.eta0 = problem.first_step_size(self.sq_norms)
         labels = cupy.ascontiguousarray(problem.targets.T, dtype=np.float64)  # (k, n)
         n_positive = (problem.targets > 0).sum(axis=0).get()
         class_sizes = [(int(p), n - int(p)) for p in n_positive]
-        budget = kernel_cache_bytes(kernel_cache)
-        compute_rows = functools.partial(problem.kernel_rows, sq_norms=self.sq_norms)
-        self.kernel_matrix = resident_kernel_matrix(compute_rows, n, n_total, self.X.dtype, budget)
-        self.row_cache = self.products = None
+        values = StepKernelValues(self.X, functools.partial(problem.kernel_rows, sq_norms=self.sq_norms), n,
+                                  (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree),
+                                  kernel_cache_bytes(kernel_cache), k * batch)
+        self.kernel_matrix, self.row_cache, self.products = values.matrix, values.row_cache, values.products
         self._rows_computed = 0 if self.kernel_matrix is None else n  # by the products, or the matrix's
-        kernel = (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree)
-        if self.kernel_matrix is not None:
-            kernel_values = kernel_value_arguments(self.kernel_matrix, "matrix", *kernel)
-        elif DeviceRowCache.holds(n_total, self.X.dtype, budget, k * batch):
-            self.row_cache = DeviceRowCache(compute_rows, n, n_total, self.X.dtype, budget, k * batch)
-            kernel_values = kernel_value_arguments(self.row_cache.store, "cache", *kernel,
-                                                   store_rows=self.row_cache.store_rows)
-        else:
-            self.products = DrawnRowProducts(self.X, k * batch)
-            kernel_values = kernel_value_arguments(self.products.dots, "products", *kernel)
         # every problem has every row; lanes p B + b of the fit's stream
         problems = problem_table(np.full(k, n), n_holdout, problem.volume, seed=problem.seed,
                                  first_lane=np.arange(k) * batch)
         # the cache's host bookkeeping and the products' allocations are not captured
-        self._set_up(labels, class_sizes, problems, None, n_holdout, kernel_values, batch_size=batch,
+        self._set_up(labels, class_sizes, problems, None, n_holdout, values.arguments, batch_size=batch,
                      fit_intercept=problem.fit_intercept, mode=mode, capturable=self.kernel_matrix is not None)
         self.n_steps = 0
 

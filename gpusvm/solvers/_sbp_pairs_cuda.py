@@ -28,7 +28,7 @@ import cupy
 import numpy as np
 import nvtx
 
-from .._kernel_matrix_cuda import DeviceRowCache, kernel_cache_bytes, kernel_value_arguments, resident_kernel_matrix
+from .._kernel_matrix_cuda import StepKernelValues, kernel_cache_bytes, kernel_values_source
 from .._sbp_level_cuda import ACTIVE_WORD, problem_table
 from ..kernel_functions import kernel_rows, squared_row_norms
 from ._sbp_cuda import DeviceSBPLaunches
@@ -40,10 +40,8 @@ def pair_kernel_values(n_train, n_rows, dtype, kernel_cache, slots):
     (X's ``dtype``) fits in ``kernel_cache`` (as ``SBPClassifier.kernel_cache``), else
     ``'cache'`` when a row cache of that matrix there holds twice the ``slots`` rows
     that every pair draws in a step, else None (the pairs then train one after another)."""
-    budget = kernel_cache_bytes(kernel_cache)
-    if n_train * n_rows * np.dtype(dtype).itemsize <= budget:
-        return "matrix"
-    return "cache" if DeviceRowCache.holds(n_rows, dtype, budget, slots) else None
+    source = kernel_values_source(n_train, n_rows, dtype, kernel_cache_bytes(kernel_cache), slots)
+    return None if source == "products" else source
 
 
 class CupyPairSteps(DeviceSBPLaunches):
@@ -82,20 +80,15 @@ class CupyPairSteps(DeviceSBPLaunches):
         self.eta0 = stack.first_step_sizes(cupy.asnumpy(sq_norms))
         compute_rows = functools.partial(kernel_rows, stack.X, sq_norms=sq_norms, kernel=stack.kernel,
                                          gamma=stack.gamma, degree=stack.degree, coef0=stack.coef0)
-        n_rows, dtype, budget = stack.X.shape[0], stack.X.dtype, kernel_cache_bytes(kernel_cache)
-        self.kernel_matrix = resident_kernel_matrix(compute_rows, n_fit_train, n_rows, dtype, budget)
-        self.row_cache = None
-        kernel = (sq_norms, stack.kernel, stack.gamma, stack.coef0, stack.degree)
-        if self.kernel_matrix is not None:
-            kernel_values = kernel_value_arguments(self.kernel_matrix, "matrix", *kernel)
-        elif DeviceRowCache.holds(n_rows, dtype, budget, n_pairs * batch):
-            self.row_cache = DeviceRowCache(compute_rows, n_fit_train, n_rows, dtype, budget, n_pairs * batch)
-            kernel_values = kernel_value_arguments(self.row_cache.store, "cache", *kernel,
-                                                   store_rows=self.row_cache.store_rows)
-        else:
+        n_rows, budget = stack.X.shape[0], kernel_cache_bytes(kernel_cache)
+        if kernel_values_source(n_fit_train, n_rows, stack.X.dtype, budget, n_pairs * batch) == "products":
             raise ValueError(f"kernel_cache={kernel_cache!r} holds neither the pairs' kernel matrix "
                              f"({n_fit_train} x {n_rows} values) nor a cache of twice the {n_pairs * batch} rows "
                              "they draw in a step; check pair_kernel_values first.")
+        values = StepKernelValues(stack.X, compute_rows, n_fit_train,
+                                  (sq_norms, stack.kernel, stack.gamma, stack.coef0, stack.degree), budget,
+                                  n_pairs * batch)
+        self.kernel_matrix, self.row_cache = values.matrix, values.row_cache
         self._train_rows = train_rows  # the row of X at each training position, for the cache
         # the schedule's step size is 1 / sqrt(t); each pair's is its eta_0 times that
         problems = problem_table(self.n_train, self.n_holdout, stack.nu * self.n_train, seed=stack.seeds,
@@ -104,7 +97,7 @@ class CupyPairSteps(DeviceSBPLaunches):
         # the cache's host bookkeeping at every step is not captured
         self._set_up(cupy.asarray(labels), class_sizes, problems,
                      cupy.asarray(np.concatenate([train_rows, holdout_rows], axis=1)), holdout_rows.shape[1],
-                     kernel_values, batch_size=batch, fit_intercept=stack.fit_intercept, mode=mode,
+                     values.arguments, batch_size=batch, fit_intercept=stack.fit_intercept, mode=mode,
                      capturable=self.row_cache is None)
         self.n_steps = np.zeros(n_pairs, dtype=np.int64)
         self._active = np.ones(n_pairs, dtype=bool)
