@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import time
@@ -131,6 +132,37 @@ def median(values):
     return float(statistics.median(values))
 
 
+class TimeLimit:
+    """A block of measurements that a time limit ends cleanly.
+
+    ``ci/gpu.sh`` runs each script under ``timeout``, whose SIGTERM would otherwise end
+    the process before it writes anything. Inside ``with TimeLimit() as limit:`` a SIGTERM
+    or Ctrl-C ends the block instead, ``limit.reached`` becomes True, and the script goes
+    on to report the runs it finished; passing ``limit.reached`` on as the payload's
+    ``stopped_at_time_limit`` marks the files as partial (:func:`write_results`). The
+    signal is handled between Python statements: a long call into compiled code (a
+    LIBSVM fit, a device synchronisation) finishes first.
+    """
+
+    reached = False
+
+    def __enter__(self):
+        self._previous = signal.signal(signal.SIGTERM, _interrupt)
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        signal.signal(signal.SIGTERM, self._previous)
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            self.reached = True
+            print("stopped at the time limit: reporting the runs finished so far", flush=True)
+            return True
+        return False
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def report(name, backends, *, title, columns, payload):
     """Write ``results/<name>-<device>.json`` and its Markdown table, and print the table.
 
@@ -146,8 +178,13 @@ def report(name, backends, *, title, columns, payload):
 
 
 def write_results(name, backends, payload, table_lines):
-    """Write the JSON and Markdown files of :func:`report`; return their paths."""
+    """Write the JSON and Markdown files of :func:`report`; return their paths. A payload
+    whose ``stopped_at_time_limit`` is true (:class:`TimeLimit`) gets a line under the
+    table's title saying the runs are the ones finished before the limit."""
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if payload.get("stopped_at_time_limit"):
+        table_lines = [*table_lines[:1], "", "**Stopped at its time limit: only the runs finished before it.**",
+                       *table_lines[1:]]
     quick = "-quick" if payload.get("parameters", {}).get("quick") else ""
     stem = f"{name}-{device_tag(backends)}{quick}"
     payload = {"benchmark": name, "machine": machine(), "libraries": library_versions(),

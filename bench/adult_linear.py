@@ -22,7 +22,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import binary_accuracy, linear_weights, median, report, timed_fit  # noqa: E402
+from _common import TimeLimit, binary_accuracy, linear_weights, median, report, timed_fit  # noqa: E402
 from _peers import MissingPeer, snapml_svm, timed_peer_fit  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
@@ -65,24 +65,27 @@ def main():
         PegasosSVC(max_iter=1, backend="cupy").fit(X[:500], y[:500])
     times = {name: [] for name, _, _ in entries}
     fitted, missing = {}, {}
-    for repeat in range(args.repeats):
-        shift = repeat % len(entries)
-        for name, backend, make in entries[shift:] + entries[:shift]:
-            if name in missing:
-                continue
-            try:
-                model = make()
-                seconds = timed_peer_fit(model, X, y) if backend == "peer" else timed_fit(model, X, y, backend)
-            except MissingPeer as reason:
-                missing[name] = str(reason)
-                continue
-            times[name].append(seconds)
-            fitted[name] = model
+    with TimeLimit() as limit:
+        for repeat in range(args.repeats):
+            shift = repeat % len(entries)
+            for name, backend, make in entries[shift:] + entries[:shift]:
+                if name in missing:
+                    continue
+                try:
+                    model = make()
+                    seconds = timed_peer_fit(model, X, y) if backend == "peer" else timed_fit(model, X, y, backend)
+                except MissingPeer as reason:
+                    missing[name] = str(reason)
+                    continue
+                times[name].append(seconds)
+                fitted[name] = model
     rows = []
     for name, backend, _ in entries:
         if name in missing:
             rows.append({"solver": f"{name}: missing ({missing[name]})", "backend": backend,
                          "missing": missing[name]})
+            continue
+        if name not in fitted:  # the time limit came first
             continue
         model = fitted[name]
         weights = linear_weights(model)
@@ -94,9 +97,9 @@ def main():
             "epochs": int(np.max(model.n_iter_)) if hasattr(model, "n_iter_") else None,
             "objective_curve": getattr(model, "objective_curve_", None),
         })
-    best = min(r["objective"] for r in rows if "objective" in r)
+    best = min((r["objective"] for r in rows if "objective" in r), default=None)
     for row in rows:
-        if "objective" in row:
+        if best is not None and "objective" in row:
             row["objective_gap"] = row["objective"] / best - 1.0
     columns = [("solver", "solver", "s"), ("fit time (s, median)", "median_seconds", ".3f"),
                ("epochs", "epochs", "d"), ("test accuracy", "test_accuracy", ".4f"),
@@ -107,7 +110,7 @@ def main():
                "dataset": {"name": "UCI Adult (a9a encoding)", "n_train": n, "n_test": X_test.shape[0],
                            "n_features": X.shape[1]},
                "parameters": {"C": C, "lam": lam, "repeats": args.repeats, "quick": args.quick},
-               "results": rows,
+               "results": rows, "stopped_at_time_limit": limit.reached,
            })
 
 

@@ -32,7 +32,8 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import binary_accuracy, device_tag, linear_weights, markdown_table, timed_fit, write_results  # noqa: E402
+from _common import (TimeLimit, binary_accuracy, device_tag, linear_weights, markdown_table,  # noqa: E402
+                     timed_fit, write_results)
 from _peers import MissingPeer, snapml_svm, timed_peer_fit  # noqa: E402
 from scaling import make_data  # noqa: E402
 
@@ -77,13 +78,15 @@ def makers(n, backends, batch_sizes=None):
     return out
 
 
-def curves(X, y, X_test, y_test, backends, budgets, batch_sizes=None):
+def curves(X, y, X_test, y_test, backends, budgets, batch_sizes, found, missing):
+    """Each solver's objective and test accuracy at each budget, fitted from scratch,
+    into ``found`` (name: points, as each fit ends) and ``missing`` (name: why)."""
     n = X.shape[0]
     targets = np.where(y == np.unique(y)[1], 1.0, -1.0)[:, None]
     entries = makers(n, backends, batch_sizes)
     if "cupy" in backends:  # warm-up: compile the kernels outside the timings
         PegasosSVC(max_iter=1, backend="cupy").fit(X[:500], y[:500])
-    found, missing = {name: [] for name, _, _ in entries}, {}
+    found.update({name: [] for name, _, _ in entries})
     for step, budget in enumerate(budgets):
         shift = step % len(entries)
         for name, backend, make in entries[shift:] + entries[:shift]:
@@ -102,7 +105,6 @@ def curves(X, y, X_test, y_test, backends, budgets, batch_sizes=None):
                                 "objective": primal_objective(X, targets, np.ones(n), weights, 1.0 / (C * n), True),
                                 "test_accuracy": binary_accuracy(weights, X_test, y_test)})
             print(f"  {name} budget {budget}: {found[name][-1]}", flush=True)
-    return found, missing
 
 
 def reference_objective(X, y, max_iter):
@@ -171,20 +173,25 @@ def main():
     parser.add_argument("--quick", action="store_true", help="3,000 Adult rows, 20,000 synthetic, budgets 1-4")
     args = parser.parse_args()
     experiments, rows = [], []
-    for dataset in args.datasets:
-        X, y, X_test, y_test = load(dataset, args.rows, args.quick)
-        print(dataset, X.shape, flush=True)
-        top = 4 if args.quick else (args.max_budget or MAX_BUDGET[dataset])
-        budgets = [2**k for k in range(int(np.log2(top)) + 1)]
-        found, missing = curves(X, y, X_test, y_test, args.backends, budgets, args.pegasos_batch_sizes)
-        reference = reference_objective(X, y, 8 * top)
-        dataset_rows, best = summary(dataset, found, missing, reference)
+    with TimeLimit() as limit:
+        for dataset in args.datasets:
+            X, y, X_test, y_test = load(dataset, args.rows, args.quick)
+            print(dataset, X.shape, flush=True)
+            top = 4 if args.quick else (args.max_budget or MAX_BUDGET[dataset])
+            budgets = [2**k for k in range(int(np.log2(top)) + 1)]
+            experiments.append({"dataset": dataset, "n_train": X.shape[0], "n_test": X_test.shape[0],
+                                "n_features": X.shape[1], "nnz": int(X.nnz), "budgets": budgets,
+                                "reference_objective": reference_objective(X, y, 8 * top),
+                                "reference_max_iter": 8 * top, "curves": {}, "missing_peers": {}})
+            curves(X, y, X_test, y_test, args.backends, budgets, args.pegasos_batch_sizes,
+                   experiments[-1]["curves"], experiments[-1]["missing_peers"])
+    for experiment in experiments:  # the runs finished, those of a data set the limit cut short too
+        found = experiment["curves"]
+        dataset_rows, experiment["best_objective"] = summary(experiment["dataset"], found,
+                                                             experiment["missing_peers"],
+                                                             experiment["reference_objective"])
+        experiment["curves"] = {name: points for name, points in found.items() if points}
         rows += dataset_rows
-        experiments.append({"dataset": dataset, "n_train": X.shape[0], "n_test": X_test.shape[0],
-                            "n_features": X.shape[1], "nnz": int(X.nnz), "best_objective": best,
-                            "reference_objective": reference, "reference_max_iter": 8 * top,
-                            "budgets": budgets, "curves": {k: v for k, v in found.items() if v},
-                            "missing_peers": missing})
     columns = [("data", "dataset", "s"), ("solver", "solver", "s"),
                ("s to 1% gap", f"seconds_to_{GAPS[0]}", ".2f"), ("s to 0.1% gap", f"seconds_to_{GAPS[1]}", ".2f"),
                ("smallest gap", "best_gap", ".3%"), ("its seconds", "best_seconds", ".2f"),
@@ -201,7 +208,7 @@ def main():
     payload = {"dataset": {"names": args.datasets, "synthetic_rows": args.rows},
                "parameters": {"C": C, "max_budgets": budgets, "quick": args.quick, "repeats": 1,
                               "pegasos_batch_sizes": args.pegasos_batch_sizes},
-               "results": rows, "experiments": experiments}
+               "results": rows, "experiments": experiments, "stopped_at_time_limit": limit.reached}
     paths = write_results(stem, args.backends, payload, table)
     plot(experiments, paths[0].with_suffix(".png"))
     print("\n".join(table))

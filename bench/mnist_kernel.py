@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report, timed_fit  # noqa: E402
+from _common import TimeLimit, report, timed_fit  # noqa: E402
 from _peers import KERNEL_PEERS, MissingPeer, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC  # noqa: E402
@@ -42,6 +42,30 @@ def peer_row(solver, make, X, y, X_test, y_test):
             "n_support": None if support is None else int(len(support))}
 
 
+def measured_rows(args, X, y, X_test, y_test):
+    """A result row as each fit ends: SVC (unless ``--no-svc``), the GPU peers with cupy,
+    then KernelPegasosSVC's last and averaged iterates after each epoch count."""
+    if not args.no_svc:
+        svc = SVC(C=C, gamma=GAMMA, cache_size=4000)
+        seconds = timed_fit(svc, X, y, "numpy")
+        yield {"solver": "scikit-learn SVC (LIBSVM)", "backend": "numpy", "epochs": None,
+               "median_seconds": seconds, "test_error": float(np.mean(svc.predict(X_test) != y_test)),
+               "n_support": int(len(svc.support_))}
+    for solver, make in KERNEL_PEERS.items() if "cupy" in args.backends else ():
+        yield peer_row(solver, make, X, y, X_test, y_test)
+    for backend in args.backends:
+        for average in (False, True):
+            for epochs in args.epochs:
+                model = KernelPegasosSVC(C=C, gamma=GAMMA, batch_size=args.batch_size, max_iter=epochs,
+                                         average=average, random_state=0, backend=backend)
+                seconds = timed_fit(model, X, y, backend)
+                label = "step-weighted average" if average else "last iterate"
+                yield {"solver": f"gpusvm KernelPegasosSVC ({backend}, {label})", "backend": backend,
+                       "average": average, "epochs": epochs, "median_seconds": seconds,
+                       "test_error": float(np.mean(model.predict(X_test) != y_test)),
+                       "n_support": int(len(model.support_))}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
@@ -60,28 +84,10 @@ def main():
     if "cupy" in args.backends:  # warm-up: compile the kernels outside the timings
         KernelPegasosSVC(max_iter=1, backend="cupy").fit(X[:300], y[:300])
     rows = []
-    if not args.no_svc:
-        svc = SVC(C=C, gamma=GAMMA, cache_size=4000)
-        seconds = timed_fit(svc, X, y, "numpy")
-        rows.append({"solver": "scikit-learn SVC (LIBSVM)", "backend": "numpy", "epochs": None,
-                     "median_seconds": seconds, "test_error": float(np.mean(svc.predict(X_test) != y_test)),
-                     "n_support": int(len(svc.support_))})
-        print(rows[-1], flush=True)
-    for solver, make in KERNEL_PEERS.items() if "cupy" in args.backends else ():
-        rows.append(peer_row(solver, make, X, y, X_test, y_test))
-        print(rows[-1], flush=True)
-    for backend in args.backends:
-        for average in (False, True):
-            for epochs in args.epochs:
-                model = KernelPegasosSVC(C=C, gamma=GAMMA, batch_size=args.batch_size, max_iter=epochs,
-                                         average=average, random_state=0, backend=backend)
-                seconds = timed_fit(model, X, y, backend)
-                label = "step-weighted average" if average else "last iterate"
-                rows.append({"solver": f"gpusvm KernelPegasosSVC ({backend}, {label})", "backend": backend,
-                             "average": average, "epochs": epochs, "median_seconds": seconds,
-                             "test_error": float(np.mean(model.predict(X_test) != y_test)),
-                             "n_support": int(len(model.support_))})
-                print(rows[-1], flush=True)
+    with TimeLimit() as limit:
+        for row in measured_rows(args, X, y, X_test, y_test):
+            rows.append(row)
+            print(row, flush=True)
     columns = [("solver", "solver", "s"), ("epochs", "epochs", "d"), ("fit time (s)", "median_seconds", ".1f"),
                ("test error", "test_error", ".2%"), ("support vectors", "n_support", "d")]
     report("mnist_kernel", args.backends, columns=columns,
@@ -92,7 +98,7 @@ def main():
                            "n_test": X_test.shape[0]},
                "parameters": {"C": C, "gamma": GAMMA, "batch_size": args.batch_size, "epochs": args.epochs,
                               "repeats": 1, "quick": args.quick, "svc": not args.no_svc},
-               "results": rows,
+               "results": rows, "stopped_at_time_limit": limit.reached,
            })
 
 

@@ -26,7 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import markdown_table, timed_fit, write_results  # noqa: E402
+from _common import TimeLimit, markdown_table, timed_fit, write_results  # noqa: E402
 
 from gpusvm import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier  # noqa: E402
 from gpusvm.datasets import load_adult  # noqa: E402
@@ -107,12 +107,13 @@ def main():
         for _, model in online_solvers(1e-3, 500, 1, args.batch_size, "cupy"):
             model.fit(X[:500], y[:500])
     rows = []
-    for lam in lambdas:
-        for name, model in batch_solvers(lam, n):
-            rows.append(evaluate(name, model, "numpy", lam, X, y, X_test, y_test))
-        for backend in args.backends:
-            for name, model in online_solvers(lam, n, args.epochs, args.batch_size, backend):
-                rows.append(evaluate(name, model, backend, lam, X, y, X_test, y_test))
+    with TimeLimit() as limit:
+        for lam in lambdas:
+            for name, model in batch_solvers(lam, n):
+                rows.append(evaluate(name, model, "numpy", lam, X, y, X_test, y_test))
+            for backend in args.backends:
+                for name, model in online_solvers(lam, n, args.epochs, args.batch_size, backend):
+                    rows.append(evaluate(name, model, backend, lam, X, y, X_test, y_test))
     columns = [("solver", "solver", "s"), ("test log loss", "test_log_loss", ".4f"),
                ("test accuracy", "test_accuracy", ".4f"), ("nonzero weights", "nonzero_weights", "d"),
                ("fit time (s)", "seconds", ".3f")]
@@ -131,7 +132,7 @@ def main():
                        "table_lambda": args.table_lambda, "quick": args.quick,
                        "ftrl": "alpha=0.1, beta=1, l1=lambda*epochs*n, l2=0", "tg": "eta0=0.5, K=10, theta=inf",
                        "fobos": "eta0=0.5", "rda": "gamma=1"},
-        "results": rows,
+        "results": rows, "stopped_at_time_limit": limit.reached,
     }
     paths = write_results("online_adult", args.backends, payload, table)
     plot_path = paths[0].with_suffix(".png")

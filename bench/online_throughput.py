@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.linear_model import SGDClassifier
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import markdown_table, median, write_results  # noqa: E402
+from _common import TimeLimit, markdown_table, median, write_results  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 
 from gpusvm import FTRLClassifier  # noqa: E402
@@ -113,20 +113,24 @@ def adult_rows(entries, repeats):
 
 
 def stream_rows(entries, stream, river_rows, test_rows):
+    """Each learner's rows, seconds and test quality on the hashed stream, and the true
+    model's test log loss. A time limit (:class:`TimeLimit`) ends the pass early: each
+    learner is then measured on the rows it learned, and ``time_limit.reached`` says so."""
     models = {name: make() for name, _, make, _ in entries}
     totals = {name: {"seconds": 0.0, "rows": 0, "nonzeros": 0} for name, *_ in entries}
-    for index in range(stream.n_chunks):
-        X, y = stream.chunk(index)
-        for name, backend, _, kind in entries:
-            limit = river_rows - totals[name]["rows"] if kind == "dicts" else X.shape[0]
-            if limit <= 0:
-                continue
-            part_X, part_y = X[:limit], y[:limit]
-            data = rows_as_dicts(part_X) if kind == "dicts" else part_X
-            totals[name]["seconds"] += learn(models[name], data, part_y, backend)
-            totals[name]["rows"] += part_X.shape[0]
-            totals[name]["nonzeros"] += part_X.nnz
-        print(f"chunk {index + 1}/{stream.n_chunks}", flush=True)
+    with TimeLimit() as time_limit:
+        for index in range(stream.n_chunks):
+            X, y = stream.chunk(index)
+            for name, backend, _, kind in entries:
+                limit = river_rows - totals[name]["rows"] if kind == "dicts" else X.shape[0]
+                if limit <= 0:
+                    continue
+                part_X, part_y = X[:limit], y[:limit]
+                data = rows_as_dicts(part_X) if kind == "dicts" else part_X
+                totals[name]["seconds"] += learn(models[name], data, part_y, backend)
+                totals[name]["rows"] += part_X.shape[0]
+                totals[name]["nonzeros"] += part_X.nnz
+            print(f"chunk {index + 1}/{stream.n_chunks}", flush=True)
     X_test, y_test = stream.chunk(stream.n_chunks)  # a chunk beyond the stream
     X_test, y_test = X_test[:test_rows], y_test[:test_rows]
     rows = []
@@ -135,7 +139,7 @@ def stream_rows(entries, stream, river_rows, test_rows):
         rows.append({"stream": "hashed", "learner": name, "backend": backend, **totals[name],
                      "test_log_loss": loss, "test_accuracy": accuracy,
                      "nonzero_weights": int(getattr(models[name], "n_nonzero_", -1))})
-    return rows, stream.bayes_log_loss(X_test, y_test)
+    return rows, stream.bayes_log_loss(X_test, y_test), time_limit.reached
 
 
 def main():
@@ -163,7 +167,7 @@ def main():
         FTRLClassifier(backend="cupy").partial_fit(X[:500], y[:500], classes=[-1, 1])
     rows = adult_rows(entries, args.repeats)
     stream = HashedStream(args.stream_rows, chunk_rows=min(500_000, args.stream_rows))
-    hashed, floor = stream_rows(entries, stream, args.river_rows, test_rows=50_000)
+    hashed, floor, stopped = stream_rows(entries, stream, args.river_rows, test_rows=50_000)
     rows += hashed
     for row in rows:
         row["rows_per_second"] = row["rows"] / row["seconds"]
@@ -186,7 +190,7 @@ def main():
                                "true_model_test_log_loss": floor}},
         "parameters": {"ftrl": FTRL, "sgd": SGD, "batch_sizes": args.batch_sizes, "river_rows": args.river_rows,
                        "repeats": args.repeats, "quick": args.quick},
-        "results": rows,
+        "results": rows, "stopped_at_time_limit": stopped,
     }
     paths = write_results("online_throughput", args.backends, payload, table)
     print("\n".join(table))

@@ -24,13 +24,14 @@ can capture, with CUDA graphs (``GPUSVM_CUDA_GRAPHS``; :mod:`gpusvm._step_blocks
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report, timed_run  # noqa: E402
+from _common import TimeLimit, report, timed_run  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 from scaling import make_data  # noqa: E402
 
@@ -117,14 +118,14 @@ def main():
     import gpusvm._step_blocks as step_blocks
 
     results, bandwidths = [], {}
-    for backend in args.backends:
-        bandwidths[backend] = copy_bandwidth(backend)
-        print(f"{backend}: copy bandwidth {bandwidths[backend] / 1e9:.1f} GB/s", flush=True)
-        for mode in launch_modes(backend):
-            if mode != "-":
-                step_blocks.default_mode = lambda mode=mode: mode
-            for solver, (name, X, y, one_pass) in data.items():
-                for batch_size in batch_sizes:
+    with TimeLimit() as limit:
+        for backend in args.backends:
+            bandwidths[backend] = copy_bandwidth(backend)
+            print(f"{backend}: copy bandwidth {bandwidths[backend] / 1e9:.1f} GB/s", flush=True)
+            for mode in launch_modes(backend):
+                if mode != "-":
+                    step_blocks.default_mode = lambda mode=mode: mode
+                for (solver, (name, X, y, one_pass)), batch_size in itertools.product(data.items(), batch_sizes):
                     seconds, rows_done, nonzeros = one_pass(X, y, batch_size, backend)
                     traffic = nonzeros * floor_bytes(solver, X.dtype) / seconds
                     results.append({
@@ -148,7 +149,7 @@ def main():
                                 "hashed stream": [stream_rows, X_hashed.shape[1], int(X_hashed.nnz)]},
                     "parameters": {"rows": rows, "stream_rows": stream_rows, "batch_sizes": batch_sizes, "quick": args.quick,
                                    "copy_bandwidth_bytes_per_s": bandwidths},
-                    "results": results})
+                    "results": results, "stopped_at_time_limit": limit.reached})
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ defaults.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
@@ -36,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import median, report, timed_run  # noqa: E402
+from _common import TimeLimit, median, report, timed_run  # noqa: E402
 from roofline import copy_bandwidth  # noqa: E402
 
 from gpusvm._backend import get_namespace  # noqa: E402
@@ -144,6 +145,27 @@ def graph_launch_seconds():
     return timed_run(launch_all, "cupy") / launches
 
 
+def measure_step(X, labels, n_classes, kernel_values, backend, bandwidth, latency, timed):
+    """A result row: the step's time on ``X`` beside its floors; None (and a line saying
+    so) where ``kernel_values`` cannot be had (:func:`make_steps`)."""
+    n = X.shape[0]
+    problem = make_problem(X, labels, n_classes, backend)
+    steps = make_steps(problem, backend, kernel_values)
+    if steps is None:
+        print(f"n={n} {n_classes} classes: no {kernel_values} on {backend}", flush=True)
+        return None
+    seconds = seconds_per_step(steps, backend, warm_up=max(3, timed // 10), timed=timed)
+    bandwidth_floor = floor_bytes(problem, kernel_values) / bandwidth
+    return {
+        "backend": backend, "rows": n, "classes": n_classes, "problems": problem.n_problems,
+        "data": "sparse" if hasattr(X, "indptr") else "dense", "kernel_values": kernel_values,
+        "rows_computed": int(steps.kernel_rows_computed), "step_ms": seconds * 1e3,
+        "bandwidth_floor_ms": bandwidth_floor * 1e3,
+        "latency_floor_ms": None if latency is None else latency * 1e3,
+        "times_floor": seconds / max(bandwidth_floor, latency or 0.0),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
@@ -156,34 +178,19 @@ def main():
     rows = [2_000] if args.quick else args.rows
     class_counts = [1, 10] if args.quick else args.classes
     results, bandwidths, latencies = [], {}, {}
-    for backend in args.backends:
-        bandwidths[backend] = copy_bandwidth(backend)
-        latencies[backend] = graph_launch_seconds() if backend == "cupy" else None
-        timed = args.steps or (200 if backend == "cupy" else 10)
-        print(f"{backend}: copy bandwidth {bandwidths[backend] / 1e9:.1f} GB/s", flush=True)
-        for n in rows:
-            for sparse in (False, True):
-                for n_classes in class_counts:
-                    X, labels = make_rows(n, n_classes, sparse)
-                    for kernel_values in args.kernel_values:
-                        problem = make_problem(X, labels, n_classes, backend)
-                        steps = make_steps(problem, backend, kernel_values)
-                        if steps is None:
-                            print(f"n={n} {n_classes} classes: no {kernel_values} on {backend}", flush=True)
-                            continue
-                        seconds = seconds_per_step(steps, backend, warm_up=max(3, timed // 10), timed=timed)
-                        bandwidth_floor = floor_bytes(problem, kernel_values) / bandwidths[backend]
-                        floor = max(bandwidth_floor, latencies[backend] or 0.0)
-                        results.append({
-                            "backend": backend, "rows": n, "classes": n_classes, "problems": problem.n_problems,
-                            "data": "sparse" if sparse else "dense", "kernel_values": kernel_values,
-                            "rows_computed": int(steps.kernel_rows_computed), "step_ms": seconds * 1e3,
-                            "bandwidth_floor_ms": bandwidth_floor * 1e3,
-                            "latency_floor_ms": None if latencies[backend] is None else latencies[backend] * 1e3,
-                            "times_floor": seconds / floor,
-                        })
-                        print(results[-1], flush=True)
-                        del steps, problem
+    with TimeLimit() as limit:
+        for backend in args.backends:
+            bandwidths[backend] = copy_bandwidth(backend)
+            latencies[backend] = graph_launch_seconds() if backend == "cupy" else None
+            print(f"{backend}: copy bandwidth {bandwidths[backend] / 1e9:.1f} GB/s", flush=True)
+            for n, sparse, n_classes in itertools.product(rows, (False, True), class_counts):
+                X, labels = make_rows(n, n_classes, sparse)
+                for kernel_values in args.kernel_values:
+                    row = measure_step(X, labels, n_classes, kernel_values, backend, bandwidths[backend],
+                                       latencies[backend], args.steps or (200 if backend == "cupy" else 10))
+                    if row is not None:
+                        results.append(row)
+                        print(row, flush=True)
     columns = [("backend", "backend", ""), ("rows", "rows", ","), ("classes", "classes", ""), ("data", "data", ""),
                ("kernel values", "kernel_values", ""), ("rows computed", "rows_computed", ","),
                ("step ms", "step_ms", ".3f"),
@@ -201,7 +208,7 @@ def main():
                                    "kernel_values": args.kernel_values, "cache_fraction": 1 / CACHE_FRACTION,
                                    "quick": args.quick, "copy_bandwidth_bytes_per_s": bandwidths,
                                    "graph_launch_seconds": latencies},
-                    "results": results})
+                    "results": results, "stopped_at_time_limit": limit.reached})
 
 
 if __name__ == "__main__":

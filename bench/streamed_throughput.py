@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report, timed_run  # noqa: E402
+from _common import TimeLimit, report, timed_run  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 from scaling import make_data  # noqa: E402
 
@@ -68,6 +68,27 @@ def models(backend, pegasos_batches):
             max_iter=1, tol=None, batch_size=batch, random_state=0, backend=backend)
 
 
+def measure(solver, batch, make, data, chunk_rows, backend, bandwidth):
+    """A result row: one epoch of ``make()`` on ``data`` (name, X, y) in memory and streamed
+    in chunks of ``chunk_rows``, each after an untimed warm-up."""
+    name, X, y = data
+    rows = X.shape[0]
+    chunks, classes = chunks_of(X, y, chunk_rows), np.unique(y)
+    X_resident = to_backend(X, backend)  # freed on return, before the next solver's
+    make().fit(X_resident[:chunk_rows], y[:chunk_rows])  # compiles and warms up; not timed
+    make().fit_chunks(chunks[:1], classes=classes)
+    in_memory = timed_run(lambda: make().fit(X_resident, y), backend)
+    streamed = timed_run(lambda: make().fit_chunks(chunks, classes=classes), backend)
+    copy_floor = copied_bytes(X) / bandwidth if bandwidth else None
+    return {
+        "solver": solver, "data": name, "backend": backend, "batch_size": batch, "rows": rows,
+        "chunk_rows": chunk_rows, "in_memory_s": round(in_memory, 4), "streamed_s": round(streamed, 4),
+        "in_memory_rows_per_s": round(rows / in_memory), "streamed_rows_per_s": round(rows / streamed),
+        "streamed_of_in_memory": round(in_memory / streamed, 4),
+        "copy_floor_s": None if copy_floor is None else round(copy_floor, 4),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
@@ -82,27 +103,13 @@ def main():
     data = {"FTRLClassifier": ("hashed stream", X_hashed, y_hashed),
             "PegasosSVC": ("sparse synthetic", X_sparse, y_sparse)}
     results, bandwidths = [], {}
-    for backend in args.backends:
-        bandwidth = host_to_device_bandwidth() if backend == "cupy" else None
-        bandwidths[backend] = bandwidth
-        for solver, batch, make in models(backend, [64, args.pegasos_batch]):
-            name, X, y = data[solver]
-            chunks, classes = chunks_of(X, y, chunk_rows), np.unique(y)
-            X_resident = to_backend(X, backend)
-            make().fit(X_resident[:chunk_rows], y[:chunk_rows])  # compiles and warms up; not timed
-            make().fit_chunks(chunks[:1], classes=classes)
-            in_memory = timed_run(lambda: make().fit(X_resident, y), backend)
-            streamed = timed_run(lambda: make().fit_chunks(chunks, classes=classes), backend)
-            copy_floor = copied_bytes(X) / bandwidth if bandwidth else None
-            results.append({
-                "solver": solver, "data": name, "backend": backend, "batch_size": batch, "rows": rows,
-                "chunk_rows": chunk_rows, "in_memory_s": round(in_memory, 4), "streamed_s": round(streamed, 4),
-                "in_memory_rows_per_s": round(rows / in_memory), "streamed_rows_per_s": round(rows / streamed),
-                "streamed_of_in_memory": round(in_memory / streamed, 4),
-                "copy_floor_s": None if copy_floor is None else round(copy_floor, 4),
-            })
-            print(results[-1], flush=True)
-            X_resident = None  # frees the device copy before the next solver's
+    with TimeLimit() as limit:
+        for backend in args.backends:
+            bandwidth = host_to_device_bandwidth() if backend == "cupy" else None
+            bandwidths[backend] = bandwidth
+            for solver, batch, make in models(backend, [64, args.pegasos_batch]):
+                results.append(measure(solver, batch, make, data[solver], chunk_rows, backend, bandwidth))
+                print(results[-1], flush=True)
     columns = [("solver", "solver", ""), ("data", "data", ""), ("backend", "backend", ""),
                ("batch", "batch_size", ","), ("in memory rows/s", "in_memory_rows_per_s", ",.0f"),
                ("streamed rows/s", "streamed_rows_per_s", ",.0f"), ("streamed / in memory", "streamed_of_in_memory", ".0%"),
@@ -117,7 +124,7 @@ def main():
                                 "sparse synthetic": [rows, X_sparse.shape[1], int(X_sparse.nnz)]},
                     "parameters": {"rows": rows, "chunk_rows": chunk_rows, "quick": args.quick,
                                    "host_to_device_bytes_per_s": bandwidths},
-                    "results": results})
+                    "results": results, "stopped_at_time_limit": limit.reached})
 
 
 if __name__ == "__main__":

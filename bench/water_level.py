@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import median, report  # noqa: E402
+from _common import TimeLimit, median, report  # noqa: E402
 
 from gpusvm.water_level import LevelTracker, find_gamma, find_gamma_partition, find_gamma_sorted  # noqa: E402
 
@@ -96,13 +96,14 @@ def main():
     parser.add_argument("--quick", action="store_true", help="n up to 1e5")
     args = parser.parse_args()
     rows = []
-    for backend in args.backends:
-        largest = args.max_n or (10**5 if args.quick else 10**7 if backend == "numpy" else 10**8)
-        n = 1000
-        while n <= largest:
-            rows += cpu_rows(n, args.repeats) if backend == "numpy" else gpu_rows(n, args.repeats)
-            print(rows[-1], flush=True)
-            n *= 10
+    with TimeLimit() as limit:
+        for backend in args.backends:
+            largest = args.max_n or (10**5 if args.quick else 10**7 if backend == "numpy" else 10**8)
+            n = 1000
+            while n <= largest:
+                rows += cpu_rows(n, args.repeats) if backend == "numpy" else gpu_rows(n, args.repeats)
+                print(rows[-1], flush=True)
+                n *= 10
     columns = [("n", "n", ".0e"), ("backend", "backend", "s"), ("version", "version", "s"),
                ("median (ms)", "median_ms", ".3f"), ("one cupy.sum (ms)", "one_pass_ms", ".3f"),
                ("bandwidth floor (ms)", "floor_ms", ".3f")]
@@ -110,7 +111,7 @@ def main():
            title=f"## Water level: find_gamma versions, volume = n * {NU}",
            payload={"dataset": {"name": "standard normal responses; warm versions after noise of 1e-3"},
                     "parameters": {"nu": NU, "repeats": args.repeats, "quick": args.quick},
-                    "results": rows})
+                    "results": rows, "stopped_at_time_limit": limit.reached})
 
 
 if __name__ == "__main__":

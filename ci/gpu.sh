@@ -25,7 +25,9 @@
 #   ci/gpu.sh all       every step in turn (on a machine without the 10-minute limit)
 # Results land in bench/results/*-<device>.json (each names the device, CUDA and CuPy).
 # Each benchmark has its own time limit (seconds) so that one slow script cannot take the
-# whole step; a script over it is reported and the step goes on. The CPU runs (numpy) are
+# whole step; a script over it writes the runs it finished, marked as stopped at its limit
+# (bench/_common.py's TimeLimit; killed 30 s later if it has not), is reported, and the
+# step goes on. The CPU runs (numpy) are
 # recorded on CPU machines; here only where the script needs them beside the GPU.
 # Runs from the checkout with no build step: ci/prepare_gpu_run.sh gathers the wheels and
 # peers to carry, ci/build_thundersvm.sh builds ThunderSVM on the device once.
@@ -44,7 +46,7 @@ bench() {  # LIMIT SCRIPT ARGS...: one benchmark under its time limit; a failure
   local limit=$1
   shift
   echo "== $* (limit ${limit} s)"
-  timeout "$limit" python3 "$@" $quick || { echo "FAILED or over time: $*"; status=1; }
+  timeout -k 30 "$limit" python3 "$@" $quick || { echo "FAILED or over time: $*"; status=1; }
 }
 
 if [ "$step" = triage ] || [ "$step" = all ]; then

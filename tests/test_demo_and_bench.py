@@ -1,6 +1,7 @@
 """The main job, the datasets, and the benchmark scripts' --quick mode (smoke, not timing)."""
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +86,25 @@ def test_water_level_benchmark_quick_writes_results():
     subprocess.run([sys.executable, str(ROOT / "bench" / "water_level.py"), "--quick", "--repeats", "1"],
                    check=True, capture_output=True, timeout=300)
     assert sorted((ROOT / "bench" / "results").glob("water_level-*-quick.json"))
+
+
+def test_a_benchmark_stopped_at_its_time_limit_reports_the_runs_it_finished():
+    # ci/gpu.sh runs each script under `timeout`: its SIGTERM must leave the rows measured so
+    # far on disk, marked partial, instead of nothing. Stopped here after the first row of a
+    # run that would go on to 1e8 responses.
+    results = ROOT / "bench" / "results"
+    process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "water_level.py"), "--quick", "--repeats", "1",
+                                "--max-n", str(10**8)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    first_row = process.stdout.readline()
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=300)
+    assert "'n': 1000" in first_row and "stopped at the time limit" in output
+    assert process.returncode == 0
+    json_path = sorted(results.glob("water_level-*-quick.json"), key=lambda path: path.stat().st_mtime)[-1]
+    payload = json.loads(json_path.read_text())
+    assert payload["stopped_at_time_limit"] is True
+    assert 1000 in {row["n"] for row in payload["results"]} and 10**8 not in {row["n"] for row in payload["results"]}
+    assert "Stopped at its time limit" in json_path.with_suffix(".md").read_text()
 
 
 def test_sbp_benchmark_quick_writes_results_and_figure():
