@@ -18,7 +18,7 @@ matrix resident; ``cache``, a device cache of a quarter of its rows (as when the
 does not fit; at least twice the rows all pairs draw in a step, so not on letter, whose
 325 pairs draw more rows a step than it has); ``none``, a
 ``kernel_cache`` of 0, with which the pairs train one after another, each step computing
-its drawn rows' kernel values. Each is timed after an untimed epoch of it on 400 rows,
+its drawn rows' kernel values. Each is timed after an untimed epoch of it on 200 rows,
 which compiles its device kernels.
 
     python bench/sbp_one_vs_one.py [--datasets penbased letter] [--backends numpy cupy]
@@ -76,7 +76,7 @@ def run(X, y, X_test, y_test, gamma, epochs, nu, multi_class, backend="numpy", k
                "support_vectors": int(model.support_.size)}
 
 
-def warm_up(X, y, gamma, kernel_values, rows=400, batch_size=2):
+def warm_up(X, y, gamma, kernel_values, rows=200, batch_size=2):
     """Compile the device kernels of every cupy run outside the timings: one epoch of each
     on a few rows, at a batch small enough for a row cache of them."""
     X, y = X[:rows], y[:rows]
