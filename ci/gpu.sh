@@ -29,6 +29,9 @@
 # (bench/_common.py's TimeLimit; killed 30 s later if it has not), is reported, and the
 # step goes on. The CPU runs (numpy) are
 # recorded on CPU machines; here only where the script needs them beside the GPU.
+# On a lent machine ($OUT set, the device tool's folder) each result file is copied under
+# $OUT/bench/results as soon as it is written, so a call cut short still brings back the
+# scripts that finished.
 # Runs from the checkout with no build step: ci/prepare_gpu_run.sh gathers the wheels and
 # peers to carry, ci/build_thundersvm.sh builds ThunderSVM on the device once.
 # Usage: ci/gpu.sh STEP [--quick]
@@ -41,16 +44,24 @@ source ci/use_wheels.sh
 source ci/use_peers.sh
 export GPUSVM_BACKEND=cupy
 status=0
+started=$(mktemp)  # result files newer than this one are this run's
+
+keep_results() {  # copy this run's result files under $OUT now (nothing without $OUT)
+  [ -n "${OUT:-}" ] || return 0
+  find bench/results -type f -newer "$started" -exec cp --parents {} "$OUT" \;
+}
 
 bench() {  # LIMIT SCRIPT ARGS...: one benchmark under its time limit; a failure marks the step failed
   local limit=$1
   shift
   echo "== $* (limit ${limit} s)"
   timeout -k 30 "$limit" python3 "$@" $quick || { echo "FAILED or over time: $*"; status=1; }
+  keep_results
 }
 
 if [ "$step" = triage ] || [ "$step" = all ]; then
   ci/gpu_triage.sh || status=1
+  keep_results
 fi
 if [ "$step" = online ] || [ "$step" = all ]; then
   bench 150 bench/online_adult.py --backends numpy cupy
@@ -103,4 +114,5 @@ if [ "$step" = streaming ] || [ "$step" = all ]; then
     || { echo "FAILED: streaming on CuPy"; status=1; }
   bench 400 bench/streamed_throughput.py --backends cupy
 fi
+keep_results
 exit $status
