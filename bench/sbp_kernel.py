@@ -43,7 +43,7 @@ from sklearn.base import clone
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import device_tag, markdown_table, timed_fit, write_results  # noqa: E402
+from _common import TimeLimit, device_tag, markdown_table, timed_fit, write_results  # noqa: E402
 from _peers import KERNEL_PEERS, MissingPeer, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
@@ -87,10 +87,11 @@ def error(model, X, y):
     return float(np.mean(model.predict(X) != y))
 
 
-def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_epochs, cache_mb):
-    """SBP test error at doubling kernel-evaluation budgets."""
+def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_epochs, cache_mb, points):
+    """SBP test error at doubling kernel-evaluation budgets, appended to ``points`` as
+    each fit ends."""
     n, problems = X.shape[0], n_problems(y)
-    budget, points, after_target = problems * n * max(batch_size, n // 64), [], None
+    budget, after_target = problems * n * max(batch_size, n // 64), None
     while budget <= max_epochs * problems * n * n:
         model = SBPClassifier(nu=setting["nu"], gamma=1 / (2 * setting["sigma2"]),
                               fit_intercept=setting["fit_intercept"], batch_size=batch_size, max_iter=max_epochs,
@@ -109,7 +110,6 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
         if after_target == 2:
             break
         budget *= 2
-    return points
 
 
 def n_problems(y):
@@ -159,9 +159,10 @@ def fit_peer(make, setting, X, y, X_test, y_test):
     return {"seconds": seconds, "test_error": error(model, X_test, y_test)}
 
 
-def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs):
-    """KernelPegasosSVC (batch 64, last iterate) after 1, 2, 4, ... epochs."""
-    points, epochs = [], 1
+def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs, points):
+    """KernelPegasosSVC (batch 64, last iterate) after 1, 2, 4, ... epochs, appended to
+    ``points`` as each fit ends."""
+    epochs = 1
     while epochs <= max_epochs:
         model = KernelPegasosSVC(C=setting["C"], gamma=1 / (2 * setting["sigma2"]), batch_size=LARGE_BATCH,
                                  max_iter=epochs, random_state=0, backend=backend)
@@ -171,7 +172,6 @@ def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs):
                        "test_error": error(model, X_test, y_test), "n_support": int(model.support_.size)})
         print(f"  KernelPegasos {backend}", points[-1], flush=True)
         epochs *= 2
-    return points
 
 
 def time_to_target(points, target):
@@ -202,6 +202,91 @@ def plot(experiments, path):
     fig.savefig(path, dpi=120)
 
 
+def measure_setting(args, name, setting, data, experiments):
+    """SVC, then SBP's and KernelPegasosSVC's curves and the GPU peers on one setting: a
+    new entry of ``experiments``, filled in as each fit ends."""
+    X, y, X_test, y_test = data
+    print(name, setting, flush=True)
+    svc, svc_seconds, nu = fit_svc(setting, X, y, args.cache_mb)
+    svc_result = {"seconds": svc_seconds, "test_error": error(svc, X_test, y_test), "nu_from_svc": nu}
+    print("  SVC", svc_result, flush=True)
+    if setting["nu"] is None:
+        setting = {**setting, "nu": nu}
+    target = svc_result["test_error"] + TARGET_MARGIN
+    experiment = {"dataset": name, **setting, "n_train": X.shape[0], "n_test": X_test.shape[0],
+                  "svc": svc_result, "peers": {}, "curves": {}}
+    experiments.append(experiment)
+    curves = experiment["curves"]
+    for backend in args.backends:
+        for batch in args.batch_sizes:
+            sbp_curve(X, y, X_test, y_test, setting, batch, backend, target, args.max_epochs, args.cache_mb,
+                      curves.setdefault(f"SBP batch {batch} ({backend})", []))
+        if args.float32 and X.dtype == np.float64:
+            sbp_curve(X.astype(np.float32), y, X_test.astype(np.float32), y_test, setting, LARGE_BATCH, backend,
+                      target, args.max_epochs, args.cache_mb,
+                      curves.setdefault(f"SBP batch {LARGE_BATCH}, float32 X ({backend})", []))
+        pegasos_curve(X, y, X_test, y_test, setting, backend, args.max_epochs,
+                      curves.setdefault(f"KernelPegasos batch {LARGE_BATCH} ({backend})", []))
+    for label, make in KERNEL_PEERS.items() if "cupy" in args.backends and n_problems(y) == 1 else ():
+        experiment["peers"][label] = fit_peer(make, setting, X, y, X_test, y_test)
+        print(f"  {label}", experiment["peers"][label], flush=True)
+
+
+def table_rows(experiment):
+    """The table's rows of one experiment: each peer's point, then each curve's first
+    point within the target (SVC's error + 0.1 point) and its best point."""
+    svc = experiment["svc"]
+    target = svc["test_error"] + TARGET_MARGIN
+    common = {"dataset": experiment["dataset"], "setting": experiment["setting"], "svc_seconds": svc["seconds"],
+              "svc_error": svc["test_error"]}
+    rows = []
+    for label, peer in experiment["peers"].items():
+        missing = peer.get("missing")
+        reached = not missing and peer["test_error"] <= target
+        rows.append({**common, "solver": f"{label}: missing ({missing})" if missing else label,
+                     "seconds_to_target": peer["seconds"] if reached else None,
+                     "ratio": peer["seconds"] / svc["seconds"] if reached else None,
+                     "best_error": peer.get("test_error"), "best_seconds": peer.get("seconds")})
+    for label, curve in experiment["curves"].items():
+        if not curve:  # the time limit came before its first point
+            continue
+        hit = time_to_target(curve, target)
+        best = min(curve, key=lambda p: p["test_error"])
+        rows.append({**common, "solver": label, "seconds_to_target": hit["seconds"] if hit else None,
+                     "ratio": hit["seconds"] / svc["seconds"] if hit else None,
+                     "best_error": best["test_error"], "best_seconds": best["seconds"]})
+    return rows
+
+
+def write_report(args, experiments, final=False, stopped=False):
+    """Write (or rewrite) the result files with the settings measured so far (a setting a
+    time limit cut short with the fits it finished, marked by ``stopped``); the figure and
+    the printed table come with the final write."""
+    rows = [row for experiment in experiments for row in table_rows(experiment)]
+    columns = [("data", "dataset", "s"), ("setting", "setting", "s"), ("solver", "solver", "s"),
+               ("SVC fit (s)", "svc_seconds", ".1f"), ("SVC error", "svc_error", ".2%"),
+               ("time to SVC + 0.1 pt (s)", "seconds_to_target", ".1f"), ("ratio to SVC", "ratio", ".2f"),
+               ("best error", "best_error", ".2%"), ("its fit (s)", "best_seconds", ".1f")]
+    title = ("## SBP against SVC (LIBSVM), the SBP paper's settings: time for SBP to reach within "
+             "0.1 points of SVC's test error")
+    stem = "sbp_kernel_" + "_".join(args.datasets)
+    table = [title, "", *markdown_table(columns, rows), "",
+             "Empty cells: the target was not reached within the epoch cap. Curves (the paper's Figure 2): "
+             f"{stem}-{device_tag(args.backends)}{'-quick' if args.quick else ''}.png"]
+    payload = {"dataset": {"names": args.datasets}, "parameters": {
+        "settings": SETTINGS, "max_epochs": args.max_epochs, "large_batch": LARGE_BATCH, "repeats": 1,
+        "cache_mb": args.cache_mb, "quick": args.quick}, "results": rows, "experiments": experiments,
+        "complete": final and not stopped, "stopped_at_time_limit": stopped, "started": args.started}
+    paths = write_results(stem, args.backends, payload, table)
+    if not final:
+        return
+    png = paths[0].with_suffix(".png")
+    if experiments:
+        plot(experiments, png)
+    print("\n".join(table))
+    print("wrote", *paths, png)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["adult", "mnist8"], choices=sorted(SETTINGS))
@@ -218,84 +303,18 @@ def main():
     if args.quick:
         args.max_epochs = 2
     args.started = time.strftime("%Y-%m-%d %H:%M:%S")
-    experiments, rows = [], []
-    for name in args.datasets:
-        X, y, X_test, y_test = load(name, args.quick)
-        if "cupy" in args.backends:  # warm-up: compile the kernels outside the timings
-            SBPClassifier(max_iter=1, validation_fraction=0.0, backend="cupy").fit(X[:300], y[:300])
-            KernelPegasosSVC(max_iter=1, backend="cupy").fit(X[:300], y[:300])
-        for setting in SETTINGS[name]:
-            if setting["setting"] not in args.settings:
-                continue
-            print(name, setting, flush=True)
-            svc, svc_seconds, nu = fit_svc(setting, X, y, args.cache_mb)
-            svc_result = {"seconds": svc_seconds, "test_error": error(svc, X_test, y_test), "nu_from_svc": nu}
-            print("  SVC", svc_result, flush=True)
-            if setting["nu"] is None:
-                setting = {**setting, "nu": nu}
-            target = svc_result["test_error"] + TARGET_MARGIN
-            curves = {}
-            for backend in args.backends:
-                for batch in args.batch_sizes:
-                    curves[f"SBP batch {batch} ({backend})"] = sbp_curve(
-                        X, y, X_test, y_test, setting, batch, backend, target, args.max_epochs, args.cache_mb)
-                if args.float32 and X.dtype == np.float64:
-                    curves[f"SBP batch {LARGE_BATCH}, float32 X ({backend})"] = sbp_curve(
-                        X.astype(np.float32), y, X_test.astype(np.float32), y_test, setting, LARGE_BATCH, backend,
-                        target, args.max_epochs, args.cache_mb)
-                curves[f"KernelPegasos batch {LARGE_BATCH} ({backend})"] = pegasos_curve(
-                    X, y, X_test, y_test, setting, backend, args.max_epochs)
-            peers = {}
-            for label, make in KERNEL_PEERS.items() if "cupy" in args.backends and n_problems(y) == 1 else ():
-                peers[label] = fit_peer(make, setting, X, y, X_test, y_test)
-                print(f"  {label}", peers[label], flush=True)
-            experiments.append({"dataset": name, **setting, "n_train": X.shape[0], "n_test": X_test.shape[0],
-                                "svc": svc_result, "peers": peers, "curves": curves})
-            for label, peer in peers.items():
-                missing = peer.get("missing")
-                reached = not missing and peer["test_error"] <= target
-                rows.append({"dataset": name, "setting": setting["setting"],
-                             "solver": f"{label}: missing ({missing})" if missing else label,
-                             "svc_seconds": svc_seconds, "svc_error": svc_result["test_error"],
-                             "seconds_to_target": peer["seconds"] if reached else None,
-                             "ratio": peer["seconds"] / svc_seconds if reached else None,
-                             "best_error": peer.get("test_error"), "best_seconds": peer.get("seconds")})
-            for label, curve in curves.items():
-                hit = time_to_target(curve, target)
-                best = min(curve, key=lambda p: p["test_error"])
-                rows.append({"dataset": name, "setting": setting["setting"], "solver": label,
-                             "svc_seconds": svc_seconds, "svc_error": svc_result["test_error"],
-                             "seconds_to_target": hit["seconds"] if hit else None,
-                             "ratio": hit["seconds"] / svc_seconds if hit else None,
-                             "best_error": best["test_error"], "best_seconds": best["seconds"]})
-            write_report(args, experiments, rows)
-    write_report(args, experiments, rows, final=True)
-
-
-def write_report(args, experiments, rows, final=False):
-    """Write (or rewrite) the result files with the settings finished so far, so that a
-    run stopped at a time limit keeps them; the figure and the printed table come last."""
-    columns = [("data", "dataset", "s"), ("setting", "setting", "s"), ("solver", "solver", "s"),
-               ("SVC fit (s)", "svc_seconds", ".1f"), ("SVC error", "svc_error", ".2%"),
-               ("time to SVC + 0.1 pt (s)", "seconds_to_target", ".1f"), ("ratio to SVC", "ratio", ".2f"),
-               ("best error", "best_error", ".2%"), ("its fit (s)", "best_seconds", ".1f")]
-    title = ("## SBP against SVC (LIBSVM), the SBP paper's settings: time for SBP to reach within "
-             "0.1 points of SVC's test error")
-    stem = "sbp_kernel_" + "_".join(args.datasets)
-    table = [title, "", *markdown_table(columns, rows), "",
-             "Empty cells: the target was not reached within the epoch cap. Curves (the paper's Figure 2): "
-             f"{stem}-{device_tag(args.backends)}{'-quick' if args.quick else ''}.png"]
-    payload = {"dataset": {"names": args.datasets}, "parameters": {
-        "settings": SETTINGS, "max_epochs": args.max_epochs, "large_batch": LARGE_BATCH, "repeats": 1,
-        "cache_mb": args.cache_mb, "quick": args.quick}, "results": rows, "experiments": experiments,
-        "complete": final, "started": args.started}
-    paths = write_results(stem, args.backends, payload, table)
-    if not final:
-        return
-    png = paths[0].with_suffix(".png")
-    plot(experiments, png)
-    print("\n".join(table))
-    print("wrote", *paths, png)
+    experiments = []
+    with TimeLimit() as limit:
+        for name in args.datasets:
+            X, y, X_test, y_test = load(name, args.quick)
+            if "cupy" in args.backends:  # warm-up: compile the kernels outside the timings
+                SBPClassifier(max_iter=1, validation_fraction=0.0, backend="cupy").fit(X[:300], y[:300])
+                KernelPegasosSVC(max_iter=1, backend="cupy").fit(X[:300], y[:300])
+            for setting in SETTINGS[name]:
+                if setting["setting"] in args.settings:
+                    measure_setting(args, name, setting, (X, y, X_test, y_test), experiments)
+                    write_report(args, experiments)
+    write_report(args, experiments, final=True, stopped=limit.reached)
 
 
 if __name__ == "__main__":
