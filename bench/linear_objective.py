@@ -210,7 +210,8 @@ def main():
                               "pegasos_batch_sizes": args.pegasos_batch_sizes},
                "results": rows, "experiments": experiments, "stopped_at_time_limit": limit.reached}
     paths = write_results(stem, args.backends, payload, table)
-    plot(experiments, paths[0].with_suffix(".png"))
+    if experiments:
+        plot(experiments, paths[0].with_suffix(".png"))
     print("\n".join(table))
     print("wrote", *paths, paths[0].with_suffix(".png"))
 

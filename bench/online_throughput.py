@@ -135,6 +135,8 @@ def stream_rows(entries, stream, river_rows, test_rows):
     X_test, y_test = X_test[:test_rows], y_test[:test_rows]
     rows = []
     for name, backend, _, kind in entries:
+        if not totals[name]["rows"]:  # the time limit came before its first chunk
+            continue
         loss, accuracy = quality(models[name], rows_as_dicts(X_test) if kind == "dicts" else X_test, y_test)
         rows.append({"stream": "hashed", "learner": name, "backend": backend, **totals[name],
                      "test_log_loss": loss, "test_accuracy": accuracy,
