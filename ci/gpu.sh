@@ -23,6 +23,8 @@
 #   ci/gpu.sh streaming the streamed fits' tests on CuPy (pinned buffers, copy stream, two device
 #                       slots), then streamed against in-memory speed and the copy bandwidth
 #   ci/gpu.sh all       every step in turn (on a machine without the 10-minute limit)
+# On a 30-minute device lease (three or four calls): triage first, then sbp and graphs (the
+# figures and switch the open issues wait on), then streaming, extra and pairs.
 # Results land in bench/results/*-<device>.json (each names the device, CUDA and CuPy).
 # Each benchmark has its own time limit (seconds) so that one slow script cannot take the
 # whole step; a script over it writes the runs it finished, marked as stopped at its limit
