@@ -45,7 +45,7 @@ def load_results(quick):
     """``{(benchmark, device tag): result}`` of the recorded (or the quick) runs."""
     results = {}
     for path in sorted(RESULTS.glob("*.json")):
-        if path.stem.endswith("-quick") != quick:
+        if path.stem.endswith("-quick") != quick or "-emulated" in path.stem:  # ci/emulated_bench.py's dry runs
             continue
         stem = path.stem.removesuffix("-quick")
         name, _, device = stem.partition("-")

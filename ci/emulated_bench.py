@@ -5,7 +5,7 @@ The stand-in gets what ci/emulated_device.py gives the tests (free device memory
 streams, events, pinned memory). It lacks ``cupyx.profiler`` (bench/water_level.py) and
 CUDA graphs (graph launches are left out where a script checks for them). Emulated
 kernels are slow: pass small sizes (``--rows``, ``--steps``, ``--quick``). Its result
-files name the device "emulated"; never commit them.
+files name the device "emulated": git and bench/make_report.py leave them out.
 
     EMU_BUILD=/tmp/emu ../shared/tools/cuda-emu/run python ci/emulated_bench.py \\
         bench/sbp_step.py --backends cupy --rows 300 --classes 1 3 --steps 2
