@@ -7,16 +7,22 @@
   here is a context that makes itself current, an event is always complete, and pinned
   memory is ordinary host memory.  This lets the staging's data flow (slots, growth,
   views) run; the order of events on a real device is checked by
-  tests/test_streaming.py's recorded-timeline test and by the device run.
+  tests/test_streaming.py's recorded-timeline test and by the device run.  An event
+  records the host clock, so that ``cupy.cuda.get_elapsed_time`` (the benchmarks' fit
+  times) gives the emulated work's wall time.
 """
+
+import time
 
 
 class _Event:
+    seconds = 0.0  # the host clock when recorded
+
     def synchronize(self):
         pass
 
     def record(self, stream=None):
-        pass
+        self.seconds = time.perf_counter()
 
     done = True
 
@@ -54,6 +60,7 @@ def _install_streams():
     cupy.cuda.Stream = _Stream
     cupy.cuda.Event = _Event
     cupy.cuda.get_current_stream = lambda: _Stream.current or _Stream.null
+    cupy.cuda.get_elapsed_time = lambda start, end: 1e3 * (end.seconds - start.seconds)
     cupyx.empty_pinned = lambda shape, dtype=np.float64, order="C": np.empty(shape, dtype=dtype, order=order)
 
     def set_from_host(self, array, stream=None):
