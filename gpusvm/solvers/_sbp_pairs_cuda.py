@@ -81,7 +81,7 @@ class CupyPairSteps(DeviceSBPLaunches):
         compute_rows = functools.partial(kernel_rows, stack.X, sq_norms=sq_norms, kernel=stack.kernel,
                                          gamma=stack.gamma, degree=stack.degree, coef0=stack.coef0)
         n_rows, budget = stack.X.shape[0], kernel_cache_bytes(kernel_cache)
-        if kernel_values_source(n_fit_train, n_rows, stack.X.dtype, budget, n_pairs * batch) == "products":
+        if pair_kernel_values(n_fit_train, n_rows, stack.X.dtype, kernel_cache, n_pairs * batch) is None:
             raise ValueError(f"kernel_cache={kernel_cache!r} holds neither the pairs' kernel matrix "
                              f"({n_fit_train} x {n_rows} values) nor a cache of twice the {n_pairs * batch} rows "
                              "they draw in a step; check pair_kernel_values first.")
