@@ -2,7 +2,7 @@
 what ``ci/gpu.sh`` will run on a device (arguments, launches, result files), not a timing.
 
 The stand-in gets what ci/emulated_device.py gives the tests (free device memory,
-streams, events, pinned memory). It lacks ``cupyx.profiler`` (bench/water_level.py) and
+streams, events, pinned memory, CuPy's refusals of host arrays). It lacks ``cupyx.profiler`` (bench/water_level.py) and
 CUDA graphs (graph launches are left out where a script checks for them). Emulated
 kernels are slow: pass small sizes (``--rows``, ``--steps``, ``--quick``). Its result
 files name the device "emulated": git and bench/make_report.py leave them out.

@@ -10,8 +10,18 @@
   tests/test_streaming.py's recorded-timeline test and by the device run.  An event
   records the host clock, so that ``cupy.cuda.get_elapsed_time`` (the benchmarks' fit
   times) gives the emulated work's wall time.
+- CuPy's refusals of host arrays: the stand-in's device arrays are a NumPy subclass, so
+  it lets host (NumPy) arrays mix with device ones where CuPy raises.  This plugin makes
+  it raise where CuPy does (the rules and their CuPy sources: ``_refuse_host_arrays``),
+  so that a host array reaching a device path fails here, not first on a GPU.  The other
+  way round, ``numpy.asarray(device array)`` and its kin raise as CuPy's ``__array__``
+  does (``_refuse_implicit_conversion``), except in the stand-in's own code.  NumPy's C
+  code converts a subclass without a hook, so a conversion there still passes here.
+- cupyx's sparse products give device arrays; the stand-in's gave host arrays
+  (``_sparse_products_on_device``).
 """
 
+import sys
 import time
 
 
@@ -63,10 +73,186 @@ def _install_streams():
     cupy.cuda.get_elapsed_time = lambda start, end: 1e3 * (end.seconds - start.seconds)
     cupyx.empty_pinned = lambda shape, dtype=np.float64, order="C": np.empty(shape, dtype=dtype, order=order)
 
+
+def _is_host_array(value):
+    import cupy
+    import numpy as np
+
+    return isinstance(value, np.ndarray) and not isinstance(value, cupy.ndarray)
+
+
+def _host_arrays_in(values):
+    """The host arrays among ``values``, looking one level into lists and tuples (the
+    arrays of ``concatenate``, a ufunc's ``out``)."""
+    found = []
+    for value in values:
+        inner = value if isinstance(value, (list, tuple)) else (value,)
+        found += [item for item in inner if _is_host_array(item)]
+    return found
+
+
+def _refuse(host_arrays, caller=None):
+    """Raise CuPy's error for ``host_arrays`` (if any), unless ``caller`` (a frame) is
+    the stand-in's own code."""
+    if host_arrays and not (caller and _called_from_stand_in(caller)):
+        raise TypeError(f"Unsupported type {type(host_arrays[0])} (a host array where CuPy "
+                        f"needs a device array; shape {host_arrays[0].shape})")
+
+
+def _basic_index(key):
+    """True when ``key`` has no array or list in it: CuPy then writes through a view."""
+    import numpy as np
+
+    parts = key if isinstance(key, tuple) else (key,)
+    return not any(isinstance(part, (list, np.ndarray)) for part in parts)
+
+
+def _on_device(result):
+    """A NumPy result as the stand-in's device arrays (scalars stay scalars, as the
+    stand-in's own operations leave them)."""
+    import cupy
+    import numpy as np
+
+    if isinstance(result, (tuple, list)):
+        return type(result)(_on_device(item) for item in result)
+    if isinstance(result, np.ndarray) and not isinstance(result, cupy.ndarray):
+        return result.view(cupy.ndarray)
+    return result
+
+
+# CuPy functions that take host arrays: the conversions, and the *_like functions, which
+# read only the prototype's shape, dtype and flags (cupy/_creation/basic.py).
+_TAKE_HOST_ARRAYS = {"asarray", "array", "asanyarray", "asnumpy", "get_array_module",
+                     "empty_like", "zeros_like", "ones_like", "full_like", "result_type",
+                     "can_cast", "isscalar"}
+
+
+def _refuse_host_arrays():
+    """Make the stand-in raise where CuPy refuses a host array.
+
+    - An elementwise operation or reduction (``a + b``, ``a.sum()``, ``cupy.exp``), and a
+      NumPy function on device arrays (``__array_function__`` dispatch to CuPy), with a
+      host array among its arrays: ``TypeError`` (cupy/_core/_kernel.pyx,
+      ``_preprocess_args``: "Unsupported type").
+    - A CuPy function other than the conversions given a host array, ``ascontiguousarray``
+      among them (cupy/_core/core.pyx types its argument as a device array).
+    - ``device[basic index] = host array`` (not 0-d): ``ValueError`` (CuPy writes a
+      non-array value with ``fill``, which refuses "non-scalar numpy.ndarray").  With an
+      array index CuPy converts the value, and so does this.
+    - ``device.set(host)``: the host array's dtype and shape must be the device array's
+      (cupy/_core/core.pyx, ``ndarray.set``).
+    """
+    import cupy
+    import numpy as np
+
+    def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+        _refuse(_host_arrays_in(inputs + tuple(kwargs.get("out", ()))), sys._getframe(1))
+        kwargs = {key: cupy._unwrap(value) for key, value in kwargs.items()}
+        return _on_device(getattr(ufunc, method)(*cupy._unwrap(inputs), **kwargs))
+
+    def array_function(self, function, types, args, kwargs):
+        _refuse(_host_arrays_in(tuple(args) + tuple(kwargs.values())), sys._getframe(1))
+        kwargs = {key: cupy._unwrap(value) for key, value in kwargs.items()}
+        return _on_device(function(*cupy._unwrap(tuple(args)), **kwargs))
+
+    def setitem(self, key, value):
+        if _is_host_array(value) and value.shape != () and _basic_index(key):
+            raise ValueError("non-scalar numpy.ndarray cannot be used for fill (CuPy: a host "
+                             f"array of shape {value.shape} assigned to a slice; use .set())")
+        np.ndarray.__setitem__(self, key, value)
+
     def set_from_host(self, array, stream=None):
+        if not _is_host_array(array):
+            raise TypeError("Only numpy.ndarray can be set to cupy.ndarray")
+        if self.dtype != array.dtype:
+            raise TypeError(f"{array.dtype} array cannot be set to {self.dtype} array")
+        if self.shape != array.shape:
+            raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {array.shape}")
+        if not (self.flags.c_contiguous or self.flags.f_contiguous):
+            raise RuntimeError("Cannot set to non-contiguous array")
         np.copyto(self.view(np.ndarray), array)
 
+    cupy.ndarray.__array_ufunc__ = array_ufunc
+    cupy.ndarray.__array_function__ = array_function
+    cupy.ndarray.__setitem__ = setitem
     cupy.ndarray.set = set_from_host
+
+    wrap_function = cupy._fn
+
+    def strict_function(name):
+        call = wrap_function(name)
+        if name in _TAKE_HOST_ARRAYS:
+            return call
+
+        def refusing(*args, **kwargs):
+            _refuse(_host_arrays_in(tuple(args) + tuple(kwargs.values())))
+            return call(*args, **kwargs)
+
+        return refusing
+
+    cupy._fn = strict_function
+    loose_ascontiguousarray = cupy.ascontiguousarray
+
+    def ascontiguousarray(a, dtype=None):
+        _refuse(_host_arrays_in((a,)))
+        return loose_ascontiguousarray(a, dtype)
+
+    cupy.ascontiguousarray = ascontiguousarray
+
+
+_STAND_IN_MODULES = ("cupy", "cupyx", "emu", __name__)
+
+
+def _called_from_stand_in(frame):
+    """True when a frame on the stack belongs to the stand-in (its arrays are NumPy's
+    underneath, and it converts them on purpose), SciPy's sparse matrices among it: the
+    stand-in's device CSR matrix is one."""
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.split(".")[0] in _STAND_IN_MODULES or module.startswith("scipy.sparse"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _refuse_implicit_conversion():
+    """``numpy.asarray(device array)`` (and ``array``, ``asanyarray``,
+    ``ascontiguousarray``) raise ``TypeError`` as CuPy's ``ndarray.__array__`` does
+    (cupy/_core/core.pyx), unless the stand-in itself converts."""
+    import cupy
+    import numpy as np
+
+    def refusing(convert):
+        def strict(a, *args, **kwargs):
+            if isinstance(a, cupy.ndarray) and not _called_from_stand_in(sys._getframe(1)):
+                raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use "
+                                "`.get()` to construct a NumPy array explicitly.")
+            return convert(a, *args, **kwargs)
+
+        return strict
+
+    for name in ("asarray", "array", "asanyarray", "ascontiguousarray"):
+        setattr(np, name, refusing(getattr(np, name)))
+
+
+def _sparse_products_on_device():
+    """The stand-in's device CSR matrix is a SciPy subclass, so its products and
+    ``toarray`` gave SciPy's host arrays, where cupyx gives device arrays (and a device
+    path took its host branch unseen).  Now they give device arrays, and refuse a host
+    operand as cupyx does."""
+    import cupyx.scipy.sparse
+
+    device_csr = cupyx.scipy.sparse.csr_matrix
+
+    def on_device(method):
+        def dense_results_on_device(self, *args, **kwargs):
+            _refuse(_host_arrays_in(args))
+            return _on_device(method(self, *args, **kwargs))
+
+        return dense_results_on_device
+
+    for name in ("_matmul_dispatch", "_rmatmul_dispatch", "toarray"):
+        setattr(device_csr, name, on_device(getattr(device_csr, name)))
 
 
 def install():
@@ -76,6 +262,9 @@ def install():
 
     gpusvm._backend.free_device_bytes = lambda: 64 * 2**30
     _install_streams()
+    _refuse_host_arrays()
+    _refuse_implicit_conversion()
+    _sparse_products_on_device()
 
 
 def pytest_configure(config):

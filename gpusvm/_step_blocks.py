@@ -86,13 +86,18 @@ class StepBlocks:
         return self.schedule, self.position, np.int32(offset)
 
     def run(self, schedule):
-        """Run one step per row of ``schedule`` (a host array), in order (asynchronous)."""
-        if schedule.shape[0] > self.schedule.shape[0] or schedule.shape[1] != self.schedule.shape[1]:
-            import cupy
+        """Run one step per row of ``schedule`` (a host array, read as float64), in order
+        (asynchronous)."""
+        import cupy
 
-            self.schedule = cupy.empty_like(schedule)
+        schedule = np.ascontiguousarray(schedule, dtype=np.float64)
+        if schedule.shape[0] > self.schedule.shape[0] or schedule.shape[1] != self.schedule.shape[1]:
+            self.schedule = cupy.empty(schedule.shape, dtype=np.float64)
             self._recorded.clear()  # the recorded launches point at the old schedule
-        self.schedule[:schedule.shape[0]] = schedule
+        # CuPy refuses ``device[:n] = host``.  On the current stream, after the steps that
+        # read the previous schedule, and without waiting for them (set() without a stream
+        # would copy synchronously).
+        self.schedule[:schedule.shape[0]].set(schedule, stream=cupy.cuda.get_current_stream())
         self.position.fill(0)
         full, rest = divmod(schedule.shape[0], self.block_steps)
         for length in [self.block_steps] * full + ([rest] if rest else []):

@@ -207,7 +207,7 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
     def run_steps(self, schedule):
         """One step per row ``(t, eta_t)`` of a host array, in order (asynchronous)."""
         with nvtx.annotate("sbp.steps", color="green"):
-            self.blocks.run(np.ascontiguousarray(schedule, dtype=np.float64))
+            self.blocks.run(schedule)
         self.n_steps = int(schedule[-1, 0])
 
     def levels(self, responses):

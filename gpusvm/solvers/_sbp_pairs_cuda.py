@@ -143,7 +143,7 @@ class CupyPairSteps(DeviceSBPLaunches):
             self.problems[:, ACTIVE_WORD] = cupy.asarray(mask.astype(np.int64))
             self._active = mask
         with nvtx.annotate("sbp.pair_steps", color="green"):
-            self.blocks.run(np.ascontiguousarray(schedule, dtype=np.float64))
+            self.blocks.run(schedule)
         self.n_steps[active] = int(schedule[-1, 0])
         self._host_alpha.clear()
 
