@@ -16,7 +16,8 @@
   so that a host array reaching a device path fails here, not first on a GPU.  The other
   way round, ``numpy.asarray(device array)`` and its kin raise as CuPy's ``__array__``
   does (``_refuse_implicit_conversion``), except in the stand-in's own code.  NumPy's C
-  code converts a subclass without a hook, so a conversion there still passes here.
+  code converts a subclass without a hook, so a conversion there still passes here, and
+  ``isinstance(device array, numpy.ndarray)`` is still True (False for CuPy's arrays).
 - cupyx's sparse products give device arrays; the stand-in's gave host arrays
   (``_sparse_products_on_device``).
 """
@@ -185,7 +186,7 @@ def _refuse_host_arrays():
             return call
 
         def refusing(*args, **kwargs):
-            _refuse(_host_arrays_in(tuple(args) + tuple(kwargs.values())))
+            _refuse(_host_arrays_in(tuple(args) + tuple(kwargs.values())), sys._getframe(1))
             return call(*args, **kwargs)
 
         return refusing
@@ -194,7 +195,7 @@ def _refuse_host_arrays():
     loose_ascontiguousarray = cupy.ascontiguousarray
 
     def ascontiguousarray(a, dtype=None):
-        _refuse(_host_arrays_in((a,)))
+        _refuse(_host_arrays_in((a,)), sys._getframe(1))
         return loose_ascontiguousarray(a, dtype)
 
     cupy.ascontiguousarray = ascontiguousarray

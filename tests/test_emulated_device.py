@@ -1,0 +1,48 @@
+"""ci/emulated_device.py: the CPU stand-in for CuPy refuses host arrays where CuPy does.
+
+Runs only under ../shared/tools/cuda-emu with the plugin (ci/emulated_cuda.sh); a real
+CuPy raises the same errors on its own, and without CuPy there is nothing to check.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+cupy = pytest.importorskip("cupy")
+if not cupy.__version__.endswith("emulated"):
+    pytest.skip("checks the CPU stand-in for CuPy (ci/emulated_cuda.sh)", allow_module_level=True)
+
+
+@pytest.mark.parametrize("operation", [
+    lambda device, host: device + host,
+    lambda device, host: host * device,
+    lambda device, host: cupy.concatenate([device, host]),
+    lambda device, host: np.concatenate([device, host]),
+    lambda device, host: cupy.ascontiguousarray(host),
+    lambda device, host: np.asarray(device),
+    lambda device, host: device.set(host.astype(np.float32)),
+], ids=["device+host", "host*device", "cupy.concatenate", "numpy.concatenate", "ascontiguousarray",
+        "numpy.asarray", "set-other-dtype"])
+def test_device_mixing_host_arrays_is_refused_as_by_cupy(operation):
+    with pytest.raises(TypeError):
+        operation(cupy.zeros(4), np.ones(4))
+
+
+def test_host_array_into_a_device_slice_is_refused_and_set_copies_it():
+    device = cupy.zeros(4)
+    with pytest.raises(ValueError, match="non-scalar numpy.ndarray"):
+        device[:2] = np.ones(2)
+    device[np.array([0, 1])] = np.array([5.0, 6.0])  # an array index: CuPy converts the value
+    device[1:3].set(np.array([7.0, 8.0]))
+    np.testing.assert_array_equal(device.get(), [5.0, 7.0, 8.0, 0.0])
+
+
+def test_device_sparse_products_are_device_arrays():
+    import cupyx.scipy.sparse
+
+    X = cupyx.scipy.sparse.csr_matrix(sp.random(5, 3, density=0.5, format="csr", random_state=0))
+    dense = cupy.asarray(np.arange(6.0).reshape(3, 2))
+    assert isinstance(X @ dense, cupy.ndarray)
+    assert isinstance(X.toarray(), cupy.ndarray)
+    with pytest.raises(TypeError):
+        X @ np.ones((3, 2))
