@@ -92,9 +92,10 @@ def _host_arrays_in(values):
     return found
 
 
-def _refuse(host_arrays, caller=None):
-    """Raise CuPy's error for ``host_arrays`` (if any), unless ``caller`` (a frame) is
-    the stand-in's own code."""
+def _refuse(values, caller=None):
+    """Raise CuPy's error if a host array is among ``values`` (:func:`_host_arrays_in`),
+    unless ``caller`` (a frame) is the stand-in's own code."""
+    host_arrays = _host_arrays_in(values)
     if host_arrays and not (caller and _called_from_stand_in(caller)):
         raise TypeError(f"Unsupported type {type(host_arrays[0])} (a host array where CuPy "
                         f"needs a device array; shape {host_arrays[0].shape})")
@@ -112,11 +113,10 @@ def _on_device(result):
     """A NumPy result as the stand-in's device arrays (scalars stay scalars, as the
     stand-in's own operations leave them)."""
     import cupy
-    import numpy as np
 
     if isinstance(result, (tuple, list)):
         return type(result)(_on_device(item) for item in result)
-    if isinstance(result, np.ndarray) and not isinstance(result, cupy.ndarray):
+    if _is_host_array(result):
         return result.view(cupy.ndarray)
     return result
 
@@ -147,12 +147,12 @@ def _refuse_host_arrays():
     import numpy as np
 
     def array_ufunc(self, ufunc, method, *inputs, **kwargs):
-        _refuse(_host_arrays_in(inputs + tuple(kwargs.get("out", ()))), sys._getframe(1))
+        _refuse(inputs + tuple(kwargs.get("out", ())), sys._getframe(1))
         kwargs = {key: cupy._unwrap(value) for key, value in kwargs.items()}
         return _on_device(getattr(ufunc, method)(*cupy._unwrap(inputs), **kwargs))
 
     def array_function(self, function, types, args, kwargs):
-        _refuse(_host_arrays_in(tuple(args) + tuple(kwargs.values())), sys._getframe(1))
+        _refuse(tuple(args) + tuple(kwargs.values()), sys._getframe(1))
         kwargs = {key: cupy._unwrap(value) for key, value in kwargs.items()}
         return _on_device(function(*cupy._unwrap(tuple(args)), **kwargs))
 
@@ -186,7 +186,7 @@ def _refuse_host_arrays():
             return call
 
         def refusing(*args, **kwargs):
-            _refuse(_host_arrays_in(tuple(args) + tuple(kwargs.values())), sys._getframe(1))
+            _refuse(tuple(args) + tuple(kwargs.values()), sys._getframe(1))
             return call(*args, **kwargs)
 
         return refusing
@@ -195,7 +195,7 @@ def _refuse_host_arrays():
     loose_ascontiguousarray = cupy.ascontiguousarray
 
     def ascontiguousarray(a, dtype=None):
-        _refuse(_host_arrays_in((a,)), sys._getframe(1))
+        _refuse((a,), sys._getframe(1))
         return loose_ascontiguousarray(a, dtype)
 
     cupy.ascontiguousarray = ascontiguousarray
@@ -247,7 +247,7 @@ def _sparse_products_on_device():
 
     def on_device(method):
         def dense_results_on_device(self, *args, **kwargs):
-            _refuse(_host_arrays_in(args))
+            _refuse(args)
             return _on_device(method(self, *args, **kwargs))
 
         return dense_results_on_device
