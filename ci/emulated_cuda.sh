@@ -51,7 +51,8 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_dask.py::test_stacking_a_shard_empties_its_blocks"                      # gpusvm.dask shards on the device
 )
 # what the stand-in lacks (device memory to ask about, streams, events, pinned memory, CuPy's
-# refusals of host arrays, device results of sparse products): ci/emulated_device.py
+# refusals of host arrays and of device arrays stored into host ones, device results of
+# sparse products), in the test's child processes too: ci/emulated_device.py
 export PYTHONPATH="$PWD/ci${PYTHONPATH:+:$PYTHONPATH}"
 # -k keeps the CuPy cases of tests parametrized over both backends (the device-only tests
 # are named test_device_* or test_gpu_*)

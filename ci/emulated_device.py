@@ -19,11 +19,21 @@
   code converts a subclass without a hook, so a conversion there still passes here, and
   ``isinstance(device array, numpy.ndarray)`` is still True (False for CuPy's arrays).
 - cupyx's sparse products give device arrays; the stand-in's gave host arrays
-  (``_sparse_products_on_device``).
+  (``_sparse_products_on_device``).  Its device CSR matrix is a SciPy subclass, so
+  ``scipy.sparse.issparse`` said True; for cupyx's it says False, and now here too
+  (outside the stand-in).
+- ``host[index] = device array``: NumPy converts the value in C, so CuPy's refusal was
+  not seen here either.  gpusvm's modules are compiled with their subscript assignments
+  checked (``_check_host_stores``), which raises as CuPy's ``__array__`` would.
 """
 
+import ast
+import importlib.abc
+import importlib.machinery
+import os
 import sys
 import time
+from pathlib import Path
 
 
 class _Event:
@@ -256,9 +266,117 @@ def _sparse_products_on_device():
         setattr(device_csr, name, on_device(getattr(device_csr, name)))
 
 
+def _store(target, index, value):
+    """``target[index] = value``, refused as CuPy refuses it: a device array into a host
+    array, unless a 0-d one into a single element (NumPy then takes ``float(value)``,
+    which CuPy allows)."""
+    import cupy
+    import numpy as np
+
+    if _is_host_array(target) and isinstance(value, cupy.ndarray):
+        parts = index if isinstance(index, tuple) else (index,)
+        one_element = len(parts) == target.ndim and all(isinstance(part, (int, np.integer)) for part in parts)
+        if not (value.ndim == 0 and one_element):
+            raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to "
+                            f"construct a NumPy array explicitly. (A device array of shape {value.shape} "
+                            f"stored into a host array of shape {target.shape}.)")
+    target[index] = value
+
+
+class _StoreChecks(ast.NodeTransformer):
+    """Rewrites ``target[index] = value`` (one target) as
+    ``__emu_value__ = value; __emu_store__(target, index, __emu_value__)``: the value is
+    evaluated first, then the target and the index, as Python does."""
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Subscript):
+            return node
+        target = node.targets[0]
+        keep = ast.Assign(targets=[ast.Name("__emu_value__", ast.Store())], value=node.value)
+        store = ast.Expr(ast.Call(func=ast.Name("__emu_store__", ast.Load()),
+                                  args=[target.value, self._index(target.slice), ast.Name("__emu_value__", ast.Load())],
+                                  keywords=[]))
+        return [ast.copy_location(keep, node), ast.copy_location(store, node)]
+
+    def _index(self, index):
+        """The subscript as an expression (``a:b`` is only valid inside brackets)."""
+        if isinstance(index, ast.Slice):
+            bounds = [bound or ast.Constant(None) for bound in (index.lower, index.upper, index.step)]
+            return ast.Call(func=ast.Name("slice", ast.Load()), args=bounds, keywords=[])
+        if isinstance(index, ast.Tuple):
+            return ast.Tuple(elts=[self._index(part) for part in index.elts], ctx=ast.Load())
+        return index
+
+
+class _CheckedStoresLoader(importlib.machinery.SourceFileLoader):
+    def get_code(self, fullname):  # from the source every time: a cached .pyc has no checks
+        tree = _StoreChecks().visit(ast.parse(self.get_data(self.path), self.path))
+        return compile(ast.fix_missing_locations(tree), self.path, "exec", dont_inherit=True)
+
+    def exec_module(self, module):
+        module.__emu_store__ = _store
+        super().exec_module(module)
+
+
+class _CheckedStoresFinder(importlib.abc.MetaPathFinder):
+    """gpusvm's modules, found by the other finders, loaded by :class:`_CheckedStoresLoader`."""
+
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] != "gpusvm":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+                    spec.loader = _CheckedStoresLoader(spec.loader.name, spec.loader.path)
+                return spec
+        return None
+
+
+def _check_host_stores():
+    """Compile gpusvm's modules with their subscript assignments checked by :func:`_store`
+    (before gpusvm is imported)."""
+    if any(isinstance(finder, _CheckedStoresFinder) for finder in sys.meta_path):
+        return
+    if "gpusvm" in sys.modules:
+        raise RuntimeError("emulated_device: gpusvm was imported before its stores could be checked")
+    sys.meta_path.insert(0, _CheckedStoresFinder())
+
+
+def _device_sparse_is_not_scipys():
+    """``scipy.sparse.issparse(device CSR)`` is False, as for cupyx's matrices (code
+    that tests it first took its SciPy branch here, and on a GPU another)."""
+    import cupyx.scipy.sparse
+    import scipy.sparse
+
+    scipys_issparse = scipy.sparse.issparse
+
+    def issparse(x):
+        if isinstance(x, cupyx.scipy.sparse.csr_matrix) and not _called_from_stand_in(sys._getframe(1)):
+            return False
+        return scipys_issparse(x)
+
+    scipy.sparse.issparse = issparse
+
+
+def _install_in_child_processes():
+    """Python processes started from here install this too (ci/emulated_children's
+    ``sitecustomize``), or a grid search's workers would run the bare stand-in."""
+    here = Path(__file__).resolve().parent
+    paths = [str(here / "emulated_children"), str(here)]
+    inherited = os.environ.get("PYTHONPATH", "")
+    if paths[0] not in inherited.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([inherited] if inherited else []))
+
+
 def install():
-    """Give the stand-in what it lacks (this module's docstring); ci/emulated_bench.py
-    calls it for a benchmark script."""
+    """Give the stand-in what it lacks (this module's docstring), in this process and the
+    Python processes it starts; ci/emulated_bench.py calls it for a benchmark script."""
+    _check_host_stores()
+    _install_in_child_processes()
     import gpusvm._backend
 
     gpusvm._backend.free_device_bytes = lambda: 64 * 2**30
@@ -266,6 +384,11 @@ def install():
     _refuse_host_arrays()
     _refuse_implicit_conversion()
     _sparse_products_on_device()
+    _device_sparse_is_not_scipys()
+
+
+def pytest_load_initial_conftests(early_config, parser, args):
+    _check_host_stores()  # tests/conftest.py imports gpusvm
 
 
 def pytest_configure(config):

@@ -46,3 +46,42 @@ def test_device_sparse_products_are_device_arrays():
     assert isinstance(X.toarray(), cupy.ndarray)
     with pytest.raises(TypeError):
         X @ np.ones((3, 2))
+    assert not sp.issparse(X) and cupyx.scipy.sparse.issparse(X)  # as for cupyx's matrices
+
+
+def test_device_array_stored_into_a_host_array_is_refused_in_gpusvm_modules():
+    import gpusvm.svm
+
+    store = gpusvm.svm.__emu_store__  # gpusvm's modules are compiled with their stores checked
+    host = np.zeros((2, 3))
+    for index in (slice(None), 0, (0, slice(1, 3))):
+        with pytest.raises(TypeError, match="Implicit conversion"):
+            store(host, index, cupy.ones(host[index].shape))
+    store(host, (0, 1), cupy.asarray(5.0))  # one element from a 0-d array: NumPy takes float()
+    store(host, slice(None), np.ones(3))
+    store(host, (1, 2), 7.0)
+    np.testing.assert_array_equal(host, [[1.0, 1.0, 1.0], [1.0, 1.0, 7.0]])
+
+
+def test_the_rewritten_stores_keep_their_indexes_and_python_order():
+    import ast
+
+    import emulated_device
+
+    source = """
+order = []
+def value(v):
+    order.append("value")
+    return v
+def target():
+    order.append("target")
+    return host
+host = np.zeros((3, 4))
+target()[1:, ::2] = value(np.ones((2, 2)))
+target()[0, ...] = value(2.0)
+"""
+    tree = ast.fix_missing_locations(emulated_device._StoreChecks().visit(ast.parse(source)))
+    names = {"np": np, "__emu_store__": emulated_device._store}
+    exec(compile(tree, "<rewritten>", "exec"), names)  # noqa: S102 (the rewritten source above)
+    assert names["order"] == ["value", "target"] * 2
+    np.testing.assert_array_equal(names["host"], [[2, 2, 2, 2], [1, 0, 1, 0], [1, 0, 1, 0]])
