@@ -226,6 +226,11 @@ def _called_from_stand_in(frame):
     return False
 
 
+# CuPy's ndarray.__array__ (cupy/_core/core.pyx)
+_IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct "
+                        "a NumPy array explicitly.")
+
+
 def _refuse_implicit_conversion():
     """``numpy.asarray(device array)`` (and ``array``, ``asanyarray``,
     ``ascontiguousarray``) raise ``TypeError`` as CuPy's ``ndarray.__array__`` does
@@ -236,8 +241,7 @@ def _refuse_implicit_conversion():
     def refusing(convert):
         def strict(a, *args, **kwargs):
             if isinstance(a, cupy.ndarray) and not _called_from_stand_in(sys._getframe(1)):
-                raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use "
-                                "`.get()` to construct a NumPy array explicitly.")
+                raise TypeError(_IMPLICIT_CONVERSION)
             return convert(a, *args, **kwargs)
 
         return strict
@@ -277,9 +281,8 @@ def _store(target, index, value):
         parts = index if isinstance(index, tuple) else (index,)
         one_element = len(parts) == target.ndim and all(isinstance(part, (int, np.integer)) for part in parts)
         if not (value.ndim == 0 and one_element):
-            raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to "
-                            f"construct a NumPy array explicitly. (A device array of shape {value.shape} "
-                            f"stored into a host array of shape {target.shape}.)")
+            raise TypeError(f"{_IMPLICIT_CONVERSION} (A device array of shape {value.shape} stored into a "
+                            f"host array of shape {target.shape}.)")
     target[index] = value
 
 
