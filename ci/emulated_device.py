@@ -30,6 +30,7 @@
 import ast
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import os
 import sys
 import time
@@ -366,8 +367,9 @@ def _device_sparse_is_not_scipys():
 
 
 def _install_in_child_processes():
-    """Python processes started from here install this too (ci/emulated_children's
-    ``sitecustomize``), or a grid search's workers would run the bare stand-in."""
+    """Python processes started from here install this too when they import CuPy
+    (ci/emulated_children's ``sitecustomize``), or a grid search's workers would run the
+    bare stand-in."""
     here = Path(__file__).resolve().parent
     paths = [str(here / "emulated_children"), str(here)]
     inherited = os.environ.get("PYTHONPATH", "")
@@ -380,6 +382,22 @@ def install():
     Python processes it starts; ci/emulated_bench.py calls it for a benchmark script."""
     _check_host_stores()
     _install_in_child_processes()
+    _complete_the_stand_in()
+
+
+def install_when_cupy_is_imported():
+    """:func:`install` for a process that the emulated one starts, without importing the
+    stand-in before the process's own code does (tests/test_backend.py checks that
+    importing gpusvm does not import CuPy, in a child process)."""
+    _check_host_stores()
+    _install_in_child_processes()
+    if "cupy" in sys.modules:
+        _complete_the_stand_in()
+    else:
+        sys.meta_path.insert(0, _AfterImportFinder("cupy", _complete_the_stand_in))
+
+
+def _complete_the_stand_in():
     import gpusvm._backend
 
     gpusvm._backend.free_device_bytes = lambda: 64 * 2**30
@@ -388,6 +406,34 @@ def install():
     _refuse_implicit_conversion()
     _sparse_products_on_device()
     _device_sparse_is_not_scipys()
+
+
+class _AfterImportFinder(importlib.abc.MetaPathFinder):
+    """Calls ``then()`` once module ``name``, found by the other finders, has run."""
+
+    def __init__(self, name, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, name, path, target=None):
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None:
+            spec.loader = _ThenLoader(spec.loader, self.then)
+        return spec
+
+
+class _ThenLoader(importlib.abc.Loader):
+    def __init__(self, loader, then):
+        self.loader, self.then = loader, then
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        self.then()
 
 
 def pytest_load_initial_conftests(early_config, parser, args):

@@ -85,3 +85,22 @@ target()[0, ...] = value(2.0)
     exec(compile(tree, "<rewritten>", "exec"), names)  # noqa: S102 (the rewritten source above)
     assert names["order"] == ["value", "target"] * 2
     np.testing.assert_array_equal(names["host"], [[2, 2, 2, 2], [1, 0, 1, 0], [1, 0, 1, 0]])
+
+
+def test_a_child_process_completes_the_stand_in_when_it_imports_cupy():
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import gpusvm
+print("cupy" in sys.modules)
+import cupy, numpy as np
+try:
+    np.asarray(cupy.zeros(2))
+except TypeError as error:
+    print("Implicit conversion" in str(error))
+"""
+    # the plugin put ci/emulated_children (its sitecustomize) on the children's PYTHONPATH
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
