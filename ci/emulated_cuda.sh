@@ -10,6 +10,9 @@
 # streaming adds no kernel. SBPClassifier's whole fits on CuPy (test_sbp.py
 # "models_agree") take about 10 minutes each.
 # Usage: ci/emulated_cuda.sh [path to cuda-emu] [extra pytest arguments]
+# With the tool's variants, pass -s: e.g. EMU_SAN=asan EMU_BLOCK_ORDER=shuffle
+# ci/emulated_cuda.sh ../shared/tools/cuda-emu -s. A sanitizer's report does not fail
+# the test, and pytest would keep a passing test's output to itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 emu=${1:-../shared/tools/cuda-emu}
