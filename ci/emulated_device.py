@@ -425,6 +425,8 @@ class _AfterImportFinder(importlib.abc.MetaPathFinder):
 
 
 class _ThenLoader(importlib.abc.Loader):
+    """Runs a module with ``loader``, then calls ``then()``."""
+
     def __init__(self, loader, then):
         self.loader, self.then = loader, then
 
