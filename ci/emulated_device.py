@@ -30,7 +30,6 @@
 import ast
 import importlib.abc
 import importlib.machinery
-import importlib.util
 import os
 import sys
 import time
@@ -329,15 +328,20 @@ class _CheckedStoresFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name.split(".")[0] != "gpusvm":
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
+        spec = _find_spec_without(self, name, path, target)
+        if spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            spec.loader = _CheckedStoresLoader(spec.loader.name, spec.loader.path)
+        return spec
+
+
+def _find_spec_without(finder, name, path, target):
+    """The module spec that the import system's other finders give."""
+    for other in sys.meta_path:
+        if other is not finder and hasattr(other, "find_spec"):
+            spec = other.find_spec(name, path, target)
             if spec is not None:
-                if isinstance(spec.loader, importlib.machinery.SourceFileLoader):
-                    spec.loader = _CheckedStoresLoader(spec.loader.name, spec.loader.path)
                 return spec
-        return None
+    return None
 
 
 def _check_host_stores():
@@ -388,9 +392,9 @@ def install():
 def install_when_cupy_is_imported():
     """:func:`install` for a process that the emulated one starts, without importing the
     stand-in before the process's own code does (tests/test_backend.py checks that
-    importing gpusvm does not import CuPy, in a child process)."""
+    importing gpusvm does not import CuPy, in a child process).  Its own children inherit
+    the PYTHONPATH that brought it here."""
     _check_host_stores()
-    _install_in_child_processes()
     if "cupy" in sys.modules:
         _complete_the_stand_in()
     else:
@@ -417,8 +421,8 @@ class _AfterImportFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name != self.name:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        sys.meta_path.remove(self)  # once
+        spec = _find_spec_without(self, name, path, target)
         if spec is not None:
             spec.loader = _ThenLoader(spec.loader, self.then)
         return spec
