@@ -1,33 +1,46 @@
-"""The peers that run on a GPU beside gpusvm, each optional.
+"""The peers that run beside gpusvm, each optional: on a GPU, and their CPU solvers in the
+CPU runs.
 
 A peer that cannot be imported, or fails to start, is reported as missing with the reason,
 in the result file and in the table: never silently dropped. On the lent GPU machines
 they travel with the checkout (``ci/prepare_gpu_run.sh``). cuML is not among them: its
 wheels with their dependencies are about 700 MiB, more than such a run can carry.
 
-- ThunderSVM (LIBSVM's SMO on the GPU), built from source for the device
-  (``ci/build_thundersvm.sh``): kernel SVM.
+- ThunderSVM (LIBSVM's SMO, on the GPU or on every CPU core with OpenMP), built from source
+  (``ci/build_thundersvm.sh``, for the device or ``cpu``; ``ci/use_peers.sh`` puts the
+  build on the path): kernel SVM. A run uses the build it is labelled with: the GPU label
+  refuses a library built without CUDA, the CPU label one built with it.
 - torchkm (kernel SVM on PyTorch): its estimator always cross-validates over its ``Cs``;
   given the one C it still fits two folds before the final model, and that is in its time.
-- Snap ML (``snapml``, GPU and CPU solvers): linear SVM.
+- Snap ML (``snapml``, GPU and CPU solvers): linear SVM. Its CPU solver runs in the CPU
+  runs too (``pip install snapml``, in the ``bench`` extra).
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from functools import partial
+from pathlib import Path
 
 
 class MissingPeer(Exception):
     """A peer that cannot run here; the message says why."""
 
 
-def thundersvm_svc(C, gamma):
-    """ThunderSVM's SVC with an rbf kernel on GPU 0."""
+def thundersvm_svc(C, gamma, gpu=True):
+    """ThunderSVM's SVC with an rbf kernel, on GPU 0 or (``gpu=False``) on every CPU core."""
     try:
         from thundersvm import SVC
     except Exception as error:  # not installed, or its library fails to load
         raise MissingPeer(f"thundersvm: {type(error).__name__}: {error}") from error
-    return SVC(kernel="rbf", C=C, gamma=gamma, gpu_id=0)
+    library = Path(getattr(sys.modules.get("thundersvm.thundersvm"), "lib_path", ""))
+    if library.is_file():  # its wrapper loads whichever build sits beside it
+        built_with_cuda = any(marker in library.read_bytes() for marker in (b".nv_fatbin", b"__cudaRegisterFatBinary"))
+        if built_with_cuda != gpu:
+            raise MissingPeer(f"thundersvm: {library} is built {'with' if built_with_cuda else 'without'} CUDA; "
+                              f"this run needs the {'GPU' if gpu else 'CPU'} build (ci/build_thundersvm.sh)")
+    return SVC(kernel="rbf", C=C, gamma=gamma, gpu_id=0) if gpu else SVC(kernel="rbf", C=C, gamma=gamma, n_jobs=-1)
 
 
 def torchkm_svc(C, gamma):
@@ -40,8 +53,12 @@ def torchkm_svc(C, gamma):
     return TorchKMSVC(kernel="rbf", Cs=[C], cv=2, rbf_sigma=gamma / 2, device="cuda", random_state=0)
 
 
-# The kernel SVM peers of the GPU runs, by the label the tables give them.
-KERNEL_PEERS = {"ThunderSVM SVC (GPU)": thundersvm_svc, "torchkm TorchKMSVC (GPU)": torchkm_svc}
+def kernel_peers(backends):
+    """The kernel SVM peers of a run, by the label the tables give them: the GPU ones beside
+    a cupy backend, the CPU ones otherwise."""
+    if "cupy" in backends:
+        return {"ThunderSVM SVC (GPU)": thundersvm_svc, "torchkm TorchKMSVC (GPU)": torchkm_svc}
+    return {"ThunderSVM SVC (CPU, all cores)": partial(thundersvm_svc, gpu=False)}
 
 
 def snapml_svm(C, use_gpu=True, max_iter=1000, tol=1e-3):
@@ -53,6 +70,13 @@ def snapml_svm(C, use_gpu=True, max_iter=1000, tol=1e-3):
         raise MissingPeer(f"snapml: {type(error).__name__}: {error}") from error
     return SupportVectorMachine(regularizer=1.0 / C, use_gpu=use_gpu, fit_intercept=True, intercept_scaling=1.0,
                                 max_iter=max_iter, tol=tol)
+
+
+def snapml_solvers(backends):
+    """``(label, use_gpu)`` of the Snap ML solvers a run times: its CPU solver always, its
+    GPU solver beside a cupy backend."""
+    gpu = [("snapml SupportVectorMachine (GPU)", True)] if "cupy" in backends else []
+    return gpu + [("snapml SupportVectorMachine (CPU)", False)]
 
 
 def timed_peer_fit(model, X, y):

@@ -4,8 +4,8 @@ All at the same C (Pegasos' lam = SGD's alpha = 1 / (C n)), in one run, alternat
 order of the solvers between repeats. Records test accuracy, the primal objective
 ``lam/2 (||w||^2 + b^2) + mean hinge`` (the bias regularized, as LIBLINEAR and Pegasos
 treat it; SGDClassifier's own objective leaves it out) and fit time (median of repeats).
-With the cupy backend, Snap ML's linear SVM on the GPU runs beside them when it is
-importable, and is reported as missing otherwise (``bench/_peers.py``). Accuracy and
+Snap ML's linear SVM (its CPU solver, and its GPU solver with the cupy backend) runs
+beside them when it is importable, and is reported as missing otherwise (``bench/_peers.py``). Accuracy and
 objective are computed here from each model's weights, the same way for every solver.
 
     python bench/adult_linear.py [--backends numpy cupy] [--repeats 3] [--quick]
@@ -23,7 +23,7 @@ from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import TimeLimit, binary_accuracy, linear_weights, median, report, timed_fit  # noqa: E402
-from _peers import MissingPeer, snapml_svm, timed_peer_fit  # noqa: E402
+from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
 from gpusvm.datasets import load_adult  # noqa: E402
@@ -42,9 +42,8 @@ def solvers(n, backends):
                 lambda: LinearSVC(C=C, loss="hinge", dual=True, max_iter=100_000)))
     out.append(("scikit-learn SGDClassifier (hinge)", "numpy",
                 lambda: SGDClassifier(loss="hinge", alpha=1.0 / (C * n), max_iter=1000, tol=1e-3, random_state=0)))
-    if "cupy" in backends:  # its CPU solver too: on an H100 its GPU solver stopped far from the optimum
-        out.append(("snapml SupportVectorMachine (GPU)", "peer", lambda: snapml_svm(C)))
-        out.append(("snapml SupportVectorMachine (CPU)", "peer", lambda: snapml_svm(C, use_gpu=False)))
+    # its CPU solver in every run: on an H100 its GPU solver stopped far from the optimum
+    out += [(label, "peer", lambda gpu=gpu: snapml_svm(C, use_gpu=gpu)) for label, gpu in snapml_solvers(backends)]
     return out
 
 

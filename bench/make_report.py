@@ -187,7 +187,10 @@ def build(quick=False, write_figures=True):
         "",
         "Rerun: `bench/get_data.sh` once (data packages, no dependencies), then any script in `bench/` "
         "(`--quick` for a one-minute smoke run, which writes `*-quick.*` and never replaces a recorded "
-        "figure), then this report. `ci/gpu.sh` runs the GPU side.",
+        "figure), then this report. `ci/gpu.sh` runs the GPU side. The CPU runs' peers, each reported as "
+        "missing when it is not there: Snap ML's CPU solver (`pip install -e \".[bench]\"`) and ThunderSVM on "
+        "every core (`ci/build_thundersvm.sh cpu`, then `source ci/use_peers.sh cpu` in the shell that runs the "
+        "kernel benchmarks).",
         "",
     ]
     for title, names, figure in QUESTIONS:

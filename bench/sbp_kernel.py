@@ -15,9 +15,9 @@ KernelPegasosSVC runs 1, 2, 4, ... epochs; its kernel evaluations are its violat
 n. Writes ``results/sbp_kernel_<datasets>-<device>.{json,md}`` and the paper's Figure 2 as
 ``results/sbp_kernel_<datasets>-<device>.png`` (test error against kernel evaluations).
 
-With the cupy backend, the GPU peers (ThunderSVM, torchkm; at SVC's parameters) run beside
-them on the two-class data sets when they are importable, and are reported as missing
-otherwise (``bench/_peers.py``).
+The peers (at SVC's parameters; with the cupy backend ThunderSVM and torchkm on the GPU,
+otherwise ThunderSVM on every CPU core) run beside them on the two-class data sets when
+they are importable, and are reported as missing otherwise (``bench/_peers.py``).
 
 * KEEL magic, letter and penbased (``bench/get_data.sh``), standardized: gamma = 1/d,
   C = 1, and the SVC's nu. On letter (26 classes) and penbased (10) both are one-vs-one
@@ -44,7 +44,7 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import TimeLimit, device_tag, markdown_table, timed_fit, write_results  # noqa: E402
-from _peers import KERNEL_PEERS, MissingPeer, timed_peer_fit  # noqa: E402
+from _peers import MissingPeer, kernel_peers, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
 from gpusvm.datasets import KEEL_DATASETS, load_adult, load_keel, load_mnist_one_vs_rest  # noqa: E402
@@ -150,7 +150,7 @@ def median_nu(svc, X, y, multi_class):
 
 
 def fit_peer(make, setting, X, y, X_test, y_test):
-    """A GPU peer at SVC's C and gamma: its one point (seconds, test error), or why it is missing."""
+    """A peer at SVC's C and gamma: its one point (seconds, test error), or why it is missing."""
     try:
         model = make(setting["C"], 1 / (2 * setting["sigma2"]))
         seconds = timed_peer_fit(model, X, y)
@@ -203,7 +203,7 @@ def plot(experiments, path):
 
 
 def measure_setting(args, name, setting, data, experiments):
-    """SVC, then SBP's and KernelPegasosSVC's curves and the GPU peers on one setting: a
+    """SVC, then SBP's and KernelPegasosSVC's curves and the peers on one setting: a
     new entry of ``experiments``, filled in as each fit ends."""
     X, y, X_test, y_test = data
     print(name, setting, flush=True)
@@ -227,7 +227,7 @@ def measure_setting(args, name, setting, data, experiments):
                       curves.setdefault(f"SBP batch {LARGE_BATCH}, float32 X ({backend})", []))
         pegasos_curve(X, y, X_test, y_test, setting, backend, args.max_epochs,
                       curves.setdefault(f"KernelPegasos batch {LARGE_BATCH} ({backend})", []))
-    for label, make in KERNEL_PEERS.items() if "cupy" in args.backends and n_problems(y) == 1 else ():
+    for label, make in kernel_peers(args.backends).items() if n_problems(y) == 1 else ():
         experiment["peers"][label] = fit_peer(make, setting, X, y, X_test, y_test)
         print(f"  {label}", experiment["peers"][label], flush=True)
 

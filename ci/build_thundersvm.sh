@@ -1,21 +1,39 @@
 #!/usr/bin/env bash
-# On a CUDA machine: build ThunderSVM's library from .peers/thundersvm-src.tar.gz for this
-# device into .peers/tsvm-lib/lib/libthundersvm.so (about 4 MB; about 4 minutes with 6 jobs
-# on an H100 machine's 16 cores). Its CMakeLists asks for C++11/14, which CUDA 13's Thrust
-# and CUB refuse, so the build is moved to C++17. Bring the library back (under $OUT on a
-# lent machine) and carry it in .peers next time, so later runs skip the build.
-# Usage: ci/build_thundersvm.sh [CUDA architecture, default 90]
+# Build ThunderSVM's library from .peers/thundersvm-src.tar.gz (copied there from ../shared/peers/):
+#   ci/build_thundersvm.sh [ARCH]  on a CUDA machine, for CUDA architecture ARCH (default 90),
+#                                  into .peers/tsvm-lib/lib/libthundersvm.so (about 4 MB; about
+#                                  4 minutes with 6 jobs on an H100 machine's 16 cores)
+#   ci/build_thundersvm.sh cpu     without CUDA (OpenMP on every core, Eigen from the archive),
+#                                  into .peers/tsvm-cpu/lib/libthundersvm.so: the CPU runs' peer
+# Its CMakeLists asks for C++11/14, which CUDA 13's Thrust and CUB refuse, so the build is
+# moved to C++17. Bring the GPU library back (under $OUT on a lent machine) and carry it in
+# .peers next time, so later runs skip the build. ci/use_peers.sh puts a build on the path.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-arch=${1:-90}
+target=${1:-90}
 work=$(mktemp -d)
-tar -xzf "$root/.peers/thundersvm-src.tar.gz" -C "$work"
+archive="$root/.peers/thundersvm-src.tar.gz"  # ci/use_peers.sh takes the Python wrapper from it too
+[ -f "$archive" ] || { mkdir -p "$root/.peers" && cp "$root/../shared/peers/thundersvm-src.tar.gz" "$archive"; }
+tar -xzf "$archive" -C "$work"
 sed -i 's/-std=c++1[14]/-std=c++17/; s/"-std=c++11"/"-std=c++17"/; s/CMAKE_CXX_STANDARD 11/CMAKE_CXX_STANDARD 17/' \
     "$work/tsvm/CMakeLists.txt"
+if [ "$target" = cpu ]; then
+  # Its CPU build calls a CUDA-only function in SvmModel::predict_dec_values_instant (the
+  # prediction path for over 10,000 binary models), so the library cannot be loaded (upstream
+  # issue #276): that call is kept for CUDA builds, and a CPU build stops there with a message.
+  sed -i 's|^\( *\)sum_kernel_values_instant(coef|#ifdef USE_CUDA\n\1sum_kernel_values_instant(coef|;
+          s|^\( *batch_ins.size(),vote_device);\)$|\1\n#else\n        LOG(FATAL) << "over 10,000 binary models need the CUDA build";\n#endif|' \
+      "$work/tsvm/src/thundersvm/model/svmmodel.cpp"
+  flags=(-DUSE_CUDA=OFF)
+  dest="$root/.peers/tsvm-cpu/lib"
+else
+  flags=(-DCMAKE_CUDA_ARCHITECTURES="$target")
+  dest="$root/.peers/tsvm-lib/lib"
+fi
 mkdir -p "$work/tsvm/build"
 cd "$work/tsvm/build"
-cmake .. -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCMAKE_BUILD_TYPE=Release >cmake.log
+cmake .. -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DCMAKE_BUILD_TYPE=Release "${flags[@]}" >cmake.log
 make -j"${JOBS:-6}" thundersvm >make.log || { tail -30 make.log; exit 1; }
-mkdir -p "$root/.peers/tsvm-lib/lib"
-cp lib/libthundersvm.so "$root/.peers/tsvm-lib/lib/"
-echo "built $root/.peers/tsvm-lib/lib/libthundersvm.so"
+mkdir -p "$dest"
+cp lib/libthundersvm.so "$dest/"
+echo "built $dest/libthundersvm.so"

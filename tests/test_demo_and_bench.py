@@ -149,8 +149,9 @@ def test_linear_objective_benchmark_quick_reaches_liblinear():
         gaps = {name: min(p["gap"] for p in points) for name, points in experiment["curves"].items()}
         assert all(gap >= 0 for gap in gaps.values())  # measured from the optimum, or the best run
         assert experiment["best_objective"] <= experiment["reference_objective"]
-        if experiment["dataset"] == "adult":
-            assert min(gaps, key=gaps.get).startswith("scikit-learn LinearSVC")
+        if experiment["dataset"] == "adult":  # LIBLINEAR first, of all but the peers installed or not
+            ours = {name: gap for name, gap in gaps.items() if not name.startswith("snapml")}
+            assert min(ours, key=ours.get).startswith("scikit-learn LinearSVC")
     assert {e["dataset"] for e in payload["experiments"]} == {"adult", "synthetic"}
 
 
