@@ -275,3 +275,24 @@ def test_bench_readme_is_generated_from_the_recorded_results():
         "bench/README.md is stale: run python bench/make_report.py")
     quick = build(quick=True, write_figures=False)
     assert sum(line.startswith("## ") for line in quick) == len(QUESTIONS) + 1
+
+
+@pytest.mark.parametrize("built_with_cuda", [False, True])
+def test_a_thundersvm_build_runs_only_under_its_own_label(tmp_path, monkeypatch, built_with_cuda):
+    # The peer's wrapper loads whichever libthundersvm.so sits beside it: a CPU run must not
+    # time a CUDA build as "CPU", nor a GPU run a CPU build as "GPU".
+    import types
+
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from _peers import MissingPeer, thundersvm_svc
+
+    library = tmp_path / "libthundersvm.so"
+    library.write_bytes(b"\x7fELF" + (b".nv_fatbin" if built_with_cuda else b".text") + b"\0" * 64)
+    package, wrapper = types.ModuleType("thundersvm"), types.ModuleType("thundersvm.thundersvm")
+    wrapper.lib_path = str(library)
+    package.SVC = lambda **settings: settings
+    monkeypatch.setitem(sys.modules, "thundersvm", package)
+    monkeypatch.setitem(sys.modules, "thundersvm.thundersvm", wrapper)
+    assert thundersvm_svc(1.0, 0.5, gpu=built_with_cuda)["gamma"] == 0.5
+    with pytest.raises(MissingPeer, match=f"built {'with' if built_with_cuda else 'without'} CUDA"):
+        thundersvm_svc(1.0, 0.5, gpu=not built_with_cuda)
