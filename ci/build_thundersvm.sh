@@ -24,6 +24,8 @@ if [ "$target" = cpu ]; then
   sed -i 's|^\( *\)sum_kernel_values_instant(coef|#ifdef USE_CUDA\n\1sum_kernel_values_instant(coef|;
           s|^\( *batch_ins.size(),vote_device);\)$|\1\n#else\n        LOG(FATAL) << "over 10,000 binary models need the CUDA build";\n#endif|' \
       "$work/tsvm/src/thundersvm/model/svmmodel.cpp"
+  grep -q "need the CUDA build" "$work/tsvm/src/thundersvm/model/svmmodel.cpp" ||
+    { echo "ci/build_thundersvm.sh: the CPU patch to svmmodel.cpp no longer applies; see issue #276" >&2; exit 1; }
   flags=(-DUSE_CUDA=OFF)
   dest="$root/.peers/tsvm-cpu/lib"
 else
