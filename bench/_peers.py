@@ -23,6 +23,8 @@ import time
 from functools import partial
 from pathlib import Path
 
+import numpy as np
+
 
 class MissingPeer(Exception):
     """A peer that cannot run here; the message says why."""
@@ -40,7 +42,30 @@ def thundersvm_svc(C, gamma, gpu=True):
         if built_with_cuda != gpu:
             raise MissingPeer(f"thundersvm: {library} is built {'with' if built_with_cuda else 'without'} CUDA; "
                               f"this run needs the {'GPU' if gpu else 'CPU'} build (ci/build_thundersvm.sh)")
-    return SVC(kernel="rbf", C=C, gamma=gamma, gpu_id=0) if gpu else SVC(kernel="rbf", C=C, gamma=gamma, n_jobs=-1)
+    model = SVC(kernel="rbf", C=C, gamma=gamma, gpu_id=0) if gpu else SVC(kernel="rbf", C=C, gamma=gamma, n_jobs=-1)
+    return NumericLabels(model)
+
+
+class NumericLabels:
+    """A peer whose wrapper takes numbers as labels only (ThunderSVM's converts ``y`` to
+    float): fitted on class indices, it predicts the original labels. Other attributes
+    (``support_``) are the peer's."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def fit(self, X, y):
+        from sklearn.preprocessing import LabelEncoder
+
+        self.labels = LabelEncoder()
+        self.model.fit(X, self.labels.fit_transform(y).astype(np.float64))
+        return self
+
+    def predict(self, X):
+        return self.labels.inverse_transform(np.rint(self.model.predict(X)).astype(np.int64))
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["model"], name)
 
 
 def torchkm_svc(C, gamma):

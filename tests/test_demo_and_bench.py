@@ -293,6 +293,27 @@ def test_a_thundersvm_build_runs_only_under_its_own_label(tmp_path, monkeypatch,
     package.SVC = lambda **settings: settings
     monkeypatch.setitem(sys.modules, "thundersvm", package)
     monkeypatch.setitem(sys.modules, "thundersvm.thundersvm", wrapper)
-    assert thundersvm_svc(1.0, 0.5, gpu=built_with_cuda)["gamma"] == 0.5
+    assert thundersvm_svc(1.0, 0.5, gpu=built_with_cuda).model["gamma"] == 0.5
     with pytest.raises(MissingPeer, match=f"built {'with' if built_with_cuda else 'without'} CUDA"):
         thundersvm_svc(1.0, 0.5, gpu=not built_with_cuda)
+
+
+def test_thundersvm_learns_and_predicts_the_original_labels(monkeypatch):
+    # ThunderSVM's wrapper converts y to float, so string labels (KEEL magic's "g"/"h") reach
+    # it as class indices and its float predictions come back as the labels.
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from _peers import NumericLabels
+
+    class FloatLabelsOnly:
+        support_ = np.array([0, 2])
+
+        def fit(self, X, y):
+            self.y = np.asarray(y, dtype=np.float64)
+
+        def predict(self, X):
+            return self.y[: len(X)]
+
+    peer = NumericLabels(FloatLabelsOnly()).fit(np.zeros((4, 1)), np.array(["h", "g", "h", "g"]))
+    assert peer.model.y.tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert peer.predict(np.zeros((3, 1))).tolist() == ["h", "g", "h"]
+    assert peer.support_.tolist() == [0, 2]
