@@ -111,5 +111,6 @@ def timed_peer_fit(model, X, y):
     try:
         model.fit(X, y)
     except Exception as error:
-        raise MissingPeer(f"{type(model).__module__}: fit failed: {type(error).__name__}: {error}") from error
+        peer = model.model if isinstance(model, NumericLabels) else model
+        raise MissingPeer(f"{type(peer).__module__}: fit failed: {type(error).__name__}: {error}") from error
     return time.perf_counter() - start
