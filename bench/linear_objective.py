@@ -7,10 +7,10 @@ doubling budgets up to its cap (Pegasos and SGD: epochs, ``tol=None``; LinearSVC
 ML: their outer iterations, which cost far less than an epoch of Pegasos on a CPU), the
 solvers alternating at each budget, until it is within half the smallest reported gap of
 the optimum (its larger budgets would add nothing to the table); each point records the
-fit seconds, the objective and the test accuracy. The gap is relative to the optimum: LIBLINEAR at ``tol=1e-6``, its
-iterations doubled until the objective moves less than 1e-5 (relative; untimed, and kept
-in ``results/optima/linear.json`` so that later runs on the same data skip it), or any
-lower objective a run reached. Data: Adult, and a sparse
+fit seconds, the objective and the test accuracy. The gap is relative to the optimum:
+LIBLINEAR at ``tol=1e-6``, its iterations doubled until the objective moves less than
+1e-5 (relative; untimed, and kept in ``results/optima/linear.json`` so that later runs on
+the same data skip it), or any lower objective a run reached. Data: Adult, and a sparse
 synthetic problem (``--rows`` rows, default 1,000,000, 100,000 columns, 20 nonzeros per
 row, labels from a known linear rule with noise; 100,000 more rows are the test set).
 Snap ML's linear SVM (its CPU solver, and its GPU solver with the cupy backend, at
