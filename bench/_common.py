@@ -128,6 +128,18 @@ def binary_accuracy(weights, X, y):
     return float(np.mean(predicted == y))
 
 
+def binary_svm_objective(weights, X, y, lam):
+    """The primal ``lam/2 (||w||^2 + b^2) + mean hinge`` of the binary linear model
+    ``weights`` (one row, the bias last and regularized) on ``(X, y)``, the positive class
+    being the larger label: computed the same way for every solver."""
+    import numpy as np
+
+    from gpusvm.solvers.pegasos import primal_objective
+
+    targets = np.where(y == np.unique(y)[1], 1.0, -1.0)[:, None]
+    return primal_objective(X, targets, np.ones(X.shape[0]), weights, lam, True)
+
+
 def median(values):
     return float(statistics.median(values))
 

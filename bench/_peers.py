@@ -42,8 +42,8 @@ def thundersvm_svc(C, gamma, gpu=True):
         if built_with_cuda != gpu:
             raise MissingPeer(f"thundersvm: {library} is built {'with' if built_with_cuda else 'without'} CUDA; "
                               f"this run needs the {'GPU' if gpu else 'CPU'} build (ci/build_thundersvm.sh)")
-    model = SVC(kernel="rbf", C=C, gamma=gamma, gpu_id=0) if gpu else SVC(kernel="rbf", C=C, gamma=gamma, n_jobs=-1)
-    return NumericLabels(model)
+    where = {"gpu_id": 0} if gpu else {"n_jobs": -1}
+    return NumericLabels(SVC(kernel="rbf", C=C, gamma=gamma, **where))
 
 
 class NumericLabels:

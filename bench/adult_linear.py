@@ -22,12 +22,12 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, binary_accuracy, linear_weights, median, report, timed_fit  # noqa: E402
+from _common import (TimeLimit, binary_accuracy, binary_svm_objective, linear_weights, median, report,  # noqa: E402
+                     timed_fit)
 from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
 from gpusvm.datasets import load_adult  # noqa: E402
-from gpusvm.solvers.pegasos import primal_objective  # noqa: E402
 
 C = 1.0
 
@@ -58,7 +58,6 @@ def main():
         X, y, args.repeats = X[:3000], y[:3000], 1
     n = X.shape[0]
     lam = 1.0 / (C * n)
-    targets = np.where(y == 1, 1.0, -1.0)[:, None]
     entries = solvers(n, args.backends)
     if "cupy" in args.backends:  # warm-up: compile the kernels outside the timings
         PegasosSVC(max_iter=1, backend="cupy").fit(X[:500], y[:500])
@@ -92,7 +91,7 @@ def main():
             "solver": name, "backend": backend, "repeats_seconds": times[name],
             "median_seconds": median(times[name]),
             "test_accuracy": binary_accuracy(weights, X_test, y_test),
-            "objective": primal_objective(X, targets, np.ones(n), weights, lam, True),
+            "objective": binary_svm_objective(weights, X, y, lam),
             "epochs": int(np.max(model.n_iter_)) if hasattr(model, "n_iter_") else None,
             "objective_curve": getattr(model, "objective_curve_", None),
         })

@@ -37,14 +37,13 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (TimeLimit, binary_accuracy, device_tag, linear_weights, markdown_table,  # noqa: E402
-                     timed_fit, write_results)
+from _common import (TimeLimit, binary_accuracy, binary_svm_objective, device_tag, linear_weights,  # noqa: E402
+                     markdown_table, timed_fit, write_results)
 from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # noqa: E402
 from scaling import make_data  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
 from gpusvm.datasets import load_adult  # noqa: E402
-from gpusvm.solvers.pegasos import primal_objective  # noqa: E402
 
 C = 1.0
 GAPS = (0.01, 0.001)
@@ -91,7 +90,6 @@ def curves(X, y, X_test, y_test, backends, caps, batch_sizes, reference, found, 
     from scratch, into ``found`` (name: points, as each fit ends) and ``missing`` (name: why).
     A solver stops once its objective is within half the smallest gap of ``reference``."""
     n = X.shape[0]
-    targets = np.where(y == np.unique(y)[1], 1.0, -1.0)[:, None]
     entries = makers(n, backends, batch_sizes)
     if "cupy" in backends:  # warm-up: compile the kernels outside the timings
         PegasosSVC(max_iter=1, backend="cupy").fit(X[:500], y[:500])
@@ -113,7 +111,7 @@ def curves(X, y, X_test, y_test, backends, caps, batch_sizes, reference, found, 
                     continue
             weights = linear_weights(model)
             found[name].append({"budget": budget, "seconds": seconds,
-                                "objective": primal_objective(X, targets, np.ones(n), weights, 1.0 / (C * n), True),
+                                "objective": binary_svm_objective(weights, X, y, 1.0 / (C * n)),
                                 "test_accuracy": binary_accuracy(weights, X_test, y_test)})
             print(f"  {name} budget {budget}: {found[name][-1]}", flush=True)
 
@@ -129,15 +127,13 @@ def reference_objective(X, y, start_iter, settle=1e-5, max_iter=16384):
     (relative) or ``max_iter`` is reached. A fixed count is not enough: on the 1M-row problem
     128 iterations stopped 0.34% above the optimum, which a 0.1% column cannot afford.
     Returns the objective, the iterations and the last relative move."""
-    n = X.shape[0]
-    targets = np.where(y == np.unique(y)[1], 1.0, -1.0)[:, None]
     previous, max_iter_run = None, start_iter
     while True:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model = LinearSVC(C=C, loss="hinge", dual=True, max_iter=max_iter_run, tol=1e-6,
                               random_state=0).fit(X, y)
-        objective = primal_objective(X, targets, np.ones(n), linear_weights(model), 1.0 / (C * n), True)
+        objective = binary_svm_objective(linear_weights(model), X, y, 1.0 / (C * X.shape[0]))
         move = None if previous is None else abs(previous - objective) / objective
         print(f"  reference: LIBLINEAR {max_iter_run} iterations, objective {objective:.8f}", flush=True)
         if (move is not None and move < settle) or max_iter_run >= max_iter:

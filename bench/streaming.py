@@ -31,7 +31,7 @@ from sklearn.datasets import dump_svmlight_file
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import report  # noqa: E402
+from _common import binary_svm_objective, report  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 
 CHUNK_ROWS = 100_000
@@ -100,7 +100,6 @@ def objectives(quick):
 
     from gpusvm import PegasosSVC
     from gpusvm.datasets import load_adult
-    from gpusvm.solvers.pegasos import primal_objective
 
     X, y, X_test, y_test = load_adult()
     n = 20_000 if quick else 1_000_000
@@ -109,7 +108,6 @@ def objectives(quick):
                 ("synthetic", (X_syn[:n], y_syn[:n], X_syn[n:], y_syn[n:]), n // 10, [1, 2] if quick else [1, 3])]
     rows = []
     for data, (X, y, X_test, y_test), chunk_rows, epochs_list in problems:
-        targets = np.where(y == np.unique(y)[1], 1.0, -1.0)[:, None]
         chunks = [(X[i:i + chunk_rows], y[i:i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
         for epochs in epochs_list:
             for how, fit in (("in memory", lambda m: m.fit(X, y)),
@@ -120,7 +118,7 @@ def objectives(quick):
                 seconds = time.perf_counter() - started
                 weights = np.hstack([model.coef_, model.intercept_[:, None]])
                 rows.append({"data": data, "how": how, "epochs": epochs, "seconds": seconds,
-                             "objective": primal_objective(X, targets, np.ones(X.shape[0]), weights, model.lam_, True),
+                             "objective": binary_svm_objective(weights, X, y, model.lam_),
                              "test_accuracy": float(model.score(X_test, y_test))})
                 print(rows[-1], flush=True)
     return rows
