@@ -15,7 +15,8 @@ synthetic problem (``--rows`` rows, default 1,000,000, 100,000 columns, 20 nonze
 row, labels from a known linear rule with noise; 100,000 more rows are the test set).
 Snap ML's linear SVM (its CPU solver, and its GPU solver with the cupy backend, at
 ``max_iter`` = the budget) runs beside them when it is importable, and is reported as
-missing otherwise.
+missing otherwise. With the cupy backend PegasosSVC also runs with fused steps
+(``GPUSVM_FUSED_STEPS=1``: a block of steps in one launch; the same model to rounding).
 ``--pegasos-batch-sizes`` runs PegasosSVC at each of several batch sizes (the trade between
 a step's cost and the progress an epoch makes; files ``linear_objective_batches-*``).
 
@@ -27,9 +28,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -43,6 +46,7 @@ from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # no
 from scaling import make_data  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
+from gpusvm._step_blocks import FUSED_ENV_VARIABLE  # noqa: E402
 from gpusvm.datasets import load_adult  # noqa: E402
 
 C = 1.0
@@ -64,13 +68,34 @@ def load(name, rows, quick):
     return X[:n], y[:n], X[n:], y[n:]
 
 
+class WithFusedSteps:
+    """A PegasosSVC whose fits run with ``GPUSVM_FUSED_STEPS=1``: on CuPy, a block of steps
+    is one launch of the fused kernel (:mod:`gpusvm._step_blocks`)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def fit(self, X, y):
+        with mock.patch.dict(os.environ, {FUSED_ENV_VARIABLE: "1"}):
+            self.model.fit(X, y)
+        return self
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
 def makers(n, backends, batch_sizes=None):
     """(name, backend, budget unit, budget -> estimator) of every solver, the unit being
-    "epochs" or "iterations"; PegasosSVC at each of ``batch_sizes`` (None: its default only)."""
+    "epochs" or "iterations"; PegasosSVC at each of ``batch_sizes`` (None: its default only),
+    on CuPy also with fused steps."""
     lam = 1.0 / (C * n)
     if batch_sizes is None:
         out = [(f"gpusvm PegasosSVC ({b})", b, "epochs",
                 lambda k, b=b: PegasosSVC(C=C, max_iter=k, tol=None, random_state=0, backend=b)) for b in backends]
+        if "cupy" in backends:
+            out.append(("gpusvm PegasosSVC (cupy, fused steps)", "cupy", "epochs",
+                        lambda k: WithFusedSteps(PegasosSVC(C=C, max_iter=k, tol=None, random_state=0,
+                                                            backend="cupy"))))
     else:
         out = [(f"gpusvm PegasosSVC ({b}, batch {size})", b, "epochs",
                 lambda k, b=b, size=size: PegasosSVC(C=C, batch_size=size, max_iter=k, tol=None, random_state=0,

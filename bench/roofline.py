@@ -15,8 +15,10 @@ The floor a nonzero costs: its value and column index read once, and the weights
 touches read and written once: Pegasos ``v`` (X's dtype) and the average's ``P``
 (float64); FTRL ``z`` and ``n`` (float64).  So 44 bytes a nonzero for float64 Pegasos,
 40 for float32 FTRL.  The copy bandwidth is that of copying a 512 MiB array (read plus
-write), best of 5.  On the GPU each batch size runs with direct launches and, where CuPy
-can capture, with CUDA graphs (``GPUSVM_CUDA_GRAPHS``; :mod:`gpusvm._step_blocks`).
+write), best of 5.  On the GPU each batch size runs with direct launches, where CuPy
+can capture with CUDA graphs (``GPUSVM_CUDA_GRAPHS``; :mod:`gpusvm._step_blocks`), and
+for PegasosSVC at the batch sizes its fused kernel takes (up to 1,024 rows), with fused
+steps: a block of steps in one launch (``GPUSVM_FUSED_STEPS``).
 
     python bench/roofline.py [--backends numpy cupy] [--rows 1000000] [--stream-rows 10000000] [--quick]
 """
@@ -38,7 +40,8 @@ from scaling import make_data  # noqa: E402
 from gpusvm._backend import get_namespace  # noqa: E402
 from gpusvm._validation import to_backend  # noqa: E402
 from gpusvm.solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper  # noqa: E402
-from gpusvm.solvers.pegasos import PegasosProblem, PegasosState, pegasos_stepper, steps_per_epoch  # noqa: E402
+from gpusvm.solvers.pegasos import (PegasosProblem, PegasosState, fits_fused_steps, pegasos_stepper,  # noqa: E402
+                                    steps_per_epoch)
 
 BATCH_SIZES = (32, 256, 2048, 16384, 65536)
 FTRL = OnlineRule("ftrl", l1=1.0, l2=1.0, alpha=0.1, beta=1.0)  # FTRLClassifier's defaults
@@ -91,12 +94,28 @@ def floor_bytes(solver, dtype):
 
 
 def launch_modes(backend):
+    """How the GPU's steps are issued: direct launches, CUDA graphs where CuPy can capture,
+    and fused steps (direct launches of the fused kernel)."""
     if backend != "cupy":
         return ["-"]
     import cupy
 
     capture = hasattr(getattr(cupy.cuda, "Stream", None), "begin_capture")
-    return ["direct", "graph"] if capture else ["direct"]
+    return ["direct", "graph", "fused"] if capture else ["direct", "fused"]
+
+
+def runs_in_mode(solver, batch_size, mode):
+    """Fused steps exist for PegasosSVC (one class here) at the batch sizes its kernel takes."""
+    return mode != "fused" or (solver == "PegasosSVC" and fits_fused_steps(batch_size, 1))
+
+
+def set_launch_mode(mode):
+    """Point gpusvm._step_blocks' switches at ``mode`` (what GPUSVM_CUDA_GRAPHS and
+    GPUSVM_FUSED_STEPS would set)."""
+    import gpusvm._step_blocks as step_blocks
+
+    step_blocks.default_mode = lambda: "graph" if mode == "graph" else "direct"
+    step_blocks.fused_steps_default = lambda: mode == "fused"
 
 
 def main():
@@ -115,8 +134,6 @@ def main():
     X_hashed, y_hashed = stream.chunk(0)
     data = {"PegasosSVC": ("sparse synthetic", X_sparse, y_sparse, pegasos_pass),
             "FTRLClassifier": ("hashed stream", X_hashed, y_hashed, ftrl_pass)}
-    import gpusvm._step_blocks as step_blocks
-
     results, bandwidths = [], {}
     with TimeLimit() as limit:
         for backend in args.backends:
@@ -124,8 +141,10 @@ def main():
             print(f"{backend}: copy bandwidth {bandwidths[backend] / 1e9:.1f} GB/s", flush=True)
             for mode in launch_modes(backend):
                 if mode != "-":
-                    step_blocks.default_mode = lambda mode=mode: mode
+                    set_launch_mode(mode)
                 for (solver, (name, X, y, one_pass)), batch_size in itertools.product(data.items(), batch_sizes):
+                    if not runs_in_mode(solver, batch_size, mode):
+                        continue
                     seconds, rows_done, nonzeros = one_pass(X, y, batch_size, backend)
                     traffic = nonzeros * floor_bytes(solver, X.dtype) / seconds
                     results.append({

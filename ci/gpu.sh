@@ -12,9 +12,10 @@
 #                       step with its kernel rows in a device row cache (bench/sbp_step.py)
 #   ci/gpu.sh pairs     one-vs-one SBPClassifier on KEEL penbased and letter, its pairs reading the
 #                       kernel matrix, a row cache of it, or training one after another
-#   ci/gpu.sh graphs    blocks of steps replayed as CUDA graphs against direct launches (the
-#                       tests that decide GPUSVM_CUDA_GRAPHS' default), then the roofline table
-#                       of PegasosSVC and FTRL by batch size, direct and graph launches
+#   ci/gpu.sh graphs    blocks of steps replayed as CUDA graphs, and Pegasos' fused steps,
+#                       against direct launches (the tests that decide the defaults of
+#                       GPUSVM_CUDA_GRAPHS and GPUSVM_FUSED_STEPS), then the roofline table of
+#                       PegasosSVC and FTRL by batch size: direct, graph and fused launches
 #   ci/gpu.sh sbp       the kernel solvers' steps: SBPClassifier's and KernelPegasosSVC's tests
 #                       on CuPy (levels, blocks as graphs, the kernel matrix resident or not),
 #                       then bench/sbp_step.py (SBP's step time against its bandwidth and
@@ -99,7 +100,7 @@ fi
 if [ "$step" = graphs ] || [ "$step" = all ]; then
   echo "== step blocks as CUDA graphs (limit 200 s)"
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_pegasos.py tests/test_online_logistic.py \
-    -k "replayed or cupy" || { echo "FAILED: step blocks"; status=1; }
+    -k "replayed or cupy or fused" || { echo "FAILED: step blocks"; status=1; }
   bench 380 bench/roofline.py --backends cupy --stream-rows 10000000
 fi
 if [ "$step" = sbp ] || [ "$step" = all ]; then

@@ -21,6 +21,13 @@ Modes
     Each block length's launches are recorded once and replayed with their arguments
     as recorded: what a graph does, in Python, so that the CPU emulation of CUDA
     (which has no graphs) can show that no argument changes from step to step.
+
+Fused steps
+-----------
+Orthogonal to the mode: a stepper with a kernel that runs a whole block of steps in one
+launch (``pegasos_fused_steps``) issues that one launch per block instead of its launches
+per step, when ``GPUSVM_FUSED_STEPS=1``.  It stays off by default until a device run
+shows that it gives the direct launches' models, faster (``ci/gpu.sh graphs``).
 """
 
 from __future__ import annotations
@@ -32,16 +39,27 @@ import numpy as np
 from ._kernels import get_kernel
 
 GRAPH_ENV_VARIABLE = "GPUSVM_CUDA_GRAPHS"
+FUSED_ENV_VARIABLE = "GPUSVM_FUSED_STEPS"
 MODES = ("direct", "graph", "replay")
 BLOCK_STEPS = 128  # steps per block: a few hundred graph nodes, captured in milliseconds
 
 
+def _switch(variable):
+    value = os.environ.get(variable, "0")
+    if value not in ("0", "1"):
+        raise ValueError(f"{variable} must be '0' or '1', got {value!r}.")
+    return value == "1"
+
+
 def default_mode():
     """``'graph'`` when ``GPUSVM_CUDA_GRAPHS=1``, else ``'direct'``."""
-    value = os.environ.get(GRAPH_ENV_VARIABLE, "0")
-    if value not in ("0", "1"):
-        raise ValueError(f"{GRAPH_ENV_VARIABLE} must be '0' or '1', got {value!r}.")
-    return "graph" if value == "1" else "direct"
+    return "graph" if _switch(GRAPH_ENV_VARIABLE) else "direct"
+
+
+def fused_steps_default():
+    """Whether steppers with a fused kernel run a block of steps as one launch
+    (``GPUSVM_FUSED_STEPS=1``)."""
+    return _switch(FUSED_ENV_VARIABLE)
 
 
 class StepBlocks:
@@ -63,12 +81,22 @@ class StepBlocks:
     capturable : bool, default=True
         False when some launch cannot be captured (a library call that allocates, a
         read by the host): 'graph' then runs as 'direct'.
+    launch_fused : callable or None
+        ``launch_fused(length, launch)`` issues one launch that runs ``length`` steps
+        (reading ``*blocks.at(0)``), used instead of ``launch_steps`` when
+        :func:`fused_steps_default` is on; None: the stepper has none for this problem.
+
+    Attributes
+    ----------
+    fused : bool
+        Whether blocks run as one fused launch.
     """
 
-    def __init__(self, launch_steps, mode=None, block_steps=None, capturable=True):
+    def __init__(self, launch_steps, mode=None, block_steps=None, capturable=True, launch_fused=None):
         import cupy
 
-        self.launch_steps = launch_steps
+        self.fused = launch_fused is not None and fused_steps_default()
+        self.launch_steps = launch_fused if self.fused else launch_steps
         self.position = cupy.zeros(1, dtype=np.int64)
         self.schedule = cupy.empty((0, 0))
         self.mode = default_mode() if mode is None else mode

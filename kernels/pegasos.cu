@@ -24,6 +24,82 @@ __device__ inline const double* pegasos_step_row(const double* __restrict__ sche
     return gpusvm_schedule_row(schedule, PEGASOS_SCHEDULE_COLUMNS, position, offset);
 }
 
+// The pieces of a step that the per-phase kernels (1-3) and the fused steps (4) share.
+
+// Batch lane `lane`'s row: given rows (gpusvm.dask gathers each block's rows in draw
+// order, so lane j of the step reads row given_first_row + j), else drawn from the
+// shared random stream.
+__device__ inline long long pegasos_batch_row(const double* step_row, unsigned long long seed,
+                                              unsigned long long lane, long long n_samples) {
+    const unsigned long long step = (unsigned long long)step_row[PEGASOS_STEP];
+    const long long given_first_row = (long long)step_row[PEGASOS_GIVEN_FIRST_ROW];
+    return given_first_row >= 0 ? given_first_row + (long long)lane
+                                : gpusvm_random_index(seed, step, lane, n_samples);
+}
+
+// A (row, class) pair's coefficient (eta/k) * s_i * y_ic when it violates the margin, else 0.
+__device__ inline double pegasos_coefficient(double dot, double bias, double y, double scale_a,
+                                             double eta_over_k, double weight) {
+    const double margin = y * scale_a * (dot + bias);
+    return margin < 1.0 ? eta_over_k * weight * y : 0.0;
+}
+
+// Term q of a violating row (its nonzeros, then the bias): v_c += factor * x on its
+// column, and the average's P -= B * dv there; returns the change of ||v_c||^2 it makes
+// (new^2 - old^2 of the atomic's own update, so the changes telescope exactly).
+template <typename real>
+__device__ inline double pegasos_add_term(const RowView<real>& rows, long long begin, long long end, long long q,
+                                          int n_features, double factor, real* v_c,
+                                          bool averaging, double b_c, double* p_c) {
+    const long long p = begin + q;
+    const bool is_bias = p >= end;
+    const int column = is_bias ? n_features : rows.column(p, begin);
+    const real delta = (real)(factor * (is_bias ? 1.0 : (double)rows.data[p]));
+    const real old = atomicAdd(&v_c[column], delta);
+    const real updated = old + delta;  // what the atomic stored (same IEEE rounding)
+    if (averaging) atomicAdd(&p_c[column], -b_c * (double)delta);
+    return (double)updated * (double)updated - (double)old * (double)old;
+}
+
+// A class's scalars at the end of a step: shrink a, project onto the ball of radius
+// 1/sqrt(lambda) (radius <= 0: no projection), add average_weight * a to B.  Updates
+// a, ||v||^2 and B in place and returns whether the maintenance is due; when it is,
+// (*old_a, *old_b) are the a and B to fold with (P += B v, v *= a) and the scalars are
+// already those after it (a = 1, B = 0, ||v||^2 *= a^2).
+__device__ inline bool pegasos_finish_scalars(const double* step_row, double radius, double fold_ratio,
+                                              double renormalize_below, double* scale_a, double* sq_norm_v,
+                                              double* avg_b, double* old_a, double* old_b) {
+    double a = *scale_a * step_row[PEGASOS_STEP_SCALE];
+    const double sq = fmax(*sq_norm_v, 0.0);
+    if (radius > 0.0) {
+        const double norm_w = a * sqrt(sq);
+        if (norm_w > radius) a *= radius / norm_w;
+    }
+    double b = *avg_b + step_row[PEGASOS_AVERAGE_WEIGHT] * a;
+    const bool due = a < renormalize_below || b > fold_ratio * a * step_row[PEGASOS_WEIGHT_SUM];
+    *old_a = a;
+    *old_b = b;
+    if (due) {
+        *sq_norm_v = sq * a * a;
+        a = 1.0;
+        b = 0.0;
+    }
+    *avg_b = b;
+    *scale_a = a;
+    return due;
+}
+
+// The maintenance's pass over a class's weights, entries first, first + stride, ...
+template <typename real>
+__device__ inline void pegasos_fold(real* v_c, double* p_c, int v_stride, double old_a, double old_b,
+                                    int first, int stride) {
+    for (int j = first; j < v_stride; j += stride) {
+        const double value = (double)v_c[j];
+        p_c[j] += old_b * value;
+        v_c[j] = (real)(value * old_a);
+    }
+}
+
 // 1. Draw the batch's rows, compute their margins under the current w, and write each
 //    (row, class) pair's coefficient (eta/k) * s_i * y_ic when it violates the margin.
 //    One block per batch row.
@@ -40,13 +116,8 @@ __global__ void pegasos_margins(
         double* __restrict__ coef) {             // out (batch, n_classes)
     const RowView<real> rows{data, indices, indptr, n_features, is_csr};
     const double* step_row = pegasos_step_row(schedule, position, offset);
-    const unsigned long long step = (unsigned long long)step_row[PEGASOS_STEP];
     const double eta_over_k = step_row[PEGASOS_ETA_OVER_K];
-    const long long given_first_row = (long long)step_row[PEGASOS_GIVEN_FIRST_ROW];
-    // Given rows: the batch was drawn elsewhere (gpusvm.dask gathers each block's rows
-    // in draw order), so lane j of this step reads row given_first_row + j.
-    const long long row = given_first_row >= 0 ? given_first_row + blockIdx.x
-                                               : gpusvm_random_index(seed, step, blockIdx.x, n_samples);
+    const long long row = pegasos_batch_row(step_row, seed, blockIdx.x, n_samples);
     if (threadIdx.x == 0) batch_index[blockIdx.x] = row;
     const long long begin = rows.begin(row), end = rows.end(row);
     const double weight = (double)sample_weight[row];
@@ -56,13 +127,10 @@ __global__ void pegasos_margins(
         for (long long p = begin + threadIdx.x; p < end; p += blockDim.x)
             partial += (double)data[p] * (double)v_c[rows.column(p, begin)];
         const double dot = gpusvm_block_sum(partial);
-        if (threadIdx.x == 0) {
-            const double bias = fit_intercept ? (double)v_c[n_features] : 0.0;
-            const double y = (double)targets[row * n_classes + c];
-            const double margin = y * scale_a[c] * (dot + bias);
-            coef[blockIdx.x * (long long)n_classes + c] =
-                margin < 1.0 ? eta_over_k * weight * y : 0.0;
-        }
+        if (threadIdx.x == 0)
+            coef[blockIdx.x * (long long)n_classes + c] = pegasos_coefficient(
+                dot, fit_intercept ? (double)v_c[n_features] : 0.0, (double)targets[row * n_classes + c],
+                scale_a[c], eta_over_k, weight);
     }
 }
 
@@ -94,16 +162,8 @@ __global__ void pegasos_accumulate(
     const double b_c = averaging ? avg_b[c] : 0.0;
     double sq_change = 0.0;
     const long long n_terms = (end - begin) + (fit_intercept ? 1 : 0);
-    for (long long q = threadIdx.x; q < n_terms; q += blockDim.x) {
-        const long long p = begin + q;
-        const bool is_bias = p >= end;
-        const int column = is_bias ? n_features : rows.column(p, begin);
-        const real delta = (real)(factor * (is_bias ? 1.0 : (double)data[p]));
-        const real old = atomicAdd(&v_c[column], delta);
-        const real updated = old + delta;  // what the atomic stored (same IEEE rounding)
-        sq_change += (double)updated * (double)updated - (double)old * (double)old;
-        if (averaging) atomicAdd(&p_c[column], -b_c * (double)delta);
-    }
+    for (long long q = threadIdx.x; q < n_terms; q += blockDim.x)
+        sq_change += pegasos_add_term(rows, begin, end, q, n_features, factor, v_c, averaging, b_c, p_c);
     const double total = gpusvm_block_sum(sq_change);
     if (threadIdx.x == 0) atomicAdd(&sq_norm_v[c], total);
 }
@@ -124,33 +184,110 @@ __global__ void pegasos_finish(
     const int c = blockIdx.x;
     __shared__ double old_a, old_b;
     __shared__ int due;
-    if (threadIdx.x == 0) {
-        const double* step_row = pegasos_step_row(schedule, position, offset);
-        double a = scale_a[c] * step_row[PEGASOS_STEP_SCALE];
-        const double sq = fmax(sq_norm_v[c], 0.0);
-        if (radius > 0.0) {
-            const double norm_w = a * sqrt(sq);
-            if (norm_w > radius) a *= radius / norm_w;
-        }
-        double b = avg_b[c] + step_row[PEGASOS_AVERAGE_WEIGHT] * a;
-        due = a < renormalize_below || b > fold_ratio * a * step_row[PEGASOS_WEIGHT_SUM];
-        old_a = a;
-        old_b = b;
-        if (due) {
-            sq_norm_v[c] = sq * a * a;
-            a = 1.0;
-            b = 0.0;
-        }
-        avg_b[c] = b;
-        scale_a[c] = a;
-    }
+    if (threadIdx.x == 0)
+        due = pegasos_finish_scalars(pegasos_step_row(schedule, position, offset), radius, fold_ratio,
+                                     renormalize_below, &scale_a[c], &sq_norm_v[c], &avg_b[c], &old_a, &old_b);
     __syncthreads();
     if (!due) return;  // uniform over the block
-    real* v_c = v + (long long)c * v_stride;
-    double* p_c = avg_p + (long long)c * v_stride;
-    for (int j = threadIdx.x; j < v_stride; j += blockDim.x) {
-        const double value = (double)v_c[j];
-        p_c[j] += old_b * value;
-        v_c[j] = (real)(value * old_a);
+    pegasos_fold(v + (long long)c * v_stride, avg_p + (long long)c * v_stride, v_stride, old_a, old_b,
+                 threadIdx.x, blockDim.x);
+}
+
+// 4. Steps fused: `length` whole steps (schedule rows position + offset ...) in one
+//    launch of one block, the same steps 1-3 take.  With small batches a step is a few
+//    kilobytes of work and its three launches cost more than the work; here a step costs
+//    its memory latencies and a few barriers.  The step's coefficients, rows and each
+//    class's scalars (a, ||v||^2, B) stay in shared memory from step to step: a warp per
+//    batch row computes margins, a warp per violating (row, class) pair adds it, then
+//    one thread per class finishes.  Needs batch_size <= PEGASOS_FUSED_MAX_BATCH,
+//    n_classes <= PEGASOS_FUSED_MAX_CLASSES and their product <= PEGASOS_FUSED_MAX_PAIRS
+//    (gpusvm/solvers/_pegasos_cuda.py checks); blockDim.x a multiple of 32.
+#define PEGASOS_FUSED_MAX_BATCH 1024
+#define PEGASOS_FUSED_MAX_CLASSES 64
+#define PEGASOS_FUSED_MAX_PAIRS 2048
+template <typename real>
+__global__ void pegasos_fused_steps(
+        const real* __restrict__ data, const int* __restrict__ indices,
+        const int* __restrict__ indptr, int is_csr, long long n_samples, int n_features,
+        const real* __restrict__ targets, const real* __restrict__ sample_weight,
+        int n_classes, int v_stride, int fit_intercept, unsigned long long seed,
+        const double* __restrict__ schedule, const long long* __restrict__ position, int offset,
+        int length, int batch_size, double radius, double fold_ratio, double renormalize_below,
+        double* __restrict__ scale_a, double* __restrict__ sq_norm_v, double* __restrict__ avg_b,
+        real* __restrict__ v, double* __restrict__ avg_p) {
+    __shared__ double coef[PEGASOS_FUSED_MAX_PAIRS];
+    __shared__ long long batch_rows[PEGASOS_FUSED_MAX_BATCH];
+    __shared__ double class_a[PEGASOS_FUSED_MAX_CLASSES], class_sq[PEGASOS_FUSED_MAX_CLASSES];
+    __shared__ double class_b[PEGASOS_FUSED_MAX_CLASSES];
+    __shared__ double fold_a[PEGASOS_FUSED_MAX_CLASSES], fold_b[PEGASOS_FUSED_MAX_CLASSES];
+    __shared__ int due[PEGASOS_FUSED_MAX_CLASSES];
+    const RowView<real> rows{data, indices, indptr, n_features, is_csr};
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    const int n_pairs = batch_size * n_classes;
+    for (int c = threadIdx.x; c < n_classes; c += blockDim.x) {
+        class_a[c] = scale_a[c];
+        class_sq[c] = sq_norm_v[c];
+        class_b[c] = avg_b[c];
+    }
+    __syncthreads();
+    for (int s = 0; s < length; ++s) {
+        const double* step_row = pegasos_step_row(schedule, position, offset + s);
+        // Margins: a warp per batch row (warp-uniform loops, so every shuffle has its 32 lanes).
+        for (int j = warp; j < batch_size; j += n_warps) {
+            const long long row = pegasos_batch_row(step_row, seed, j, n_samples);
+            const long long begin = rows.begin(row), end = rows.end(row);
+            for (int c = 0; c < n_classes; ++c) {
+                const real* v_c = v + (long long)c * v_stride;
+                double partial = 0.0;
+                for (long long p = begin + lane; p < end; p += 32)
+                    partial += (double)data[p] * (double)v_c[rows.column(p, begin)];
+                const double dot = gpusvm_warp_sum(partial);
+                if (lane == 0)
+                    coef[j * n_classes + c] = pegasos_coefficient(
+                        dot, fit_intercept ? (double)v_c[n_features] : 0.0, (double)targets[row * n_classes + c],
+                        class_a[c], step_row[PEGASOS_ETA_OVER_K], (double)sample_weight[row]);
+            }
+            if (lane == 0) batch_rows[j] = row;
+        }
+        __syncthreads();
+        // Accumulate: a warp per violating (row, class) pair; coef is the same for the
+        // whole warp, so a skipped pair skips no lane's shuffle.
+        const bool averaging = step_row[PEGASOS_AVERAGE_WEIGHT] > 0.0;
+        for (int pair = warp; pair < n_pairs; pair += n_warps) {
+            const double coefficient = coef[pair];
+            if (coefficient == 0.0) continue;
+            const int c = pair % n_classes;
+            const long long row = batch_rows[pair / n_classes];
+            const long long begin = rows.begin(row), end = rows.end(row);
+            const double factor = coefficient / (class_a[c] * step_row[PEGASOS_STEP_SCALE]);
+            const double b_c = averaging ? class_b[c] : 0.0;
+            real* v_c = v + (long long)c * v_stride;
+            double* p_c = avg_p + (long long)c * v_stride;
+            const long long n_terms = (end - begin) + (fit_intercept ? 1 : 0);
+            double sq_change = 0.0;
+            for (long long q = lane; q < n_terms; q += 32)
+                sq_change += pegasos_add_term(rows, begin, end, q, n_features, factor, v_c, averaging, b_c, p_c);
+            sq_change = gpusvm_warp_sum(sq_change);
+            if (lane == 0) atomicAdd(&class_sq[c], sq_change);
+        }
+        __syncthreads();
+        // Finish: a thread per class; then the due classes' passes over their weights.
+        for (int c = threadIdx.x; c < n_classes; c += blockDim.x)
+            due[c] = pegasos_finish_scalars(step_row, radius, fold_ratio, renormalize_below, &class_a[c],
+                                            &class_sq[c], &class_b[c], &fold_a[c], &fold_b[c]);
+        __syncthreads();
+        bool folded = false;
+        for (int c = 0; c < n_classes; ++c) {
+            if (!due[c]) continue;  // shared, read after the barrier: uniform over the block
+            pegasos_fold(v + (long long)c * v_stride, avg_p + (long long)c * v_stride, v_stride, fold_a[c],
+                         fold_b[c], threadIdx.x, blockDim.x);
+            folded = true;
+        }
+        if (folded) __syncthreads();  // the next step's margins read the folded weights
+    }
+    for (int c = threadIdx.x; c < n_classes; c += blockDim.x) {
+        scale_a[c] = class_a[c];
+        sq_norm_v[c] = class_sq[c];
+        avg_b[c] = class_b[c];
     }
 }

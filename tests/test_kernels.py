@@ -85,7 +85,7 @@ def test_sources_found():
         p.name for p in kernel_dir().iterdir()
     }
     assert template_kernels(assemble_source("pegasos.cu")) == [
-        "pegasos_accumulate", "pegasos_finish", "pegasos_margins",
+        "pegasos_accumulate", "pegasos_finish", "pegasos_fused_steps", "pegasos_margins",
     ]
     assert c_type("float32") == "float" and c_type("float64") == "double"
     with pytest.raises(TypeError, match="float32 or float64"):

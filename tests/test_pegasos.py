@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -7,10 +9,11 @@ from sklearn.datasets import make_classification
 from sklearn.svm import LinearSVC
 
 from gpusvm import PegasosSVC
+from gpusvm._backend import cupy_device_count
 from gpusvm.datasets import load_adult
 from gpusvm.solvers.pegasos import primal_objective
 
-from .conftest import needs_device, to_host
+from .conftest import NO_DEVICE, needs_device, to_host
 from .reference import reference_pegasos
 
 
@@ -247,6 +250,60 @@ def test_blocks_of_steps_replayed_give_the_direct_model(step_block_mode, rng, mo
     direct = PegasosSVC(**settings).fit(X, y)
     direct.partial_fit(X[:9], y[:9])
     np.testing.assert_allclose(weights_of(replayed), weights_of(direct), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("mode", ["direct", "replay"])
+@pytest.mark.parametrize(("sparse", "n_classes", "fit_intercept", "average"),
+                         [(False, 3, True, True), (True, 3, True, True), (True, 2, False, False)])
+def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeypatch, mode, sparse, n_classes,
+                                                             fit_intercept, average):
+    """``pegasos_fused_steps`` (one launch a block of steps, ``GPUSVM_FUSED_STEPS``) takes
+    the steps of the per-step launches: the reference's model, and the direct launches'
+    to rounding, across blocks, partial blocks, partial_fit and the maintenance (lam =
+    1e-3 folds the average a few times in these steps)."""
+    import gpusvm._step_blocks as step_blocks
+
+    if cupy_device_count() == 0:
+        pytest.skip(NO_DEVICE)
+    from gpusvm.solvers import _pegasos_cuda
+
+    fused_lengths = []  # the steps each fused launch runs
+    launch_fused = _pegasos_cuda.CupyPegasosSteps._launch_fused
+    monkeypatch.setattr(_pegasos_cuda.CupyPegasosSteps, "_launch_fused",
+                        lambda self, length, launch: (fused_lengths.append(length), launch_fused(self, length, launch)))
+    X_dense, y = random_problem(rng, n=50, n_classes=n_classes, density=0.5 if sparse else 1.0)
+    X = sp.csr_matrix(X_dense) if sparse else X_dense
+    settings = dict(lam=1e-3, batch_size=4, max_iter=2, tol=None, average=average, fit_intercept=fit_intercept,
+                    random_state=5, backend="cupy")
+    monkeypatch.setattr(step_blocks, "BLOCK_STEPS", 3)  # 13 steps an epoch: blocks of 3, 3, 3, 3 and 1
+    monkeypatch.setattr(step_blocks, "default_mode", lambda: mode)
+    monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: True)
+    fused = PegasosSVC(**settings).fit(X, y)
+    # direct: every block is a fused launch; replay: the first block of each length, run then recorded
+    assert fused_lengths == ([3, 3, 3, 3, 1] * 2 if mode == "direct" else [3, 3, 1, 1])
+    expected = reference_pegasos(X_dense, targets_of(y, np.unique(y)), np.ones(len(y)), 1e-3, 4, fused.t_, 5,
+                                 fit_intercept=fit_intercept, average_start=1 if average else None)
+    np.testing.assert_allclose(weights_of(fused), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    fused.partial_fit(X[:9], y[:9])
+    monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: False)
+    fused_lengths.clear()
+    direct = PegasosSVC(**settings).fit(X, y).partial_fit(X[:9], y[:9])
+    assert fused_lengths == []
+    np.testing.assert_allclose(weights_of(fused), weights_of(direct), rtol=1e-12, atol=1e-14)
+
+
+def test_fused_steps_limits_are_the_kernels():
+    """The launcher's limits on fused steps are the shared-memory sizes the kernel declares."""
+    from gpusvm._kernels import kernel_dir
+    from gpusvm.solvers import pegasos
+
+    source = (kernel_dir() / "pegasos.cu").read_text()
+    declared = {name: int(value) for name, value in re.findall(r"#define PEGASOS_FUSED_(MAX_\w+) (\d+)", source)}
+    assert declared == {"MAX_BATCH": pegasos.FUSED_MAX_BATCH, "MAX_CLASSES": pegasos.FUSED_MAX_CLASSES,
+                        "MAX_PAIRS": pegasos.FUSED_MAX_PAIRS}
+    assert pegasos.fits_fused_steps(1024, 2) and pegasos.fits_fused_steps(32, 64)
+    assert not pegasos.fits_fused_steps(2048, 1) and not pegasos.fits_fused_steps(64, 65)
+    assert not pegasos.fits_fused_steps(1024, 3)
 
 
 @pytest.mark.parametrize("sparse", [False, True])

@@ -7,6 +7,10 @@ random stream, and the scalars ``a``, ``||v||^2`` and the average's ``B`` live o
 device.  The per-step values are a schedule computed on the host before the steps run
 (:func:`pegasos_schedule`), so the launches of a block of steps are the same at every
 block and can be replayed as a CUDA graph (:mod:`gpusvm._step_blocks`).
+
+With fused steps on (``GPUSVM_FUSED_STEPS=1``) and a batch small enough, a block of
+steps is instead one launch of ``pegasos_fused_steps``: one thread block that takes the
+steps one after another, so a step costs its memory latencies, not three launches.
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ import nvtx
 from .._kernels import get_kernel, row_view_arguments
 from .._random import check_draw_range
 from .._step_blocks import StepBlocks
-from .pegasos import FOLD_RATIO, RENORMALIZE_BELOW
+from .pegasos import FOLD_RATIO, RENORMALIZE_BELOW, fits_fused_steps
 
 _THREADS = 128
 _FINISH_THREADS = 256
+_FUSED_THREADS = 1024
 
 
 def pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from=None):
@@ -63,8 +68,10 @@ class CupyPegasosSteps:
         self.margins = get_kernel("pegasos.cu", "pegasos_margins", dtype)
         self.accumulate = get_kernel("pegasos.cu", "pegasos_accumulate", dtype)
         self.finish = get_kernel("pegasos.cu", "pegasos_finish", dtype)
+        self.fused_steps = get_kernel("pegasos.cu", "pegasos_fused_steps", dtype)
         self.renormalize_below = RENORMALIZE_BELOW[np.dtype(dtype)]
-        self.blocks = StepBlocks(self._launch_steps)
+        fused = self._launch_fused if fits_fused_steps(problem.batch_size, n_classes) else None
+        self.blocks = StepBlocks(self._launch_steps, launch_fused=fused)
 
     def step(self):
         """Advance the model by one mini-batch step (asynchronous)."""
@@ -82,8 +89,20 @@ class CupyPegasosSteps:
         state.avg_weight_sum = float(rows[-1, 4])
         state.step = first + n_steps - 1
 
+    def _launch_fused(self, length, launch):
+        """One launch of ``pegasos_fused_steps`` for ``length`` steps (see :class:`StepBlocks`)."""
+        problem, state = self.problem, self.state
+        n_classes, v_stride = state.v.shape
+        radius = problem.radius if problem.projection else 0.0
+        launch(self.fused_steps, (1,), (_FUSED_THREADS,),
+               (*self.rows, np.int64(problem.n_samples), np.int32(problem.n_features), self.targets,
+                self.sample_weight, np.int32(n_classes), np.int32(v_stride), np.int32(problem.fit_intercept),
+                np.uint64(problem.seed), *self.blocks.at(0), np.int32(length), np.int32(problem.batch_size),
+                np.float64(radius), np.float64(FOLD_RATIO), np.float64(self.renormalize_below), state.scale_a,
+                state.sq_norm_v, state.avg_b, state.v, state.avg_p))
+
     def _launch_steps(self, length, launch):
-        """The launches of ``length`` steps (see :class:`StepBlocks`)."""
+        """The launches of ``length`` steps (see :class:`StepBlocks`), three a step."""
         problem, state = self.problem, self.state
         k = problem.batch_size
         n_classes, v_stride = state.v.shape

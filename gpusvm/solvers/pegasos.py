@@ -50,6 +50,9 @@ RENORMALIZE_BELOW = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-9}
 # that, P + B v cancels and loses digits (projection can shrink a by orders of
 # magnitude in a few early steps, while B remembers the large early a's).
 FOLD_RATIO = 16.0
+# PEGASOS_FUSED_MAX_BATCH, _CLASSES and _PAIRS of kernels/pegasos.cu: what the fused
+# steps' shared memory holds (see fits_fused_steps).
+FUSED_MAX_BATCH, FUSED_MAX_CLASSES, FUSED_MAX_PAIRS = 1024, 64, 2048
 
 
 @dataclasses.dataclass
@@ -373,6 +376,13 @@ def weighted_hinge_sum(X, targets, sample_weight, weights, fit_intercept):
         scores = scores + weights[:, d]
     hinge = (1.0 - targets * scores).clip(0.0, None)
     return float((sample_weight[:, None] * hinge).sum())
+
+
+def fits_fused_steps(batch_size, n_classes):
+    """Whether the CUDA path's fused steps (``pegasos_fused_steps``) can take a problem's
+    steps: its shared memory holds a step's coefficients, rows and class scalars."""
+    return (batch_size <= FUSED_MAX_BATCH and n_classes <= FUSED_MAX_CLASSES
+            and batch_size * n_classes <= FUSED_MAX_PAIRS)
 
 
 def steps_per_epoch(n_samples, batch_size):
