@@ -307,9 +307,10 @@ def test_fused_steps_limits_are_the_kernels():
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse):
+def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse, monkeypatch):
     """gpusvm.dask's stepper over rows gathered in draw order (``given_from``) takes the
-    steps the drawing stepper takes over all the rows."""
+    steps the drawing stepper takes over all the rows; on CuPy also with fused steps."""
+    import gpusvm._step_blocks as step_blocks
     from gpusvm._backend import get_namespace
     from gpusvm._random import random_index_block
     from gpusvm._validation import to_backend
@@ -339,5 +340,8 @@ def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse):
     given = stepped(pegasos_stepper(problem(gathered_rows), start.copy(), backend, given_from=first))
     if backend == "numpy":
         np.testing.assert_array_equal(given, drawn)
-    else:  # float64 atomics add in any order
-        np.testing.assert_allclose(given, drawn, rtol=1e-12, atol=1e-14)
+        return
+    np.testing.assert_allclose(given, drawn, rtol=1e-12, atol=1e-14)  # float64 atomics add in any order
+    monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: True)
+    given_fused = stepped(pegasos_stepper(problem(gathered_rows), start.copy(), backend, given_from=first))
+    np.testing.assert_allclose(given_fused, drawn, rtol=1e-12, atol=1e-14)
