@@ -197,14 +197,33 @@ __global__ void pegasos_finish(
 //    launch of one block, the same steps 1-3 take.  With small batches a step is a few
 //    kilobytes of work and its three launches cost more than the work; here a step costs
 //    its memory latencies and a few barriers.  The step's coefficients, rows and each
-//    class's scalars (a, ||v||^2, B) stay in shared memory from step to step: a warp per
-//    batch row computes margins, a warp per violating (row, class) pair adds it, then
-//    one thread per class finishes.  Needs batch_size <= PEGASOS_FUSED_MAX_BATCH,
-//    n_classes <= PEGASOS_FUSED_MAX_CLASSES and their product <= PEGASOS_FUSED_MAX_PAIRS
-//    (gpusvm/solvers/_pegasos_cuda.py checks); blockDim.x a multiple of 32.
+//    class's scalars (a, ||v||^2, B) stay in shared memory from step to step.  A group of
+//    lanes per batch row computes margins, a group per violating (row, class) pair adds
+//    it, then a thread per class finishes.  The groups are as wide as lets every row (or
+//    pair) have its own, up to a warp, so that all rows' memory reads are in flight at
+//    once.  Needs batch_size <= PEGASOS_FUSED_MAX_BATCH, n_classes <=
+//    PEGASOS_FUSED_MAX_CLASSES and their product <= PEGASOS_FUSED_MAX_PAIRS (the launcher
+//    checks: gpusvm/solvers/pegasos.py, fits_fused_steps); blockDim.x a multiple of 32.
 #define PEGASOS_FUSED_MAX_BATCH 1024
 #define PEGASOS_FUSED_MAX_CLASSES 64
 #define PEGASOS_FUSED_MAX_PAIRS 2048
+
+// Lanes per group when `count` items share the block: the widest power of two up to 32
+// that still gives every item a group of its own (1 when there are more items than threads).
+__device__ inline int pegasos_group_lanes(int count) {
+    int lanes = 32;
+    while (lanes > 1 && (int)blockDim.x / lanes < count) lanes >>= 1;
+    return lanes;
+}
+
+// Sum over each group of `lanes` consecutive lanes (a power of two); all 32 lanes of the
+// warp call it, and every lane gets its group's sum (the same bits on every lane: each
+// butterfly stage adds the same two values on both sides).
+__device__ inline double pegasos_group_sum(double value, int lanes) {
+    for (int offset = lanes >> 1; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
+    return value;
+}
+
 template <typename real>
 __global__ void pegasos_fused_steps(
         const real* __restrict__ data, const int* __restrict__ indices,
@@ -222,8 +241,14 @@ __global__ void pegasos_fused_steps(
     __shared__ double fold_a[PEGASOS_FUSED_MAX_CLASSES], fold_b[PEGASOS_FUSED_MAX_CLASSES];
     __shared__ int due[PEGASOS_FUSED_MAX_CLASSES];
     const RowView<real> rows{data, indices, indptr, n_features, is_csr};
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
     const int n_pairs = batch_size * n_classes;
+    // Rows: groups of row_lanes lanes; pairs: groups of pair_lanes.  Item i of a round is
+    // group i, and every round is taken by the whole block, so every lane of a warp
+    // reaches each shuffle (a group with no item adds nothing).
+    const int row_lanes = pegasos_group_lanes(batch_size), pair_lanes = pegasos_group_lanes(n_pairs);
+    const int row_group = threadIdx.x / row_lanes, row_lane = threadIdx.x & (row_lanes - 1);
+    const int pair_group = threadIdx.x / pair_lanes, pair_lane = threadIdx.x & (pair_lanes - 1);
+    const int row_groups = blockDim.x / row_lanes, pair_groups = blockDim.x / pair_lanes;
     for (int c = threadIdx.x; c < n_classes; c += blockDim.x) {
         class_a[c] = scale_a[c];
         class_sq[c] = sq_norm_v[c];
@@ -232,43 +257,48 @@ __global__ void pegasos_fused_steps(
     __syncthreads();
     for (int s = 0; s < length; ++s) {
         const double* step_row = pegasos_step_row(schedule, position, offset + s);
-        // Margins: a warp per batch row (warp-uniform loops, so every shuffle has its 32 lanes).
-        for (int j = warp; j < batch_size; j += n_warps) {
-            const long long row = pegasos_batch_row(step_row, seed, j, n_samples);
-            const long long begin = rows.begin(row), end = rows.end(row);
+        // Margins under the step's starting weights.
+        for (int first = 0; first < batch_size; first += row_groups) {
+            const int j = first + row_group;
+            const bool active = j < batch_size;
+            const long long row = active ? pegasos_batch_row(step_row, seed, j, n_samples) : 0;
+            const long long begin = active ? rows.begin(row) : 0, end = active ? rows.end(row) : 0;
             for (int c = 0; c < n_classes; ++c) {
                 const real* v_c = v + (long long)c * v_stride;
                 double partial = 0.0;
-                for (long long p = begin + lane; p < end; p += 32)
+                for (long long p = begin + row_lane; p < end; p += row_lanes)
                     partial += (double)data[p] * (double)v_c[rows.column(p, begin)];
-                const double dot = gpusvm_warp_sum(partial);
-                if (lane == 0)
+                const double dot = pegasos_group_sum(partial, row_lanes);
+                if (active && row_lane == 0)
                     coef[j * n_classes + c] = pegasos_coefficient(
                         dot, fit_intercept ? (double)v_c[n_features] : 0.0, (double)targets[row * n_classes + c],
                         class_a[c], step_row[PEGASOS_ETA_OVER_K], (double)sample_weight[row]);
             }
-            if (lane == 0) batch_rows[j] = row;
+            if (active && row_lane == 0) batch_rows[j] = row;
         }
         __syncthreads();
-        // Accumulate: a warp per violating (row, class) pair; coef is the same for the
-        // whole warp, so a skipped pair skips no lane's shuffle.
+        // Accumulate the violating pairs.
         const bool averaging = step_row[PEGASOS_AVERAGE_WEIGHT] > 0.0;
-        for (int pair = warp; pair < n_pairs; pair += n_warps) {
-            const double coefficient = coef[pair];
-            if (coefficient == 0.0) continue;
+        for (int first = 0; first < n_pairs; first += pair_groups) {
+            const int pair = first + pair_group;
+            const double coefficient = pair < n_pairs ? coef[pair] : 0.0;
             const int c = pair % n_classes;
-            const long long row = batch_rows[pair / n_classes];
-            const long long begin = rows.begin(row), end = rows.end(row);
-            const double factor = coefficient / (class_a[c] * step_row[PEGASOS_STEP_SCALE]);
-            const double b_c = averaging ? class_b[c] : 0.0;
+            long long begin = 0, end = 0, n_terms = 0;
+            if (coefficient != 0.0) {
+                const long long row = batch_rows[pair / n_classes];
+                begin = rows.begin(row);
+                end = rows.end(row);
+                n_terms = (end - begin) + (fit_intercept ? 1 : 0);
+            }
+            const double factor = n_terms ? coefficient / (class_a[c] * step_row[PEGASOS_STEP_SCALE]) : 0.0;
+            const double b_c = averaging && n_terms ? class_b[c] : 0.0;
             real* v_c = v + (long long)c * v_stride;
             double* p_c = avg_p + (long long)c * v_stride;
-            const long long n_terms = (end - begin) + (fit_intercept ? 1 : 0);
             double sq_change = 0.0;
-            for (long long q = lane; q < n_terms; q += 32)
+            for (long long q = pair_lane; q < n_terms; q += pair_lanes)
                 sq_change += pegasos_add_term(rows, begin, end, q, n_features, factor, v_c, averaging, b_c, p_c);
-            sq_change = gpusvm_warp_sum(sq_change);
-            if (lane == 0) atomicAdd(&class_sq[c], sq_change);
+            sq_change = pegasos_group_sum(sq_change, pair_lanes);
+            if (n_terms && pair_lane == 0) atomicAdd(&class_sq[c], sq_change);
         }
         __syncthreads();
         // Finish: a thread per class; then the due classes' passes over their weights.

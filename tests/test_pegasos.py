@@ -253,14 +253,17 @@ def test_blocks_of_steps_replayed_give_the_direct_model(step_block_mode, rng, mo
 
 
 @pytest.mark.parametrize("mode", ["direct", "replay"])
-@pytest.mark.parametrize(("sparse", "n_classes", "fit_intercept", "average"),
-                         [(False, 3, True, True), (True, 3, True, True), (True, 2, False, False)])
+@pytest.mark.parametrize(("sparse", "n_classes", "fit_intercept", "average", "batch"), [
+    (False, 3, True, True, 4), (True, 3, True, True, 4), (True, 2, False, False, 4),
+    (True, 3, True, True, 48),  # rows in groups of 16 lanes, pairs in groups of 4, a round partly idle
+    (False, 2, True, True, 1000),  # a lane a row
+])
 def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeypatch, mode, sparse, n_classes,
-                                                             fit_intercept, average):
+                                                                    fit_intercept, average, batch):
     """``pegasos_fused_steps`` (one launch a block of steps, ``GPUSVM_FUSED_STEPS``) takes
     the steps of the per-step launches: the reference's model, and the direct launches'
-    to rounding, across blocks, partial blocks, partial_fit and the maintenance (lam =
-    1e-3 folds the average a few times in these steps)."""
+    to rounding, across blocks, partial blocks, partial_fit, lane groups of every width
+    and the maintenance (at batch 4, lam = 1e-3 folds the average a few times)."""
     import gpusvm._step_blocks as step_blocks
 
     if cupy_device_count() == 0:
@@ -273,15 +276,18 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeyp
                         lambda self, length, launch: (fused_lengths.append(length), launch_fused(self, length, launch)))
     X_dense, y = random_problem(rng, n=50, n_classes=n_classes, density=0.5 if sparse else 1.0)
     X = sp.csr_matrix(X_dense) if sparse else X_dense
-    settings = dict(lam=1e-3, batch_size=4, max_iter=2, tol=None, average=average, fit_intercept=fit_intercept,
+    settings = dict(lam=1e-3, batch_size=batch, max_iter=2, tol=None, average=average, fit_intercept=fit_intercept,
                     random_state=5, backend="cupy")
-    monkeypatch.setattr(step_blocks, "BLOCK_STEPS", 3)  # 13 steps an epoch: blocks of 3, 3, 3, 3 and 1
+    monkeypatch.setattr(step_blocks, "BLOCK_STEPS", 3)  # at batch 4, 13 steps an epoch: blocks of 3, 3, 3, 3, 1
     monkeypatch.setattr(step_blocks, "default_mode", lambda: mode)
     monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: True)
     fused = PegasosSVC(**settings).fit(X, y)
+    steps = -(-X.shape[0] // batch)
+    epoch_blocks = [3] * (steps // 3) + ([steps % 3] if steps % 3 else [])
     # direct: every block is a fused launch; replay: the first block of each length, run then recorded
-    assert fused_lengths == ([3, 3, 3, 3, 1] * 2 if mode == "direct" else [3, 3, 1, 1])
-    expected = reference_pegasos(X_dense, targets_of(y, np.unique(y)), np.ones(len(y)), 1e-3, 4, fused.t_, 5,
+    assert fused_lengths == (epoch_blocks * 2 if mode == "direct"
+                             else [length for length in dict.fromkeys(epoch_blocks) for _ in range(2)])
+    expected = reference_pegasos(X_dense, targets_of(y, np.unique(y)), np.ones(len(y)), 1e-3, batch, fused.t_, 5,
                                  fit_intercept=fit_intercept, average_start=1 if average else None)
     np.testing.assert_allclose(weights_of(fused), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
     fused.partial_fit(X[:9], y[:9])
@@ -289,7 +295,10 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeyp
     fused_lengths.clear()
     direct = PegasosSVC(**settings).fit(X, y).partial_fit(X[:9], y[:9])
     assert fused_lengths == []
-    np.testing.assert_allclose(weights_of(fused), weights_of(direct), rtol=1e-12, atol=1e-14)
+    # the sums of a margin and of a weight's updates are taken in another order: rounding apart
+    direct_weights = weights_of(direct)
+    np.testing.assert_allclose(weights_of(fused), direct_weights, rtol=1e-11,
+                               atol=1e-12 * np.abs(direct_weights).max())
 
 
 def test_fused_steps_limits_are_the_kernels():
@@ -344,4 +353,4 @@ def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse, monkeypatch
     np.testing.assert_allclose(given, drawn, rtol=1e-12, atol=1e-14)  # float64 atomics add in any order
     monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: True)
     given_fused = stepped(pegasos_stepper(problem(gathered_rows), start.copy(), backend, given_from=first))
-    np.testing.assert_allclose(given_fused, drawn, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(given_fused, drawn, rtol=1e-11, atol=1e-12 * np.abs(drawn).max())  # sums reordered
