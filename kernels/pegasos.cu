@@ -201,7 +201,10 @@ __global__ void pegasos_finish(
 //    lanes per batch row computes margins, a group per violating (row, class) pair adds
 //    it, then a thread per class finishes.  The groups are as wide as lets every row (or
 //    pair) have its own, up to a warp, so that all rows' memory reads are in flight at
-//    once.  Needs batch_size <= PEGASOS_FUSED_MAX_BATCH, n_classes <=
+//    once.  A row group keeps its row from step to step and reads the next step's row
+//    one step ahead (its bounds at the start of a step, its first entries during the
+//    update), so a step's margins wait on the weights alone for short rows.  Needs
+//    batch_size <= blockDim.x, batch_size <= PEGASOS_FUSED_MAX_BATCH, n_classes <=
 //    PEGASOS_FUSED_MAX_CLASSES and their product <= PEGASOS_FUSED_MAX_PAIRS (the launcher
 //    checks: gpusvm/solvers/pegasos.py, fits_fused_steps); blockDim.x a multiple of 32.
 #define PEGASOS_FUSED_MAX_BATCH 1024
@@ -242,53 +245,80 @@ __global__ void pegasos_fused_steps(
     __shared__ int due[PEGASOS_FUSED_MAX_CLASSES];
     const RowView<real> rows{data, indices, indptr, n_features, is_csr};
     const int n_pairs = batch_size * n_classes;
-    // Rows: groups of row_lanes lanes; pairs: groups of pair_lanes.  Item i of a round is
-    // group i, and every round is taken by the whole block, so every lane of a warp
+    // Rows: a group of row_lanes lanes each (one round: blockDim.x >= batch_size); pairs:
+    // groups of pair_lanes, in rounds that the whole block takes, so every lane of a warp
     // reaches each shuffle (a group with no item adds nothing).
     const int row_lanes = pegasos_group_lanes(batch_size), pair_lanes = pegasos_group_lanes(n_pairs);
-    const int row_group = threadIdx.x / row_lanes, row_lane = threadIdx.x & (row_lanes - 1);
+    const int j = threadIdx.x / row_lanes, row_lane = threadIdx.x & (row_lanes - 1);
     const int pair_group = threadIdx.x / pair_lanes, pair_lane = threadIdx.x & (pair_lanes - 1);
-    const int row_groups = blockDim.x / row_lanes, pair_groups = blockDim.x / pair_lanes;
+    const int pair_groups = blockDim.x / pair_lanes;
+    const bool has_row = j < batch_size;
     for (int c = threadIdx.x; c < n_classes; c += blockDim.x) {
         class_a[c] = scale_a[c];
         class_sq[c] = sq_norm_v[c];
         class_b[c] = avg_b[c];
     }
+    // This group's row of the first step, its bounds and this lane's first entry.
+    long long row = 0, begin = 0, end = 0;
+    real first_value = 0;
+    int first_column = 0;
+    if (has_row && length > 0) {
+        row = pegasos_batch_row(pegasos_step_row(schedule, position, offset), seed, j, n_samples);
+        begin = rows.begin(row);
+        end = rows.end(row);
+        if (begin + row_lane < end) {
+            first_value = data[begin + row_lane];
+            first_column = rows.column(begin + row_lane, begin);
+        }
+    }
     __syncthreads();
     for (int s = 0; s < length; ++s) {
         const double* step_row = pegasos_step_row(schedule, position, offset + s);
-        // Margins under the step's starting weights.
-        for (int first = 0; first < batch_size; first += row_groups) {
-            const int j = first + row_group;
-            const bool active = j < batch_size;
-            const long long row = active ? pegasos_batch_row(step_row, seed, j, n_samples) : 0;
-            const long long begin = active ? rows.begin(row) : 0, end = active ? rows.end(row) : 0;
-            for (int c = 0; c < n_classes; ++c) {
-                const real* v_c = v + (long long)c * v_stride;
-                double partial = 0.0;
-                for (long long p = begin + row_lane; p < end; p += row_lanes)
-                    partial += (double)data[p] * (double)v_c[rows.column(p, begin)];
-                const double dot = pegasos_group_sum(partial, row_lanes);
-                if (active && row_lane == 0)
-                    coef[j * n_classes + c] = pegasos_coefficient(
-                        dot, fit_intercept ? (double)v_c[n_features] : 0.0, (double)targets[row * n_classes + c],
-                        class_a[c], step_row[PEGASOS_ETA_OVER_K], (double)sample_weight[row]);
-            }
-            if (active && row_lane == 0) batch_rows[j] = row;
+        // The next step's row and its bounds: loads in flight while this step runs.
+        long long next_row = 0, next_begin = 0, next_end = 0;
+        if (has_row && s + 1 < length) {
+            next_row = pegasos_batch_row(pegasos_step_row(schedule, position, offset + s + 1), seed, j, n_samples);
+            next_begin = rows.begin(next_row);
+            next_end = rows.end(next_row);
         }
+        // Margins under the step's starting weights.
+        for (int c = 0; c < n_classes; ++c) {
+            const real* v_c = v + (long long)c * v_stride;
+            double y = 0.0, weight = 0.0, partial = 0.0;
+            if (has_row) {
+                y = (double)targets[row * n_classes + c];
+                weight = (double)sample_weight[row];
+                if (begin + row_lane < end) partial = (double)first_value * (double)v_c[first_column];
+            }
+            for (long long p = begin + row_lane + row_lanes; p < end; p += row_lanes)
+                partial += (double)data[p] * (double)v_c[rows.column(p, begin)];
+            const double dot = pegasos_group_sum(partial, row_lanes);
+            if (has_row && row_lane == 0)
+                coef[j * n_classes + c] = pegasos_coefficient(dot, fit_intercept ? (double)v_c[n_features] : 0.0, y,
+                                                              class_a[c], step_row[PEGASOS_ETA_OVER_K], weight);
+        }
+        if (has_row && row_lane == 0) batch_rows[j] = row;
         __syncthreads();
+        // The next step's first entries, read while the update runs.
+        row = next_row;
+        begin = next_begin;
+        end = next_end;
+        if (begin + row_lane < end) {
+            first_value = data[begin + row_lane];
+            first_column = rows.column(begin + row_lane, begin);
+        }
         // Accumulate the violating pairs.
         const bool averaging = step_row[PEGASOS_AVERAGE_WEIGHT] > 0.0;
         for (int first = 0; first < n_pairs; first += pair_groups) {
             const int pair = first + pair_group;
             const double coefficient = pair < n_pairs ? coef[pair] : 0.0;
             const int c = pair % n_classes;
-            long long begin = 0, end = 0, n_terms = 0;
+            long long pair_begin = 0, pair_end = 0, n_terms = 0;
             if (coefficient != 0.0) {
-                const long long row = batch_rows[pair / n_classes];
-                begin = rows.begin(row);
-                end = rows.end(row);
-                n_terms = (end - begin) + (fit_intercept ? 1 : 0);
+                const long long pair_row = batch_rows[pair / n_classes];
+                pair_begin = rows.begin(pair_row);
+                pair_end = rows.end(pair_row);
+                n_terms = (pair_end - pair_begin) + (fit_intercept ? 1 : 0);
             }
             const double factor = n_terms ? coefficient / (class_a[c] * step_row[PEGASOS_STEP_SCALE]) : 0.0;
             const double b_c = averaging && n_terms ? class_b[c] : 0.0;
@@ -296,7 +326,8 @@ __global__ void pegasos_fused_steps(
             double* p_c = avg_p + (long long)c * v_stride;
             double sq_change = 0.0;
             for (long long q = pair_lane; q < n_terms; q += pair_lanes)
-                sq_change += pegasos_add_term(rows, begin, end, q, n_features, factor, v_c, averaging, b_c, p_c);
+                sq_change += pegasos_add_term(rows, pair_begin, pair_end, q, n_features, factor, v_c, averaging, b_c,
+                                              p_c);
             sq_change = pegasos_group_sum(sq_change, pair_lanes);
             if (n_terms && pair_lane == 0) atomicAdd(&class_sq[c], sq_change);
         }

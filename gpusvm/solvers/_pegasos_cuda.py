@@ -22,11 +22,11 @@ import nvtx
 from .._kernels import get_kernel, row_view_arguments
 from .._random import check_draw_range
 from .._step_blocks import StepBlocks
-from .pegasos import FOLD_RATIO, RENORMALIZE_BELOW, fits_fused_steps
+from .pegasos import FOLD_RATIO, FUSED_MAX_BATCH, RENORMALIZE_BELOW, fits_fused_steps
 
 _THREADS = 128
 _FINISH_THREADS = 256
-_FUSED_THREADS = 1024
+_FUSED_THREADS = FUSED_MAX_BATCH  # pegasos_fused_steps gives every batch row a group of lanes (at least one)
 
 
 def pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from=None):
