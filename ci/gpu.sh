@@ -6,7 +6,7 @@
 #                       torchkm on Adult; PegasosSVC beside LIBLINEAR (CPU) and snapml on Adult
 #   ci/gpu.sh mnist     the same kernel solvers and GPU peers on MNIST-8
 #   ci/gpu.sh linear    PegasosSVC's time to objective beside LIBLINEAR, SGD and snapml
-#                       (Adult and 1M sparse rows)
+#                       (Adult and 1M sparse rows), direct and with fused steps (to 512 epochs)
 #   ci/gpu.sh batches   PegasosSVC's time to objective at batch sizes 64 to 16,384 (1M sparse rows)
 #   ci/gpu.sh extra     the water level; SBPClassifier beside SVC (CPU) on KEEL letter; the SBP
 #                       step with its kernel rows in a device row cache (bench/sbp_step.py)
@@ -25,7 +25,8 @@
 #                       slots), then streamed against in-memory speed and the copy bandwidth
 #   ci/gpu.sh all       every step in turn (on a machine without the 10-minute limit)
 # On a 30-minute device lease (three or four calls): triage first, then sbp and graphs (the
-# figures and switch the open issues wait on), then streaming, extra and pairs.
+# figures and switches the open issues wait on), then linear (Pegasos' time to 1% of the
+# optimum, which fused steps may bring under LIBLINEAR's), streaming, extra and pairs.
 # Results land in bench/results/*-<device>.json (each names the device, CUDA and CuPy).
 # Each benchmark has its own time limit (seconds) so that one slow script cannot take the
 # whole step; a script over it writes the runs it finished, marked as stopped at its limit
