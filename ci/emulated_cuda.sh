@@ -35,7 +35,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_pegasos.py::test_no_intercept_matches_reference[cupy]"
   "tests/test_pegasos.py::test_sparse_rows_without_nonzeros[cupy]"
   "tests/test_pegasos.py::test_steps_on_given_rows_match_drawn_steps[cupy-True]"      # gpusvm.dask's gathered rows
-  "tests/test_pegasos.py::test_device_fused_steps_give_the_reference_and_the_direct_model[True-3-True-True-48-replay]"
+  "tests/test_pegasos.py::test_device_fused_steps_give_the_reference_and_the_direct_model[True-3-True-True-48-9-replay]"
   "tests/test_online_logistic.py::test_cupy_matches_numpy[2-float32-True-ftrl]"       # online_logistic.cu
   "tests/test_online_logistic.py::test_cupy_matches_numpy[3-float64-False-rda]"
   "tests/test_online_logistic.py::test_cupy_matches_numpy[2-float64-True-tg]"

@@ -253,13 +253,14 @@ def test_blocks_of_steps_replayed_give_the_direct_model(step_block_mode, rng, mo
 
 
 @pytest.mark.parametrize("mode", ["direct", "replay"])
-@pytest.mark.parametrize(("sparse", "n_classes", "fit_intercept", "average", "batch"), [
-    (False, 3, True, True, 4), (True, 3, True, True, 4), (True, 2, False, False, 4),
-    (True, 3, True, True, 48),  # rows in groups of 16 lanes, pairs in groups of 4, a round partly idle
-    (False, 2, True, True, 1000),  # a lane a row
+@pytest.mark.parametrize(("sparse", "n_classes", "fit_intercept", "average", "batch", "d"), [
+    (False, 3, True, True, 4, 9), (True, 3, True, True, 4, 9), (True, 2, False, False, 4, 9),
+    (True, 3, True, True, 48, 9),  # rows in groups of 16 lanes, pairs in groups of 4, a round partly idle
+    (False, 2, True, True, 48, 40),  # rows longer than their group: entries past the first read
+    (False, 2, True, True, 1000, 9),  # a lane a row
 ])
 def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeypatch, mode, sparse, n_classes,
-                                                                    fit_intercept, average, batch):
+                                                                    fit_intercept, average, batch, d):
     """``pegasos_fused_steps`` (one launch a block of steps, ``GPUSVM_FUSED_STEPS``) takes
     the steps of the per-step launches: the reference's model, and the direct launches'
     to rounding, across blocks, partial blocks, partial_fit, lane groups of every width
@@ -274,7 +275,7 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeyp
     launch_fused = _pegasos_cuda.CupyPegasosSteps._launch_fused
     monkeypatch.setattr(_pegasos_cuda.CupyPegasosSteps, "_launch_fused",
                         lambda self, length, launch: (fused_lengths.append(length), launch_fused(self, length, launch)))
-    X_dense, y = random_problem(rng, n=50, n_classes=n_classes, density=0.5 if sparse else 1.0)
+    X_dense, y = random_problem(rng, n=50, d=d, n_classes=n_classes, density=0.5 if sparse else 1.0)
     X = sp.csr_matrix(X_dense) if sparse else X_dense
     settings = dict(lam=1e-3, batch_size=batch, max_iter=2, tol=None, average=average, fit_intercept=fit_intercept,
                     random_state=5, backend="cupy")
