@@ -227,6 +227,16 @@ __device__ inline double pegasos_group_sum(double value, int lanes) {
     return value;
 }
 
+// A lane's first entry of a row, when the row reaches that far (read ahead of its use).
+template <typename real>
+__device__ inline void pegasos_first_entry(const RowView<real>& rows, long long begin, long long end, int lane,
+                                           real* value, int* column) {
+    if (begin + lane < end) {
+        *value = rows.data[begin + lane];
+        *column = rows.column(begin + lane, begin);
+    }
+}
+
 template <typename real>
 __global__ void pegasos_fused_steps(
         const real* __restrict__ data, const int* __restrict__ indices,
@@ -266,10 +276,7 @@ __global__ void pegasos_fused_steps(
         row = pegasos_batch_row(pegasos_step_row(schedule, position, offset), seed, j, n_samples);
         begin = rows.begin(row);
         end = rows.end(row);
-        if (begin + row_lane < end) {
-            first_value = data[begin + row_lane];
-            first_column = rows.column(begin + row_lane, begin);
-        }
+        pegasos_first_entry(rows, begin, end, row_lane, &first_value, &first_column);
     }
     __syncthreads();
     for (int s = 0; s < length; ++s) {
@@ -303,10 +310,7 @@ __global__ void pegasos_fused_steps(
         row = next_row;
         begin = next_begin;
         end = next_end;
-        if (begin + row_lane < end) {
-            first_value = data[begin + row_lane];
-            first_column = rows.column(begin + row_lane, begin);
-        }
+        pegasos_first_entry(rows, begin, end, row_lane, &first_value, &first_column);
         // Accumulate the violating pairs.
         const bool averaging = step_row[PEGASOS_AVERAGE_WEIGHT] > 0.0;
         for (int first = 0; first < n_pairs; first += pair_groups) {
