@@ -102,7 +102,8 @@ if [ "$step" = graphs ] || [ "$step" = all ]; then
   echo "== step blocks as CUDA graphs (limit 200 s)"
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_pegasos.py tests/test_online_logistic.py \
     -k "replayed or cupy or fused" || { echo "FAILED: step blocks"; status=1; }
-  bench 380 bench/roofline.py --backends cupy --stream-rows 10000000
+  # 1,024 rows: the largest batch the fused Pegasos kernel takes
+  bench 380 bench/roofline.py --backends cupy --stream-rows 10000000 --batch-sizes 32 256 1024 2048 16384 65536
 fi
 if [ "$step" = sbp ] || [ "$step" = all ]; then
   echo "== SBP on CuPy (limit 200 s)"
