@@ -275,11 +275,11 @@ def main():
     optima = {e["dataset"]: e["reference_max_iter"] for e in experiments}
     table = [f"## Linear SVM at C = {C}: seconds to reach the primal objective within 1% and 0.1% of the optimum",
              "", *markdown_table(columns, rows), "",
-             f"Budgets: 1, 2, 4, ... up to {budgets} (epochs: Pegasos, SGD; iterations: LIBLINEAR, Snap ML; fused epochs: Pegasos with fused "
-             "steps); a fit "
-             f"from scratch at each, until within {min(GAPS) / 2:.2%} of the optimum. The optimum: LIBLINEAR at "
-             "tol 1e-6, its iterations doubled until the objective moved less than 1e-5 (relative; iterations "
-             f"{optima}), or a lower objective any run found. "
+             f"Budgets: 1, 2, 4, ... up to {budgets} (epochs: Pegasos, SGD; iterations: LIBLINEAR, Snap ML; "
+             f"fused epochs: Pegasos with fused steps); a fit from scratch at each, until within "
+             f"{min(GAPS) / 2:.2%} of the optimum. The optimum: LIBLINEAR at tol 1e-6, its iterations doubled until "
+             f"the objective moved less than 1e-5 (relative; iterations {optima}), or a lower objective any run "
+             "found. "
              f"Empty cells: not reached at the largest budget. Curves: {png}"]
     payload = {"dataset": {"names": args.datasets, "synthetic_rows": args.rows},
                "parameters": {"C": C, "max_budgets": budgets, "quick": args.quick, "repeats": 1,

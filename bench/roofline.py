@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import sys
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from _hashed_stream import HashedStream  # noqa: E402
 from scaling import make_data  # noqa: E402
 
 from gpusvm._backend import get_namespace  # noqa: E402
+from gpusvm._step_blocks import FUSED_ENV_VARIABLE, GRAPH_ENV_VARIABLE  # noqa: E402
 from gpusvm._validation import to_backend  # noqa: E402
 from gpusvm.solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper  # noqa: E402
 from gpusvm.solvers.pegasos import (PegasosProblem, PegasosState, fits_fused_steps, pegasos_stepper,  # noqa: E402
@@ -110,12 +112,10 @@ def runs_in_mode(solver, batch_size, mode):
 
 
 def set_launch_mode(mode):
-    """Point gpusvm._step_blocks' switches at ``mode`` (what GPUSVM_CUDA_GRAPHS and
-    GPUSVM_FUSED_STEPS would set)."""
-    import gpusvm._step_blocks as step_blocks
-
-    step_blocks.default_mode = lambda: "graph" if mode == "graph" else "direct"
-    step_blocks.fused_steps_default = lambda: mode == "fused"
+    """Set the switches a user sets for ``mode`` (``GPUSVM_CUDA_GRAPHS``, ``GPUSVM_FUSED_STEPS``);
+    the steppers read them when they are made."""
+    os.environ[GRAPH_ENV_VARIABLE] = "1" if mode == "graph" else "0"
+    os.environ[FUSED_ENV_VARIABLE] = "1" if mode == "fused" else "0"
 
 
 def main():

@@ -85,18 +85,13 @@ class StepBlocks:
         ``launch_fused(length, launch)`` issues one launch that runs ``length`` steps
         (reading ``*blocks.at(0)``), used instead of ``launch_steps`` when
         :func:`fused_steps_default` is on; None: the stepper has none for this problem.
-
-    Attributes
-    ----------
-    fused : bool
-        Whether blocks run as one fused launch.
     """
 
     def __init__(self, launch_steps, mode=None, block_steps=None, capturable=True, launch_fused=None):
         import cupy
 
-        self.fused = launch_fused is not None and fused_steps_default()
-        self.launch_steps = launch_fused if self.fused else launch_steps
+        fused = launch_fused is not None and fused_steps_default()
+        self.launch_steps = launch_fused if fused else launch_steps
         self.position = cupy.zeros(1, dtype=np.int64)
         self.schedule = cupy.empty((0, 0))
         self.mode = default_mode() if mode is None else mode

@@ -74,12 +74,6 @@ struct RowView {
     }
 };
 
-// Sum of one double per lane over a warp (all 32 lanes active); every lane gets the result.
-__device__ inline double gpusvm_warp_sum(double value) {
-    for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_down_sync(0xffffffffu, value, offset);
-    return __shfl_sync(0xffffffffu, value, 0);
-}
-
 // Sum of one double per thread over the block; every thread gets the result.
 // blockDim.x must be a multiple of 32 and at most 1024.
 __device__ inline double gpusvm_block_sum(double value) {

@@ -85,6 +85,11 @@ struct OnlineRule {
     }
 };
 
+__device__ inline double online_warp_sum(double value) {
+    for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_down_sync(0xffffffffu, value, offset);
+    return __shfl_sync(0xffffffffu, value, 0);
+}
+
 // log(1 + exp(m)) without overflow.
 __device__ inline double online_softplus(double m) { return fmax(m, 0.0) + log1p(exp(-fabs(m))); }
 
@@ -121,7 +126,7 @@ __global__ void online_margins(
             const int column = rows.column(p, begin);
             partial += x * rule.weight(first_k[column], second_k[column], 1.0);
         }
-        double margin = gpusvm_warp_sum(partial);
+        double margin = online_warp_sum(partial);
         if (fit_intercept) margin += rule.weight(first_k[n_features], second_k[n_features], 0.0);
         const double y = labels[row] == k + positive_offset ? 1.0 : 0.0;
         if (lane == 0) {
