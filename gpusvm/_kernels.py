@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-# A template kernel: `template <typename real>` then `__global__ void name(`.
+# A template kernel: `template <typename real>` then `__global__ void name(`, or
+# `__global__ void GPUSVM_MAX_THREADS(n) name(` (kernels/common.cuh).
 TEMPLATE_KERNEL = re.compile(
-    r"template\s*<\s*typename\s+real\s*>\s*__global__\s+void\s+(\w+)\s*\("
+    r"template\s*<\s*typename\s+real\s*>\s*__global__\s+void\s+(?:GPUSVM_MAX_THREADS\s*\([^)]*\)\s*)?(\w+)\s*\("
 )
 _LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once[ \t]*$", re.MULTILINE)

@@ -29,6 +29,17 @@ __host__ __device__ inline long long gpusvm_random_index(
 }
 
 #ifdef __CUDACC__
+// The most threads a kernel's blocks launch with, for kernels launched with more than 256
+// (at 1,024 a thread may hold 64 registers): the compiler then budgets the registers for
+// that size, whichever ptxas CuPy or the driver runs on the device, instead of a launch
+// failing there for want of them.  Nothing under the CPU emulation (neither nvcc nor NVRTC),
+// which has no registers.
+#if defined(__NVCC__) || defined(__CUDACC_RTC__)
+#define GPUSVM_MAX_THREADS(threads) __launch_bounds__(threads)
+#else
+#define GPUSVM_MAX_THREADS(threads)
+#endif
+
 // ---------------------------------------------------------------------------------
 // Step `offset` of a block of steps reads its values at row position[0] + offset of a
 // schedule of `columns` values a step, which the host computes before the steps run

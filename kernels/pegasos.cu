@@ -238,7 +238,7 @@ __device__ inline void pegasos_first_entry(const RowView<real>& rows, long long 
 }
 
 template <typename real>
-__global__ void pegasos_fused_steps(
+__global__ void GPUSVM_MAX_THREADS(PEGASOS_FUSED_MAX_BATCH) pegasos_fused_steps(
         const real* __restrict__ data, const int* __restrict__ indices,
         const int* __restrict__ indptr, int is_csr, long long n_samples, int n_features,
         const real* __restrict__ targets, const real* __restrict__ sample_weight,

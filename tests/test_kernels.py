@@ -62,6 +62,12 @@ def plain_kernels(name):
     return re.findall(r'extern "C"\s+__global__\s+void\s+(\w+)', assemble_source(name))
 
 
+def kernel_name(mangled):
+    """A kernel's name from its symbol (a template instantiation's is mangled)."""
+    length = re.match(r"_Z(\d+)", mangled)
+    return mangled[len(length.group(0)):][: int(length.group(1))] if length else mangled
+
+
 def ptxas_resources(report):
     """``{kernel name: (registers, static shared bytes)}`` from ptxas' verbose report (one
     entry per template instantiation; a name's worst case is kept)."""
@@ -69,9 +75,7 @@ def ptxas_resources(report):
     for line in report.splitlines():
         entry = re.search(r"Compiling entry function '(\w+)'", line)
         if entry:
-            mangled = entry.group(1)
-            length = re.match(r"_Z(\d+)", mangled)
-            name = mangled[len(length.group(0)):][: int(length.group(1))] if length else mangled
+            name = kernel_name(entry.group(1))
         used = re.search(r"Used (\d+) registers", line)
         if used:
             shared = re.search(r"(\d+) bytes smem", line)
@@ -107,6 +111,22 @@ def test_kernel_compiles_and_fits_its_launches(name, arch, tmp_path):
         assert allocated * threads <= REGISTERS_PER_BLOCK, (
             f"{kernel} uses {registers} registers a thread: a block of {threads} threads cannot launch")
         assert shared <= STATIC_SHARED_BYTES_PER_BLOCK, f"{kernel} uses {shared} bytes of static shared memory"
+
+
+@needs_nvcc
+def test_blocks_of_1024_threads_are_declared_to_the_compiler(tmp_path):
+    """The fused Pegasos steps launch blocks of FUSED_MAX_BATCH = 1,024 threads, where a
+    thread may hold 64 registers: the kernel declares that size (GPUSVM_MAX_THREADS), so the
+    ptxas that CuPy or the driver runs on the device budgets its registers for it, whatever
+    its version.  The declaration reaches the PTX (as ``.maxntid``), as NVRTC's does."""
+    from gpusvm.solvers.pegasos import FUSED_MAX_BATCH
+
+    result = compile_with_nvcc(instantiate_all(assemble_source("pegasos.cu")), tmp_path, "sm_90")
+    assert result.returncode == 0, result.stderr
+    ptx = (tmp_path / "unit.ptx").read_text()
+    declared = {kernel_name(mangled): int(threads) for mangled, threads in
+                re.findall(r"\.entry\s+(\w+)\([^)]*\)\s*\.maxntid\s+(\d+)", ptx)}
+    assert declared == {"pegasos_fused_steps": FUSED_MAX_BATCH}
 
 
 def test_ptxas_report_is_read_per_kernel():
