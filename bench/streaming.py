@@ -6,7 +6,10 @@ streamed fit, and what streaming does to Pegasos' objective.
    5.6 million rows). FTRLClassifier and PegasosSVC train on it with
    ``fit_chunks(SvmlightChunks(path, chunk_rows=100_000))``, one epoch, each in a fresh
    process whose peak resident memory (``ru_maxrss``) is recorded beside the file's size
-   and the size of one chunk as CSR. The file is deleted afterwards.
+   and the size of one chunk as CSR; each twice, with the file's chunks parsed through
+   pyarrow (``parser='auto'``, gpusvm._svmlight_arrow) and by scikit-learn's reader
+   (``parser='scikit-learn'``, as where pyarrow is not installed).
+   The file is deleted afterwards.
 2. Streamed PegasosSVC (chunks in a random order, steps drawn within each chunk) against
    in-memory PegasosSVC at equal epochs (``tol=None``): on Adult in chunks of 5,000 rows,
    and on linear_objective.py's 1M-row synthetic problem (100,000 columns, 20 nonzeros
@@ -18,6 +21,7 @@ streamed fit, and what streaming does to Pegasos' objective.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -35,6 +39,7 @@ from _common import binary_svm_objective, report  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 
 CHUNK_ROWS = 100_000
+PARSERS = ("auto", "scikit-learn")  # SvmlightChunks' parser: pyarrow where installed, or scikit-learn's reader
 N_FEATURES = 2**20
 
 # Run in a fresh process per learner, so that ru_maxrss is that fit's peak alone.
@@ -42,8 +47,8 @@ FIT_SCRIPT = """
 import json, resource, sys, time
 from gpusvm import FTRLClassifier, PegasosSVC
 from gpusvm.data_files import SvmlightChunks
-path, learner, chunk_rows, n_features = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-chunks = SvmlightChunks(path, chunk_rows, n_features=n_features, zero_based=True)
+path, learner, chunk_rows, n_features, parser = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+chunks = SvmlightChunks(path, chunk_rows, n_features=n_features, zero_based=True, parser=parser)
 model = {"ftrl": FTRLClassifier(max_iter=1, random_state=0, backend="numpy"),
          "pegasos": PegasosSVC(max_iter=1, random_state=0, backend="numpy")}[learner]
 started = time.perf_counter()
@@ -78,12 +83,12 @@ def large_file_rows(gigabytes, quick):
     print(f"wrote {size / 2**30:.2f} GiB in {time.perf_counter() - started:.0f} s", flush=True)
     rows = []
     try:
-        for learner in ("ftrl", "pegasos"):
+        for learner, parser in itertools.product(("ftrl", "pegasos"), PARSERS):
             done = subprocess.run([sys.executable, "-c", FIT_SCRIPT, str(path), learner, str(CHUNK_ROWS),
-                                   str(N_FEATURES)], check=True, capture_output=True, text=True,
+                                   str(N_FEATURES), parser], check=True, capture_output=True, text=True,
                                   env={**os.environ, "PYTHONPATH": str(HERE.parent)})
             result = json.loads(done.stdout.strip().splitlines()[-1])
-            rows.append({"learner": learner, "file_bytes": size, "chunk_rows": CHUNK_ROWS,
+            rows.append({"learner": learner, "parser": parser, "file_bytes": size, "chunk_rows": CHUNK_ROWS,
                          "chunk_csr_bytes": chunk_csr_bytes, **result,
                          "rows_per_second": result["rows"] / result["seconds"]})
             print(rows[-1], flush=True)
@@ -132,10 +137,10 @@ def main():
     gigabytes = 0.02 if args.quick else args.gigabytes
     large = large_file_rows(gigabytes, args.quick)
     results = objectives(args.quick)
-    table_large = ["| learner | file (GiB) | rows | chunk CSR (MiB) | peak RSS (MiB) | fit (s) | rows/s |",
-                   "|---|---|---|---|---|---|---|"]
+    table_large = ["| learner | parser | file (GiB) | rows | chunk CSR (MiB) | peak RSS (MiB) | fit (s) | rows/s |",
+                   "|---|---|---|---|---|---|---|---|"]
     for row in large:
-        table_large.append(f"| {row['learner']} | {row['file_bytes'] / 2**30:.2f} | {row['rows']:,} | "
+        table_large.append(f"| {row['learner']} | {row['parser']} | {row['file_bytes'] / 2**30:.2f} | {row['rows']:,} | "
                            f"{row['chunk_csr_bytes'] / 2**20:.0f} | {row['peak_rss_bytes'] / 2**20:.0f} | "
                            f"{row['seconds']:.1f} | {row['rows_per_second']:,.0f} |")
     columns = [("data", "data", "s"), ("how", "how", "s"), ("epochs", "epochs", "d"), ("fit (s)", "seconds", ".2f"),
