@@ -14,7 +14,8 @@ The formats, chosen by extension unless named:
 
 Files larger than memory: :class:`SvmlightChunks` and :class:`NpzChunks` read them
 ``chunk_rows`` rows at a time, for the streamed ``fit_chunks`` of the linear and online
-estimators (:func:`read_chunks` picks the reader by format).
+estimators (:func:`read_chunks` picks the reader by format).  :class:`SvmlightChunks`
+parses plain lines through pyarrow where it is installed (the same arrays, faster).
 """
 
 from __future__ import annotations
