@@ -5,10 +5,10 @@ Python and converts each number with ``float``: about 25 MB/s, which bounds stre
 training from a file (``gpusvm.data_files.SvmlightChunks``) far below what the solvers
 take.  Most files hold one simple grammar, the one :func:`sklearn.datasets.dump_svmlight_file`
 writes; for a block of such lines this module finds the structure with NumPy (where the
-lines, fields and colons are) and converts all the numbers in one call of Arrow's CSV
-reader, which parses decimals exactly as Python's ``float`` does (correctly rounded;
-``tests/test_svmlight_arrow.py`` checks acceptance and values token by token) and works
-outside the GIL.
+lines, fields and colons are) and converts the numbers with Arrow's CSV reader, which
+parses decimals exactly as Python's ``float`` does (correctly rounded;
+``tests/test_svmlight_arrow.py`` checks acceptance and values token by token).  Both
+release the GIL, so the block's pieces are parsed on threads.
 
 The grammar, per line (lines end with ``\\n``; the last may not)::
 
@@ -33,12 +33,19 @@ import numpy as np
 # Byte classes (by bytes.translate, the fastest pass over a block): a digit, another
 # character of a number, the colon, a field separator, the line end, anything else.
 _DIGIT, _SIGN_POINT_EXPONENT, _COLON, _SPACE, _NEWLINE, _OTHER = range(6)
-_CLASSES = bytearray([_OTHER] * 256)
-for _characters, _class in ((b"0123456789", _DIGIT), (b".+-eE", _SIGN_POINT_EXPONENT), (b":", _COLON),
-                            (b" \t\r", _SPACE), (b"\n", _NEWLINE)):
-    for _character in _characters:
-        _CLASSES[_character] = _class
-_CLASSES = bytes(_CLASSES)
+
+
+def _byte_classes():
+    """The ``bytes.translate`` table from a byte to its class."""
+    table = bytearray([_OTHER] * 256)
+    for characters, byte_class in ((b"0123456789", _DIGIT), (b".+-eE", _SIGN_POINT_EXPONENT), (b":", _COLON),
+                                   (b" \t\r", _SPACE), (b"\n", _NEWLINE)):
+        for character in characters:
+            table[character] = byte_class
+    return bytes(table)
+
+
+_CLASSES = _byte_classes()
 # Every separator becomes a line break: Arrow then reads one number a line (skipping
 # the empty lines that runs of separators leave).
 _ONE_NUMBER_A_LINE = bytes.maketrans(b" \t\r:", b"\n\n\n\n")
