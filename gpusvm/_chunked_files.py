@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import numbers
 import zipfile
 from pathlib import Path
 
@@ -68,13 +69,9 @@ class SvmlightChunks:
             return
         offsets, n_rows, lowest, highest = [], 0, None, -1
         with open(self.path, "rb") as handle:
-            while True:
-                offsets.append(handle.tell())
-                block = b"".join(itertools.islice(handle, self.chunk_rows))
-                if not block:
-                    offsets.pop()
-                    break
-                X, _ = _parse(block, self.path, offsets[-1], zero_based=True, n_columns=None, dtype=self.dtype,
+            for offset, block in _line_blocks(handle, self.chunk_rows):
+                offsets.append(offset)
+                X, _ = _parse(block, self.path, offset, zero_based=True, n_columns=None, dtype=self.dtype,
                               parser=self.parser)
                 n_rows += X.shape[0]
                 if X.nnz:
@@ -120,12 +117,8 @@ class SvmlightChunks:
     def __iter__(self):
         if self._offsets is None and (self._n_features is None or self._zero_based == "auto"):
             self._scan()  # the width or the index base is not known yet
-        with open(self.path, "rb") as handle:
-            while True:  # one sequential pass: no scan needed when width and base are given
-                offset = handle.tell()
-                block = b"".join(itertools.islice(handle, self.chunk_rows))
-                if not block:
-                    return
+        with open(self.path, "rb") as handle:  # one sequential pass: no scan needed when width and base are given
+            for offset, block in _line_blocks(handle, self.chunk_rows):
                 yield self._chunk(block, offset)
 
     def _chunk(self, block, offset):
@@ -138,6 +131,77 @@ class SvmlightChunks:
                                  "but zero_based=False.")
             X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], self._n_features))
         return X, y
+
+
+def _line_blocks(handle, lines):
+    """``(offset, block)``: the next ``lines`` lines of a file opened in binary mode, and
+    the byte they start at, until the end of the file."""
+    while True:
+        offset = handle.tell()
+        block = b"".join(itertools.islice(handle, lines))
+        if not block:
+            return
+        yield offset, block
+
+
+def _whole_line_blocks(handle, size):
+    """Blocks of whole lines of about ``size`` bytes each (one line at least), of a file
+    opened in binary mode, to its end (cheaper than lines: no object for each)."""
+    rest = b""
+    while True:
+        read = handle.read(size)
+        if not read:
+            if rest:
+                yield rest
+            return
+        block = rest + read
+        end = block.rfind(b"\n") + 1
+        if end == 0:  # no line ends in it yet
+            rest = block
+            continue
+        rest = block[end:]
+        yield block[:end]
+
+
+def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_based="auto", block_bytes=1 << 25):
+    """What :func:`sklearn.datasets.load_svmlight_file` returns for a plain-text file,
+    read ``block_bytes`` (whole lines) at a time, each block parsed as
+    :class:`SvmlightChunks` parses a chunk (through pyarrow where its lines are plain).
+
+    Returns
+    -------
+    (X, y) or None
+        None where scikit-learn's reader must read the file to give its error (arguments
+        it refuses, a block that does not parse, index 0 with ``zero_based=False``, a
+        file wider than ``n_features``).
+    """
+    known_arguments = (n_features is None or isinstance(n_features, numbers.Integral) and n_features >= 1) and (
+        zero_based is True or zero_based is False or zero_based == "auto")
+    if not known_arguments:
+        return None
+    with open(path, "rb") as handle:
+        try:
+            parts = [_parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype)
+                     for block in _whole_line_blocks(handle, block_bytes)]
+        except ValueError:  # the caller's scikit-learn reader gives the error, for the whole file
+            return None
+    if not parts:
+        return None  # an empty file: scikit-learn's reader says what it makes of it
+    data = np.concatenate([X.data for X, _ in parts])
+    indices = np.concatenate([X.indices for X, _ in parts])
+    starts = np.cumsum([0] + [X.nnz for X, _ in parts[:-1]])  # each block's first entry
+    indptr = np.concatenate([[0]] + [X.indptr[1:] + start for (X, _), start in zip(parts, starts)])
+    y = np.concatenate([labels for _, labels in parts])
+    # scikit-learn's rules: one-based indices shift down (for 'auto': when index 0 is unused)
+    lowest = indices.min() if indices.shape[0] else None
+    if zero_based is False and lowest == 0:
+        return None
+    if zero_based is False or (zero_based == "auto" and lowest is not None and lowest > 0):
+        indices -= 1
+    width = (int(indices.max()) if indices.shape[0] else 0) + 1
+    if n_features is not None and n_features < width:
+        return None
+    return sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, n_features or width)), y
 
 
 def _parse(block, path, offset, *, zero_based, n_columns, dtype, parser="auto"):

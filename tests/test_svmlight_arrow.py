@@ -3,6 +3,7 @@ reader's arrays, and every other block is left to that reader, errors included."
 
 import io
 import itertools
+import re
 import sys
 
 import numpy as np
@@ -157,3 +158,59 @@ def check_against_scikit_learn(block, dtype):
     got = parse_plain_block(block, dtype)
     if got is not None:
         assert_same_arrays(got, expected)
+
+
+def whole_file_cases(tmp_path):
+    """Files that load_svmlight reads in blocks, and one it leaves to scikit-learn (gzip)."""
+    rng = np.random.default_rng(2)
+    X = sp.random(250, 30, density=0.2, format="csr", random_state=2)
+    X.data = rng.normal(size=X.nnz)
+    y = rng.integers(0, 3, size=250)
+    files = {}
+    for name, zero_based in (("zero.svm", True), ("one.svm", False)):
+        files[name] = tmp_path / name
+        dump_svmlight_file(X, y, str(files[name]), zero_based=zero_based)
+    files["comments.svm"] = tmp_path / "comments.svm"
+    files["comments.svm"].write_bytes(b"# made by hand\n1 1:0.5 4:2 # a row\n\n-1 2:1\n")
+    files["empty.svm"] = tmp_path / "empty.svm"
+    files["empty.svm"].write_bytes(b"")
+    return files
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 25, 20])  # the whole file; a line or two
+@pytest.mark.parametrize("arguments", [
+    dict(), dict(zero_based=True), dict(zero_based=False), dict(n_features=40), dict(dtype=np.float32),
+    dict(zero_based=False, n_features=40),
+])
+def test_load_svmlight_gives_scikit_learns_result(tmp_path, monkeypatch, arguments, block_bytes):
+    from gpusvm import _chunked_files
+    from gpusvm.datasets import load_svmlight
+
+    reading = _chunked_files.read_svmlight_in_blocks
+    monkeypatch.setattr("gpusvm.datasets.read_svmlight_in_blocks",
+                        lambda *args, **kwargs: reading(*args, **kwargs, block_bytes=block_bytes))
+    for name, path in whole_file_cases(tmp_path).items():
+        try:
+            X_expected, y_expected = load_svmlight_file(str(path), **arguments)
+        except ValueError as error:
+            with pytest.raises(ValueError, match=re.escape(str(error))):
+                load_svmlight(path, **arguments)
+            continue
+        X, y = load_svmlight(path, **arguments)
+        assert (reading(path, **arguments) is None) == (name == "empty.svm"), name  # read in blocks
+        assert X.shape == X_expected.shape and X.dtype == X_expected.dtype, name
+        np.testing.assert_array_equal(X.toarray(), X_expected.toarray(), err_msg=name)
+        np.testing.assert_array_equal(y, y_expected, err_msg=name)
+
+
+def test_load_svmlight_errors_are_scikit_learns(tmp_path):
+    from gpusvm.datasets import load_svmlight
+
+    path = tmp_path / "data.svm"
+    for text, arguments in ((b"1 0:1 5:2\n", dict(zero_based=False)), (b"1 1:1 5:2\n", dict(n_features=3)),
+                            (b"1 1:1 5:x\n", dict()), (b"1 1:1\n", dict(n_features=0))):
+        path.write_bytes(text)
+        with pytest.raises(ValueError) as expected:
+            load_svmlight_file(str(path), **arguments)
+        with pytest.raises(type(expected.value), match=re.escape(str(expected.value))):
+            load_svmlight(path, **arguments)
