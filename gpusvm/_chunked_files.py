@@ -163,7 +163,7 @@ def _whole_line_blocks(handle, size):
         yield block[:end]
 
 
-def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_based="auto", block_bytes=1 << 25):
+def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_based="auto", block_bytes=1 << 23):
     """What :func:`sklearn.datasets.load_svmlight_file` returns for a plain-text file,
     read ``block_bytes`` (whole lines) at a time, each block parsed as
     :class:`SvmlightChunks` parses a chunk (through pyarrow where its lines are plain).
@@ -179,19 +179,25 @@ def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_bas
         zero_based is True or zero_based is False or zero_based == "auto")
     if not known_arguments:
         return None
+    # The entries go straight into arrays grown in place (realloc), block by block, so
+    # that the peak holds them about once (scikit-learn's reader grows its arrays so too).
+    data, indices = np.empty(0, dtype=dtype), np.empty(0, dtype=np.int32)  # scikit-learn's C int
+    indptr_parts, label_parts = [np.zeros(1, dtype=np.int64)], []
     with open(path, "rb") as handle:
-        try:
-            parts = [_parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype)
-                     for block in _whole_line_blocks(handle, block_bytes)]
-        except ValueError:  # the caller's scikit-learn reader gives the error, for the whole file
-            return None
-    if not parts:
+        for block in _whole_line_blocks(handle, block_bytes):
+            try:
+                X, labels = _parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype)
+            except ValueError:  # the caller's scikit-learn reader gives the error, for the whole file
+                return None
+            start = data.shape[0]
+            data.resize(start + X.nnz, refcheck=False)
+            indices.resize(start + X.nnz, refcheck=False)
+            data[start:], indices[start:] = X.data, X.indices
+            indptr_parts.append(X.indptr[1:] + start)
+            label_parts.append(labels)
+    if not label_parts:
         return None  # an empty file: scikit-learn's reader says what it makes of it
-    data = np.concatenate([X.data for X, _ in parts])
-    indices = np.concatenate([X.indices for X, _ in parts])
-    starts = np.cumsum([0] + [X.nnz for X, _ in parts[:-1]])  # each block's first entry
-    indptr = np.concatenate([[0]] + [X.indptr[1:] + start for (X, _), start in zip(parts, starts)])
-    y = np.concatenate([labels for _, labels in parts])
+    indptr, y = np.concatenate(indptr_parts), np.concatenate(label_parts)
     # scikit-learn's rules: one-based indices shift down (for 'auto': when index 0 is unused)
     lowest = indices.min() if indices.shape[0] else None
     if zero_based is False and lowest == 0:
@@ -201,6 +207,8 @@ def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_bas
     width = (int(indices.max()) if indices.shape[0] else 0) + 1
     if n_features is not None and n_features < width:
         return None
+    if indptr[-1] < 2**31:  # the indices' int32, so that the matrix keeps both arrays as they are
+        indptr = indptr.astype(indices.dtype)
     return sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, n_features or width)), y
 
 

@@ -37,8 +37,8 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
     X, y = read or load_svmlight_file(str(path), n_features=n_features, dtype=dtype, zero_based=zero_based)
     X = X.tocsr()
     if X.nnz < 2**31 and X.shape[1] < 2**31:  # 32-bit indices, as scikit-learn's LIBLINEAR needs
-        X.indices = X.indices.astype(np.int32)
-        X.indptr = X.indptr.astype(np.int32)
+        X.indices = X.indices.astype(np.int32, copy=False)
+        X.indptr = X.indptr.astype(np.int32, copy=False)
     return X, y
 
 

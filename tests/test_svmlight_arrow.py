@@ -177,7 +177,7 @@ def whole_file_cases(tmp_path):
     return files
 
 
-@pytest.mark.parametrize("block_bytes", [1 << 25, 20])  # the whole file; a line or two
+@pytest.mark.parametrize("block_bytes", [1 << 23, 20])  # the whole file; a line or two
 @pytest.mark.parametrize("arguments", [
     dict(), dict(zero_based=True), dict(zero_based=False), dict(n_features=40), dict(dtype=np.float32),
     dict(zero_based=False, n_features=40),
