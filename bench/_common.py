@@ -175,6 +175,23 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+# The source of peak_rss_bytes() for the scripts a benchmark runs in a fresh process:
+# VmHWM, the peak of the process' own memory since it started, where ru_maxrss would
+# also hold the peak of the parent it was forked from (Linux keeps it across exec).
+PEAK_RSS_SOURCE = """
+def peak_rss_bytes():
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+"""
+
+
 def report(name, backends, *, title, columns, payload):
     """Write ``results/<name>-<device>.json`` and its Markdown table, and print the table.
 

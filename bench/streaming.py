@@ -5,7 +5,7 @@ streamed fit, and what streaming does to Pegasos' objective.
    stream (``_hashed_stream.py``: 40 categorical fields hashed into 2^20 columns, about
    5.6 million rows). FTRLClassifier and PegasosSVC train on it with
    ``fit_chunks(SvmlightChunks(path, chunk_rows=100_000))``, one epoch, each in a fresh
-   process whose peak resident memory (``ru_maxrss``) is recorded beside the file's size
+   process whose peak resident memory (VmHWM) is recorded beside the file's size
    and the size of one chunk as CSR; each twice, with the file's chunks parsed through
    pyarrow (``parser='auto'``, gpusvm._svmlight_arrow) and by scikit-learn's reader
    (``parser='scikit-learn'``, as where pyarrow is not installed).
@@ -35,16 +35,16 @@ from sklearn.datasets import dump_svmlight_file
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import binary_svm_objective, report  # noqa: E402
+from _common import PEAK_RSS_SOURCE, binary_svm_objective, report  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 
 CHUNK_ROWS = 100_000
 PARSERS = ("auto", "scikit-learn")  # SvmlightChunks' parser: pyarrow where installed, or scikit-learn's reader
 N_FEATURES = 2**20
 
-# Run in a fresh process per learner, so that ru_maxrss is that fit's peak alone.
-FIT_SCRIPT = """
-import json, resource, sys, time
+# Run in a fresh process per learner, so that the peak is that fit's alone.
+FIT_SCRIPT = PEAK_RSS_SOURCE + """
+import json, sys, time
 from gpusvm import FTRLClassifier, PegasosSVC
 from gpusvm.data_files import SvmlightChunks
 path, learner, chunk_rows, n_features, parser = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -55,7 +55,7 @@ started = time.perf_counter()
 model.fit_chunks(chunks, classes=[0, 1])
 seconds = time.perf_counter() - started
 print(json.dumps({"seconds": seconds, "rows": chunks.n_rows, "chunks": len(chunks),
-                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+                  "peak_rss_bytes": peak_rss_bytes()}))
 """
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from ._svmlight_arrow import parse_plain_block
+from ._svmlight_arrow import append_in_place, parse_plain_block
 
 
 class SvmlightChunks:
@@ -189,11 +189,9 @@ def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_bas
                 X, labels = _parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype)
             except ValueError:  # the caller's scikit-learn reader gives the error, for the whole file
                 return None
-            start = data.shape[0]
-            data.resize(start + X.nnz, refcheck=False)
-            indices.resize(start + X.nnz, refcheck=False)
-            data[start:], indices[start:] = X.data, X.indices
-            indptr_parts.append(X.indptr[1:] + start)
+            indptr_parts.append(X.indptr[1:] + data.shape[0])
+            append_in_place(data, X.data)
+            append_in_place(indices, X.indices)
             label_parts.append(labels)
     if not label_parts:
         return None  # an empty file: scikit-learn's reader says what it makes of it

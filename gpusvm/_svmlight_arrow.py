@@ -25,6 +25,7 @@ parses a block, the arrays are the same.
 
 from __future__ import annotations
 
+import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -68,10 +69,10 @@ def parse_plain_block(block, dtype):
     Returns
     -------
     tuple of ndarray or None
-        ``data`` (dtype), ``indices`` and ``indptr`` (int64, indices as written), and
-        ``labels`` (float64), as scikit-learn's reader returns them before building its
-        matrix; None when the block is not plain (see the module docstring) or pyarrow
-        is not installed.
+        ``data`` (dtype), ``indices`` (int32, as written), ``indptr`` (int64) and
+        ``labels`` (float64): the values scikit-learn's reader returns before building
+        its matrix; None when the block is not plain (see the module docstring) or
+        pyarrow is not installed.
     """
     try:
         import pyarrow.csv  # noqa: F401 (its reader converts the numbers)
@@ -88,18 +89,36 @@ def parse_plain_block(block, dtype):
         stop = block.find(b"\n", start + _PIECE_BYTES) + 1 or len(block)
         bounds.append((start, stop))
         start = stop
-    pieces = [_parse_piece(block[slice(*bounds[0])], dtype)]
-    if pieces[0] is None:
+    first = _parse_piece(block[slice(*bounds[0])], dtype)
+    if first is None:
         return None
-    if len(bounds) > 1:
-        with ThreadPoolExecutor(min(len(bounds) - 1, _THREADS), thread_name_prefix="gpusvm-svmlight") as pool:
-            pieces += pool.map(lambda bound: _parse_piece(block[slice(*bound)], dtype), bounds[1:])
-    if any(piece is None for piece in pieces):
-        return None
-    data, indices, indptr, labels = (list(arrays) for arrays in zip(*pieces))
-    for k in range(1, len(indptr)):
-        indptr[k] = indptr[k][1:] + indptr[k - 1][-1]
-    return tuple(np.concatenate(arrays) for arrays in (data, indices, indptr, labels))
+    with ThreadPoolExecutor(max(1, min(len(bounds) - 1, _THREADS)), thread_name_prefix="gpusvm-svmlight") as pool:
+        rest = pool.map(lambda bound: _parse_piece(block[slice(*bound)], dtype), bounds[1:])
+        return _joined(itertools.chain([first], rest), dtype)
+
+
+def _joined(pieces, dtype):
+    """The pieces' arrays end to end (None if a piece is None), the entries grown in place
+    as the pieces come: a lower peak than holding them all and concatenating."""
+    data, indices = np.empty(0, dtype=dtype), np.empty(0, dtype=np.int32)
+    indptr, labels = [np.zeros(1, dtype=np.int64)], []
+    for piece in pieces:
+        if piece is None:
+            return None
+        piece_data, piece_indices, piece_indptr, piece_labels = piece
+        indptr.append(piece_indptr[1:] + data.shape[0])
+        append_in_place(data, piece_data)
+        append_in_place(indices, piece_indices)
+        labels.append(piece_labels)
+    return data, indices, np.concatenate(indptr), np.concatenate(labels)
+
+
+def append_in_place(array, values):
+    """``array`` (one that owns its memory, of which no view is kept) grown by ``values``:
+    realloc can extend it where it lies, where a concatenation holds both copies."""
+    start = array.shape[0]
+    array.resize(start + values.shape[0], refcheck=False)
+    array[start:] = values
 
 
 def _parse_piece(block, dtype):
@@ -147,7 +166,7 @@ def _parse_piece(block, dtype):
     index_values, data = numbers[pair_number], numbers[pair_number + 1]
     if index_values.shape[0] and index_values.max() > _LARGEST_INDEX:
         return None
-    indices = index_values.astype(np.int64)
+    indices = index_values.astype(np.int32)
     pair_line = np.cumsum(line_start)[~line_start] - 1
     # Indices strictly increase along a line (else scikit-learn's reader refuses them).
     if not ((np.diff(indices) > 0) | (np.diff(pair_line) > 0)).all():

