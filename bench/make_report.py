@@ -33,7 +33,7 @@ QUESTIONS = [
      None),
     ("5. How cost grows with n and d", ["scaling"], None),
     ("6. Probabilities from the SVMs: Platt scaling against SVC(probability=True)", ["probability"], None),
-    ("7. Data larger than memory: streamed training", ["streaming", "streamed_throughput"], None),
+    ("7. Data larger than memory: streamed training", ["streaming", "svmlight_reading", "streamed_throughput"], None),
     ("8. On a dask cluster: gpusvm.dask against single-node, and data larger than a worker", ["dask_scaling"], None),
     ("The water level and the SBP step (SBP's inner loop; the step against its floor)",
      ["water_level", "sbp_steps", "sbp_step"], None),

@@ -15,7 +15,7 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
 
     What :func:`sklearn.datasets.load_svmlight_file` returns (its errors included); a
     plain-text file is read in blocks of lines, those of plain lines parsed through
-    pyarrow where it is installed (``gpusvm.data_files.SvmlightChunks``), 3 to 5 times
+    pyarrow where it is installed (``gpusvm.data_files.SvmlightChunks``), about 3 times
     as fast.
 
     Parameters
