@@ -9,6 +9,7 @@ import re
 import signal
 import statistics
 import subprocess
+import sys
 import time
 from importlib import metadata
 from pathlib import Path
@@ -175,10 +176,10 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-# The source of peak_rss_bytes() for the scripts a benchmark runs in a fresh process:
-# VmHWM, the peak of the process' own memory since it started, where ru_maxrss would
-# also hold the peak of the parent it was forked from (Linux keeps it across exec).
-PEAK_RSS_SOURCE = """
+# peak_rss_bytes() for the scripts run by in_fresh_process: VmHWM, the peak of the
+# process' own memory since it started, where ru_maxrss would also hold the peak of the
+# parent it was forked from (Linux keeps it across exec).
+_PEAK_RSS_SOURCE = """
 def peak_rss_bytes():
     try:
         with open("/proc/self/status") as status:
@@ -190,6 +191,16 @@ def peak_rss_bytes():
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 """
+
+
+def in_fresh_process(script, *arguments):
+    """Run ``script`` (Python source that may call ``peak_rss_bytes()`` and prints a JSON
+    object on its last line) in a new interpreter with gpusvm's checkout on its path,
+    with ``arguments`` as ``sys.argv[1:]``; return that object."""
+    done = subprocess.run([sys.executable, "-c", _PEAK_RSS_SOURCE + script, *map(str, arguments)], check=True,
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def report(name, backends, *, title, columns, payload):

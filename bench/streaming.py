@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +33,7 @@ from sklearn.datasets import dump_svmlight_file
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import PEAK_RSS_SOURCE, binary_svm_objective, report  # noqa: E402
+from _common import binary_svm_objective, in_fresh_process, report  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 
 CHUNK_ROWS = 100_000
@@ -43,7 +41,7 @@ PARSERS = ("auto", "scikit-learn")  # SvmlightChunks' parser: pyarrow where inst
 N_FEATURES = 2**20
 
 # Run in a fresh process per learner, so that the peak is that fit's alone.
-FIT_SCRIPT = PEAK_RSS_SOURCE + """
+FIT_SCRIPT = """
 import json, sys, time
 from gpusvm import FTRLClassifier, PegasosSVC
 from gpusvm.data_files import SvmlightChunks
@@ -84,10 +82,7 @@ def large_file_rows(gigabytes, quick):
     rows = []
     try:
         for learner, parser in itertools.product(("ftrl", "pegasos"), PARSERS):
-            done = subprocess.run([sys.executable, "-c", FIT_SCRIPT, str(path), learner, str(CHUNK_ROWS),
-                                   str(N_FEATURES), parser], check=True, capture_output=True, text=True,
-                                  env={**os.environ, "PYTHONPATH": str(HERE.parent)})
-            result = json.loads(done.stdout.strip().splitlines()[-1])
+            result = in_fresh_process(FIT_SCRIPT, path, learner, CHUNK_ROWS, N_FEATURES, parser)
             rows.append({"learner": learner, "parser": parser, "file_bytes": size, "chunk_rows": CHUNK_ROWS,
                          "chunk_csr_bytes": chunk_csr_bytes, **result,
                          "rows_per_second": result["rows"] / result["seconds"]})

@@ -20,9 +20,6 @@ The results are the same arrays either way (``tests/test_svmlight_arrow.py``).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,14 +31,14 @@ from sklearn.datasets import dump_svmlight_file
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import PEAK_RSS_SOURCE, report  # noqa: E402
+from _common import in_fresh_process, report  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 
 CHUNK_ROWS = 100_000
 
 # Run in a fresh process per reading, so that the peak is that reading's alone (the
 # imports before the clock starts).
-READ_SCRIPT = PEAK_RSS_SOURCE + """
+READ_SCRIPT = """
 import json, sys, time
 from sklearn.datasets import load_svmlight_file
 from gpusvm.data_files import SvmlightChunks
@@ -82,13 +79,6 @@ def write_files(folder, quick):
     return files
 
 
-def read(path, how, chunk_rows, n_features):
-    done = subprocess.run([sys.executable, "-c", READ_SCRIPT, str(path), how, str(chunk_rows), str(n_features)],
-                          check=True, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(HERE.parent)})
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="files 50 times smaller (a smoke run)")
@@ -102,7 +92,7 @@ def main():
         for name, (path, rows, n_features) in files.items():
             size = path.stat().st_size
             for how in WAYS:
-                result = read(path, how, chunk_rows, n_features)
+                result = in_fresh_process(READ_SCRIPT, path, how, chunk_rows, n_features)
                 results.append({"file": name, "rows": rows, "mib": size / 2**20, "how": how, **result,
                                 "mib_per_second": size / 2**20 / result["seconds"],
                                 "peak_rss_mib": result["peak_rss_bytes"] / 2**20})

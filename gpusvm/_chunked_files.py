@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from ._svmlight_arrow import append_in_place, parse_plain_block
+from ._svmlight_arrow import joined, parse_plain_block
 
 
 class SvmlightChunks:
@@ -179,23 +179,16 @@ def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_bas
         zero_based is True or zero_based is False or zero_based == "auto")
     if not known_arguments:
         return None
-    # The entries go straight into arrays grown in place (realloc), block by block, so
-    # that the peak holds them about once (scikit-learn's reader grows its arrays so too).
-    data, indices = np.empty(0, dtype=dtype), np.empty(0, dtype=np.int32)  # scikit-learn's C int
-    indptr_parts, label_parts = [np.zeros(1, dtype=np.int64)], []
     with open(path, "rb") as handle:
-        for block in _whole_line_blocks(handle, block_bytes):
-            try:
-                X, labels = _parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype)
-            except ValueError:  # the caller's scikit-learn reader gives the error, for the whole file
-                return None
-            indptr_parts.append(X.indptr[1:] + data.shape[0])
-            append_in_place(data, X.data)
-            append_in_place(indices, X.indices)
-            label_parts.append(labels)
-    if not label_parts:
+        blocks = (_parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype)
+                  for block in _whole_line_blocks(handle, block_bytes))
+        try:
+            read = joined(((X.data, X.indices, X.indptr, labels) for X, labels in blocks), dtype)
+        except ValueError:  # the caller's scikit-learn reader gives the error, for the whole file
+            return None
+    if read is None:
         return None  # an empty file: scikit-learn's reader says what it makes of it
-    indptr, y = np.concatenate(indptr_parts), np.concatenate(label_parts)
+    data, indices, indptr, y = read
     # scikit-learn's rules: one-based indices shift down (for 'auto': when index 0 is unused)
     lowest = indices.min() if indices.shape[0] else None
     if zero_based is False and lowest == 0:

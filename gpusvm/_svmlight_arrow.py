@@ -94,12 +94,14 @@ def parse_plain_block(block, dtype):
         return None
     with ThreadPoolExecutor(max(1, min(len(bounds) - 1, _THREADS)), thread_name_prefix="gpusvm-svmlight") as pool:
         rest = pool.map(lambda bound: _parse_piece(block[slice(*bound)], dtype), bounds[1:])
-        return _joined(itertools.chain([first], rest), dtype)
+        return joined(itertools.chain([first], rest), dtype)
 
 
-def _joined(pieces, dtype):
-    """The pieces' arrays end to end (None if a piece is None), the entries grown in place
-    as the pieces come: a lower peak than holding them all and concatenating."""
+def joined(pieces, dtype):
+    """The ``(data, indices, indptr, labels)`` of consecutive rows, end to end: indices as
+    int32 (scikit-learn's reader holds them in a C int), the entries grown in place as the
+    pieces come, a lower peak than holding them all and concatenating.  None when there
+    are no pieces or one is None."""
     data, indices = np.empty(0, dtype=dtype), np.empty(0, dtype=np.int32)
     indptr, labels = [np.zeros(1, dtype=np.int64)], []
     for piece in pieces:
@@ -107,13 +109,15 @@ def _joined(pieces, dtype):
             return None
         piece_data, piece_indices, piece_indptr, piece_labels = piece
         indptr.append(piece_indptr[1:] + data.shape[0])
-        append_in_place(data, piece_data)
-        append_in_place(indices, piece_indices)
+        _append_in_place(data, piece_data)
+        _append_in_place(indices, piece_indices)
         labels.append(piece_labels)
+    if not labels:
+        return None
     return data, indices, np.concatenate(indptr), np.concatenate(labels)
 
 
-def append_in_place(array, values):
+def _append_in_place(array, values):
     """``array`` (one that owns its memory, of which no view is kept) grown by ``values``:
     realloc can extend it where it lies, where a concatenation holds both copies."""
     start = array.shape[0]
