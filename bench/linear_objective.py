@@ -16,7 +16,9 @@ row, labels from a known linear rule with noise; 100,000 more rows are the test 
 Snap ML's linear SVM (its CPU solver, and its GPU solver with the cupy backend, at
 ``max_iter`` = the budget) runs beside them when it is importable, and is reported as
 missing otherwise. With the cupy backend PegasosSVC also runs with fused steps
-(``GPUSVM_FUSED_STEPS=1``: a block of steps in one launch; the same model to rounding).
+(``GPUSVM_FUSED_STEPS=1``: a block of steps in one launch; the same model to rounding), at
+its default batch size and at 1,024 rows, where it needs far fewer steps
+(``bench/pegasos_steps.py``).
 ``--pegasos-batch-sizes`` runs PegasosSVC at each of several batch sizes (the trade between
 a step's cost and the progress an epoch makes; files ``linear_objective_batches-*``).
 
@@ -58,6 +60,12 @@ MAX_EPOCHS = {"adult": 256, "synthetic": 128}
 # Pegasos with fused steps (cupy) goes on to 512 epochs on the 1M-row problem, past the
 # ~340 where 1% lies: 16M steps in all, a minute or two at a few microseconds a step.
 MAX_FUSED_EPOCHS = {"adult": 256, "synthetic": 512}
+# Fused steps at batch 1,024, the largest the fused kernel takes: Pegasos needs far fewer steps
+# there (bench/pegasos_steps.py, CPU: 1% after 71,264 steps on Adult, against 99,764 at batch 64;
+# on the 1M-row problem 3.3% after 262,144 steps, against 29.3% at batch 64), so the caps pass
+# where 1% lies in steps (2,227 epochs of Adult).
+FUSED_BATCH = 1024
+MAX_FUSED_BATCH_EPOCHS = {"adult": 4096, "synthetic": 512}
 MAX_ITERATIONS = {"adult": 256, "synthetic": 1024}  # LIBLINEAR's and Snap ML's
 OPTIMA = Path(__file__).resolve().parent / "results" / "optima" / "linear.json"
 
@@ -89,8 +97,9 @@ class WithFusedSteps:
 
 def makers(n, backends, batch_sizes=None):
     """(name, backend, budget unit, budget -> estimator) of every solver, the unit being
-    "epochs", "iterations" or "fused epochs" (epochs with a cap of their own); PegasosSVC at
-    each of ``batch_sizes`` (None: its default only), on CuPy also with fused steps."""
+    "epochs", "iterations", "fused epochs" or "fused epochs, large batch" (epochs with caps
+    of their own); PegasosSVC at each of ``batch_sizes`` (None: its default only), on CuPy
+    also with fused steps, at its default batch size and at ``FUSED_BATCH``."""
     lam = 1.0 / (C * n)
     if batch_sizes is None:
         out = [(f"gpusvm PegasosSVC ({b})", b, "epochs",
@@ -99,6 +108,10 @@ def makers(n, backends, batch_sizes=None):
             out.append(("gpusvm PegasosSVC (cupy, fused steps)", "cupy", "fused epochs",
                         lambda k: WithFusedSteps(PegasosSVC(C=C, max_iter=k, tol=None, random_state=0,
                                                             backend="cupy"))))
+            out.append((f"gpusvm PegasosSVC (cupy, fused steps, batch {FUSED_BATCH})", "cupy",
+                        "fused epochs, large batch",
+                        lambda k: WithFusedSteps(PegasosSVC(C=C, batch_size=FUSED_BATCH, max_iter=k, tol=None,
+                                                            random_state=0, backend="cupy"))))
     else:
         out = [(f"gpusvm PegasosSVC ({b}, batch {size})", b, "epochs",
                 lambda k, b=b, size=size: PegasosSVC(C=C, batch_size=size, max_iter=k, tol=None, random_state=0,
@@ -232,7 +245,7 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic training rows")
     parser.add_argument("--max-epochs", type=int,
                         help=f"largest epochs of Pegasos and SGD (default: {MAX_EPOCHS}; Pegasos with fused "
-                             f"steps: {MAX_FUSED_EPOCHS})")
+                             f"steps: {MAX_FUSED_EPOCHS}, at batch {FUSED_BATCH}: {MAX_FUSED_BATCH_EPOCHS})")
     parser.add_argument("--max-iterations", type=int,
                         help=f"largest iterations of LIBLINEAR and Snap ML (default: {MAX_ITERATIONS})")
     parser.add_argument("--pegasos-batch-sizes", nargs="+", type=int,
@@ -244,10 +257,12 @@ def main():
         for dataset in args.datasets:
             X, y, X_test, y_test = load(dataset, args.rows, args.quick)
             print(dataset, X.shape, flush=True)
-            caps = {"epochs": 4, "iterations": 4, "fused epochs": 4} if args.quick else {
+            units = ("epochs", "iterations", "fused epochs", "fused epochs, large batch")
+            caps = dict.fromkeys(units, 4) if args.quick else {
                 "epochs": args.max_epochs or MAX_EPOCHS[dataset],
                 "iterations": args.max_iterations or MAX_ITERATIONS[dataset],
-                "fused epochs": args.max_epochs or MAX_FUSED_EPOCHS[dataset]}
+                "fused epochs": args.max_epochs or MAX_FUSED_EPOCHS[dataset],
+                "fused epochs, large batch": args.max_epochs or MAX_FUSED_BATCH_EPOCHS[dataset]}
             key = f"{dataset} n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} C={C}"
             reference = cached_reference(key, X, y, 2 * caps["iterations"], args.quick)
             experiments.append({"dataset": dataset, "n_train": X.shape[0], "n_test": X_test.shape[0],
@@ -276,7 +291,8 @@ def main():
     table = [f"## Linear SVM at C = {C}: seconds to reach the primal objective within 1% and 0.1% of the optimum",
              "", *markdown_table(columns, rows), "",
              f"Budgets: 1, 2, 4, ... up to {budgets} (epochs: Pegasos, SGD; iterations: LIBLINEAR, Snap ML; "
-             f"fused epochs: Pegasos with fused steps); a fit from scratch at each, until within "
+             f"fused epochs: Pegasos with fused steps, at its default batch size and at {FUSED_BATCH}); a fit "
+             f"from scratch at each, until within "
              f"{min(GAPS) / 2:.2%} of the optimum. The optimum: LIBLINEAR at tol 1e-6, its iterations doubled until "
              f"the objective moved less than 1e-5 (relative; iterations {optima}), or a lower objective any run "
              "found. "

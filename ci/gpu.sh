@@ -6,8 +6,12 @@
 #                       torchkm on Adult; PegasosSVC beside LIBLINEAR (CPU) and snapml on Adult
 #   ci/gpu.sh mnist     the same kernel solvers and GPU peers on MNIST-8
 #   ci/gpu.sh linear    PegasosSVC's time to objective beside LIBLINEAR, SGD and snapml
-#                       (Adult and 1M sparse rows), direct and with fused steps (to 512 epochs)
-#   ci/gpu.sh batches   PegasosSVC's time to objective at batch sizes 64 to 16,384 (1M sparse rows)
+#                       (Adult and 1M sparse rows), direct and with fused steps (to 512 epochs; and
+#                       at batch 1,024, where Pegasos needs far fewer steps to 1%)
+#   ci/gpu.sh batches   PegasosSVC's time to objective at batch sizes 64 to 16,384 (1M sparse rows);
+#                       optional: the steps each batch size needs are the same on every backend
+#                       (bench/pegasos_steps.py, recorded on the CPU), so the roofline of the graphs
+#                       step (seconds a step by batch size) is enough to pick the GPU default
 #   ci/gpu.sh extra     the water level; SBPClassifier beside SVC (CPU) on KEEL letter; the SBP
 #                       step with its kernel rows in a device row cache (bench/sbp_step.py)
 #   ci/gpu.sh pairs     one-vs-one SBPClassifier on KEEL penbased and letter, its pairs reading the
@@ -27,6 +31,12 @@
 # On a 30-minute device lease (three or four calls): triage first, then sbp and graphs (the
 # figures and switches the open issues wait on), then linear (Pegasos' time to 1% of the
 # optimum, which fused steps may bring under LIBLINEAR's), streaming, extra and pairs.
+# What the first such run decides, each in a commit naming the device:
+#   - GPUSVM_CUDA_GRAPHS on by default only if the graphs step's tests pass (graph == direct);
+#   - GPUSVM_FUSED_STEPS on by default only if its fused tests pass and the roofline shows fused
+#     steps faster than graph launches (at the batch sizes where they are: a threshold if need be);
+#   - PegasosSVC's batch size on CuPy: the one that makes steps to the gap (bench/pegasos_steps.py's
+#     table; the steps do not depend on the backend) times seconds a step (the roofline) smallest.
 # Results land in bench/results/*-<device>.json (each names the device, CUDA and CuPy).
 # Each benchmark has its own time limit (seconds) so that one slow script cannot take the
 # whole step; a script over it writes the runs it finished, marked as stopped at its limit

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpusvm import PegasosSVC
 from gpusvm.cli import main
 from gpusvm.datasets import load_adult, load_svmlight
 
@@ -161,6 +162,28 @@ def test_linear_objective_benchmark_quick_reaches_liblinear():
             ours = {name: gap for name, gap in gaps.items() if not name.startswith("snapml")}
             assert min(ours, key=ours.get).startswith("scikit-learn LinearSVC")
     assert {e["dataset"] for e in payload["experiments"]} == {"adult", "synthetic"}
+
+
+def test_pegasos_steps_benchmark_quick_counts_steps_to_each_gap():
+    payload = run_bench("pegasos_steps.py", "--datasets", "adult", "--batch-sizes", "64", "256")
+    rows = {r["batch_size"]: r for r in payload["results"]}
+    assert set(rows) == {64, 256}
+    for batch_size, r in rows.items():
+        assert r["steps_per_epoch"] == -(-3000 // batch_size) and r["steps_run"] % r["steps_per_epoch"] == 0
+        assert r["steps_run"] >= 2**11 and r["best_gap"] >= 0
+    for curve in payload["curves"]:
+        steps = [p["steps"] for p in curve["points"]]
+        assert steps == sorted(set(steps)) and steps[-1] == rows[curve["batch_size"]]["steps_run"]
+
+
+def test_an_objective_curve_point_is_the_objective_of_a_fit_stopped_there():
+    """bench/pegasos_steps.py reads a whole curve off one fit: the averaged weights after
+    epoch e must not depend on how many epochs the fit was asked for."""
+    X, y, _, _ = load_adult()
+    X, y = X[:2000], y[:2000]
+    longer = PegasosSVC(batch_size=32, max_iter=6, tol=None, random_state=3).fit(X, y)
+    stopped = PegasosSVC(batch_size=32, max_iter=4, tol=None, random_state=3).fit(X, y)
+    np.testing.assert_allclose(longer.objective_curve_[:4], stopped.objective_curve_, rtol=1e-12)
 
 
 def test_roofline_benchmark_quick_counts_rows_and_nonzeros():
