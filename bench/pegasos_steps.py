@@ -20,14 +20,17 @@ run to convergence, cached in ``results/optima/linear.json``). Reported: the ste
 a 1% and a 0.1% gap (the first epoch end at or under it: to within one epoch's steps),
 and the gap after 2^14, 2^16 and 2^18 steps (at the first epoch end at or past them).
 Data: Adult and the 1M-row sparse synthetic problem of ``linear_objective.py``.
+``--update`` runs only the data sets and batch sizes given and keeps the recorded
+result's other rows (each row keeps the caps it ran under).
 
     python bench/pegasos_steps.py [--datasets adult synthetic] [--batch-sizes 32 64 256 1024 2048]
-                                  [--backends numpy] [--quick]
+                                  [--backends numpy] [--update] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -35,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, markdown_table, timed_fit, write_results  # noqa: E402
+from _common import RESULTS, TimeLimit, device_tag, markdown_table, timed_fit, write_results  # noqa: E402
 from linear_objective import C, GAPS, cached_reference, load  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
@@ -44,7 +47,7 @@ from gpusvm.solvers.pegasos import steps_per_epoch  # noqa: E402
 # 32, 256, 1,024 and 2,048 are batch sizes the roofline times on a GPU (ci/gpu.sh graphs); 64 is the default
 BATCH_SIZES = (32, 64, 256, 1024, 2048)
 MAX_STEPS = {"adult": 2**17, "synthetic": 2**20}
-MAX_ROWS_VISITED = {"adult": 2**27, "synthetic": 2**29}  # 4,122 and 537 epochs
+MAX_ROWS_VISITED = {"adult": 2**27, "synthetic": 5 * 2**27}  # 4,122 and 671 epochs
 STEP_MARKS = (2**14, 2**16, 2**18)
 
 
@@ -72,10 +75,12 @@ def thinned(steps, gaps, per_doubling=8):
     return [{"steps": int(steps[i]), "gap": float(gaps[i])} for i in keep]
 
 
-def summary_row(dataset, batch_size, n, steps, gaps, seconds):
-    """A table row: steps to each gap, the gap at each mark, the smallest gap and where."""
+def summary_row(dataset, batch_size, n, steps, gaps, seconds, caps):
+    """A table row: steps to each gap, the gap at each mark, the smallest gap and where,
+    with the caps (``(max steps, max rows visited)``) the fit ran under."""
     row = {"dataset": dataset, "batch_size": batch_size, "steps_per_epoch": steps_per_epoch(n, batch_size),
-           "steps_run": int(steps[-1]), "rows_visited": int(steps[-1]) * batch_size, "seconds": seconds}
+           "steps_run": int(steps[-1]), "rows_visited": int(steps[-1]) * batch_size, "seconds": seconds,
+           "max_steps": caps[0], "max_rows_visited": caps[1]}
     for gap in GAPS:
         reached = np.flatnonzero(gaps <= gap)
         row[f"steps_to_{gap}"] = int(steps[reached[0]]) if reached.size else None
@@ -84,6 +89,17 @@ def summary_row(dataset, batch_size, n, steps, gaps, seconds):
     best = int(np.argmin(gaps))
     row.update(best_gap=float(gaps[best]), best_gap_steps=int(steps[best]))
     return row
+
+
+def recorded_runs(backend):
+    """The rows and curves of this machine's recorded result, keyed by (data set, batch
+    size), for ``--update`` ({} and {} where there is none)."""
+    path = RESULTS / f"pegasos_steps-{device_tag([backend])}.json"
+    if not path.exists():
+        return {}, {}
+    recorded = json.loads(path.read_text())
+    return ({(r["dataset"], r["batch_size"]): r for r in recorded["results"]},
+            {(c["dataset"], c["batch_size"]): c["points"] for c in recorded["curves"]})
 
 
 def plot(curves, path):
@@ -118,23 +134,27 @@ def main():
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"],
                         help="one backend is enough: the steps do not depend on it")
     parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic training rows")
+    parser.add_argument("--update", action="store_true",
+                        help="run only the data sets and batch sizes given, keeping the recorded result's other rows")
     parser.add_argument("--quick", action="store_true", help="3,000 Adult rows, 20,000 synthetic, 2,048 steps")
     args = parser.parse_args()
     backend = args.backends[0]
     caps = {dataset: 2**11 if args.quick else MAX_STEPS[dataset] for dataset in args.datasets}
-    rows, curves = [], {}
+    rows, curves = recorded_runs(backend) if args.update and not args.quick else ({}, {})
     with TimeLimit() as limit:
         for dataset in args.datasets:
             X, y, _, _ = load(dataset, args.rows, args.quick)
             key = f"{dataset} n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} C={C}"
             optimum = cached_reference(key, X, y, 512, args.quick)["objective"]
             for batch_size in args.batch_sizes:
-                steps, objectives, seconds = run_steps(X, y, batch_size, caps[dataset], MAX_ROWS_VISITED[dataset],
-                                                       backend)
+                run_caps = caps[dataset], MAX_ROWS_VISITED[dataset]
+                steps, objectives, seconds = run_steps(X, y, batch_size, *run_caps, backend)
                 gaps = objectives / optimum - 1.0
-                rows.append(summary_row(dataset, batch_size, X.shape[0], steps, gaps, seconds))
+                rows[dataset, batch_size] = summary_row(dataset, batch_size, X.shape[0], steps, gaps, seconds,
+                                                        run_caps)
                 curves[dataset, batch_size] = thinned(steps, gaps)
-                print(rows[-1], flush=True)
+                print(rows[dataset, batch_size], flush=True)
+    rows = [rows[key] for key in sorted(rows)]
     columns = [("data", "dataset", "s"), ("batch", "batch_size", ","), ("steps an epoch", "steps_per_epoch", ","),
                ("steps to 1%", f"steps_to_{GAPS[0]}", ","), ("steps to 0.1%", f"steps_to_{GAPS[1]}", ","),
                *[(f"gap at {mark:,} steps", f"gap_at_{mark}", ".3%") for mark in STEP_MARKS],
@@ -143,15 +163,14 @@ def main():
     table = ["## PegasosSVC: steps to reach the primal objective within 1% and 0.1% of the optimum, by batch size",
              "", *markdown_table(columns, rows), "",
              f"C = {C}, tol=None, random_state=0, PegasosSVC's other defaults (averaged, projected, with an "
-             f"intercept); one fit per row, to at most {caps} steps or {MAX_ROWS_VISITED} rows visited. Steps "
+             "intercept); one fit per row, to the cap of steps or of rows visited that the JSON keeps with it. Steps "
              "to a gap: the first epoch end at or under it (so to within one epoch's steps); empty: not reached "
              "within the steps run. The steps are the same on every backend; the time a step takes at each batch "
              "size is bench/roofline.py's."]
-    payload = {"dataset": {"names": args.datasets, "synthetic_rows": args.rows},
-               "parameters": {"C": C, "batch_sizes": args.batch_sizes, "max_steps": caps,
-                              "max_rows_visited": MAX_ROWS_VISITED, "quick": args.quick, "random_state": 0},
-               "results": rows, "curves": [{"dataset": d, "batch_size": b, "points": points}
-                                           for (d, b), points in curves.items()],
+    payload = {"dataset": {"names": sorted({row["dataset"] for row in rows}), "synthetic_rows": args.rows},
+               "parameters": {"C": C, "quick": args.quick, "random_state": 0},
+               "results": rows, "curves": [{"dataset": d, "batch_size": b, "points": curves[d, b]}
+                                           for d, b in sorted(curves)],
                "stopped_at_time_limit": limit.reached}
     paths = write_results("pegasos_steps", [backend], payload, table)
     if curves:
