@@ -140,7 +140,8 @@ def run_bench(script, *arguments, result=None):
     subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick", *arguments], check=True,
                    capture_output=True, timeout=600, cwd=ROOT)
     name = result or Path(script).stem
-    return json.loads(sorted((ROOT / "bench" / "results").glob(f"{name}-*-quick.json"))[-1].read_text())
+    written = (ROOT / "bench" / "results").glob(f"{name}-*-quick.json")  # the newest: not an emulated dry run's
+    return json.loads(max(written, key=lambda path: path.stat().st_mtime).read_text())
 
 
 def test_scaling_benchmark_quick_fits_slopes():
