@@ -12,7 +12,7 @@ that makes that product smallest.
 
 For each data set and batch size, one fit (``tol=None``, C = 1, ``random_state=0``, the
 other settings PegasosSVC's defaults) runs until a cap of steps or of rows visited (the
-caps keep a CPU run near 50 minutes); its ``objective_curve_`` holds the exact primal
+caps keep a CPU run to about an hour); its ``objective_curve_`` holds the exact primal
 objective of the returned (averaged) weights after each epoch, which is the objective a
 fit stopped there would have (the average's weights do not depend on the number of
 epochs asked for). The gap is relative to ``linear_objective.py``'s optimum (LIBLINEAR
