@@ -217,6 +217,12 @@ def report(name, backends, *, title, columns, payload):
     print("wrote", *paths)
 
 
+def result_stem(name, backends, quick=False):
+    """The file name, without its suffix, of a benchmark's results on this machine:
+    ``<name>-<device>``, with ``-quick`` for a smoke run."""
+    return f"{name}-{device_tag(backends)}{'-quick' if quick else ''}"
+
+
 def write_results(name, backends, payload, table_lines):
     """Write the JSON and Markdown files of :func:`report`; return their paths. A payload
     whose ``stopped_at_time_limit`` is true (:class:`TimeLimit`) gets a line under the
@@ -225,8 +231,7 @@ def write_results(name, backends, payload, table_lines):
     if payload.get("stopped_at_time_limit"):
         table_lines = [*table_lines[:1], "", "**Stopped at its time limit: only the runs finished before it.**",
                        *table_lines[1:]]
-    quick = "-quick" if payload.get("parameters", {}).get("quick") else ""
-    stem = f"{name}-{device_tag(backends)}{quick}"
+    stem = result_stem(name, backends, payload.get("parameters", {}).get("quick"))
     payload = {"benchmark": name, "machine": machine(), "libraries": library_versions(),
                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "table": list(table_lines), **payload}
     json_path = RESULTS / f"{stem}.json"

@@ -42,8 +42,8 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (TimeLimit, binary_accuracy, binary_svm_objective, device_tag, linear_weights,  # noqa: E402
-                     markdown_table, timed_fit, write_results)
+from _common import (TimeLimit, binary_accuracy, binary_svm_objective, linear_weights,  # noqa: E402
+                     markdown_table, result_stem, timed_fit, write_results)
 from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # noqa: E402
 from scaling import make_data  # noqa: E402
 
@@ -285,7 +285,7 @@ def main():
                ("smallest gap", "best_gap", ".3%"), ("its seconds", "best_seconds", ".2f"),
                ("its test accuracy", "accuracy", ".4f")]
     stem = "linear_objective" if args.pegasos_batch_sizes is None else "linear_objective_batches"
-    png = f"{stem}-{device_tag(args.backends)}{'-quick' if args.quick else ''}.png"
+    png = f"{result_stem(stem, args.backends, args.quick)}.png"
     budgets = {e["dataset"]: e["max_budgets"] for e in experiments}
     optima = {e["dataset"]: e["reference_max_iter"] for e in experiments}
     table = [f"## Linear SVM at C = {C}: seconds to reach the primal objective within 1% and 0.1% of the optimum",

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, TimeLimit, device_tag, markdown_table, timed_fit, write_results  # noqa: E402
+from _common import RESULTS, TimeLimit, markdown_table, result_stem, timed_fit, write_results  # noqa: E402
 from linear_objective import C, GAPS, cached_reference, load  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
@@ -94,7 +94,7 @@ def summary_row(dataset, batch_size, n, steps, gaps, seconds, caps):
 def recorded_runs(backend):
     """The rows and curves of this machine's recorded result, keyed by (data set, batch
     size), for ``--update`` ({} and {} where there is none)."""
-    path = RESULTS / f"pegasos_steps-{device_tag([backend])}.json"
+    path = RESULTS / f"{result_stem('pegasos_steps', [backend])}.json"
     if not path.exists():
         return {}, {}
     recorded = json.loads(path.read_text())

@@ -43,7 +43,7 @@ from sklearn.base import clone
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, device_tag, markdown_table, timed_fit, write_results  # noqa: E402
+from _common import TimeLimit, markdown_table, result_stem, timed_fit, write_results  # noqa: E402
 from _peers import MissingPeer, kernel_peers, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
@@ -272,7 +272,7 @@ def write_report(args, experiments, final=False, stopped=False):
     stem = "sbp_kernel_" + "_".join(args.datasets)
     table = [title, "", *markdown_table(columns, rows), "",
              "Empty cells: the target was not reached within the epoch cap. Curves (the paper's Figure 2): "
-             f"{stem}-{device_tag(args.backends)}{'-quick' if args.quick else ''}.png"]
+             f"{result_stem(stem, args.backends, args.quick)}.png"]
     payload = {"dataset": {"names": args.datasets}, "parameters": {
         "settings": SETTINGS, "max_epochs": args.max_epochs, "large_batch": LARGE_BATCH, "repeats": 1,
         "cache_mb": args.cache_mb, "quick": args.quick}, "results": rows, "experiments": experiments,

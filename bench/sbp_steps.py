@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, device_tag, markdown_table, write_results  # noqa: E402
+from _common import RESULTS, markdown_table, result_stem, write_results  # noqa: E402
 
 import gpusvm  # noqa: E402
 from gpusvm import SBPClassifier  # noqa: E402
@@ -201,8 +201,7 @@ def main():
     parser.add_argument("--float32", action="store_true", help="on float32 copies of the data")
     args = parser.parse_args()
     stem = "sbp_steps"
-    quick = "-quick" if args.quick else ""
-    previous = RESULTS / f"{stem}-{device_tag(['numpy'])}{quick}.json"
+    previous = RESULTS / f"{result_stem(stem, ['numpy'], args.quick)}.json"
     recorded = json.loads(previous.read_text()) if previous.exists() else {}
     rows, pair_rows = recorded.get("results", []), recorded.get("one_vs_one", [])
     label = {"label": args.label, "gpusvm": str(Path(gpusvm.__file__).parent)}

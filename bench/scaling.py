@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import markdown_table, median, timed_fit, write_results  # noqa: E402
+from _common import markdown_table, median, result_stem, timed_fit, write_results  # noqa: E402
 
 from gpusvm import FTRLClassifier, KernelPegasosSVC, PegasosSVC, SBPClassifier  # noqa: E402
 
@@ -181,10 +181,7 @@ def main():
                ("range", "range", "s"), ("held", "fixed", "s"), ("time slope (log-log)", "slope", ".2f"),
                ("largest: seconds", "largest_seconds", ".3f"), ("largest: peak MiB", "largest_mib", ".1f")]
     stem = "scaling"
-    quick = "-quick" if args.quick else ""
-    from _common import device_tag
-
-    png = f"{stem}-{device_tag(args.backends)}{quick}.png"
+    png = f"{result_stem(stem, args.backends, args.quick)}.png"
     table = ["## How fit time and peak memory grow (one epoch; linear: CSR, 20 nonzeros per row; "
              "kernel: dense, rbf, batch 64)", "", *markdown_table(columns, rows), "",
              "Slope 1: cost linear in the size; 2: quadratic. Every point (time, each repeat, peak memory) "
