@@ -24,16 +24,30 @@ they are importable, and are reported as missing otherwise (``bench/_peers.py``)
   (SBPClassifier's default multi_class); SVC is timed as users run it, and SBP's nu is
   the median over the pairs' SVCs, fitted untimed.
 
+* MNIST, all ten digits (``mnist10``): sigma^2 = 25, C = 1, with bias, one-vs-one, SBP's
+  nu the median over the pairs' SVCs; ThunderSVM's one-vs-one beside it.
+
 * ``--float32``: SBP also runs at batch 64 on float32 copies of float64 data (its kernel
   values in float32, the responses and level in float64); MNIST is float32 throughout.
 
-    python bench/sbp_kernel.py [--datasets adult mnist8 magic letter] [--backends numpy cupy] [--float32] [--quick]
+* ``--no-svc``: SVC's test error, fit seconds and ``nu`` are read from the newest result of
+  this script on a CPU machine for the same data set, setting and training rows (a
+  file ``results/sbp_kernel_*-cpu-*.json``), instead of fitting SVC here: on a GPU
+  machine's CPU it takes minutes a data set. ``--svc-only`` makes such a record
+  (``results/sbp_kernel_svc_<datasets>-<device>.json``) without the other solvers.
+
+Each peer is timed after an untimed fit on a few hundred rows (``bench/_peers.py``:
+ThunderSVM loads its library and initializes CUDA at its first fit).
+
+    python bench/sbp_kernel.py [--datasets adult mnist8 mnist10 magic letter] [--backends numpy cupy]
+        [--batch-sizes 1 64] [--float32] [--no-svc | --svc-only] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import sys
 import time
 from pathlib import Path
@@ -43,11 +57,11 @@ from sklearn.base import clone
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, markdown_table, result_stem, timed_fit, write_results  # noqa: E402
+from _common import RESULTS, TimeLimit, markdown_table, result_stem, timed_fit, write_results  # noqa: E402
 from _peers import MissingPeer, kernel_peers, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
-from gpusvm.datasets import KEEL_DATASETS, load_adult, load_keel, load_mnist_one_vs_rest  # noqa: E402
+from gpusvm.datasets import KEEL_DATASETS, load_adult, load_keel, load_mnist, load_mnist_one_vs_rest  # noqa: E402
 
 SETTINGS = {
     "adult": [
@@ -63,6 +77,8 @@ SETTINGS = {
     "magic": [{"setting": "bias", "sigma2": 5.0, "C": 1.0, "nu": None, "fit_intercept": True}],
     "letter": [{"setting": "bias", "sigma2": 8.0, "C": 1.0, "nu": None, "fit_intercept": True}],
     "penbased": [{"setting": "bias", "sigma2": 8.0, "C": 1.0, "nu": None, "fit_intercept": True}],
+    # all ten digits, one-vs-one: MNIST's kernel, SVC's C = 1 and intercept, nu read off the pairs' SVCs
+    "mnist10": [{"setting": "bias", "sigma2": 25.0, "C": 1.0, "nu": None, "fit_intercept": True}],
 }
 TARGET_MARGIN = 0.001  # "within 0.1 points" of SVC's test error
 LARGE_BATCH = 64
@@ -74,6 +90,9 @@ def load(name, quick):
         n_train = 3000 if quick else X.shape[0]
     elif name in KEEL_DATASETS:
         X, y, X_test, y_test = load_keel(name)
+        n_train = 2000 if quick else X.shape[0]
+    elif name == "mnist10":
+        X, y, X_test, y_test = load_mnist(dtype=np.float32)
         n_train = 2000 if quick else X.shape[0]
     else:
         X, y, X_test, y_test = load_mnist_one_vs_rest(8)
@@ -130,6 +149,43 @@ def fit_svc(setting, X, y, cache_mb):
     if n_problems(y) == 1:
         return svc, seconds, nu_from_svc(svc, X, y)
     return svc, seconds, median_nu(svc, X, y, "ovo")
+
+
+def recorded_svc(name, setting, n_train):
+    """SVC's result (``seconds``, ``test_error``, ``nu_from_svc``) for this data set,
+    setting and number of training rows from the newest CPU result of this script that
+    holds one, with the file it came from; None when no such result is recorded."""
+    found = []
+    for path in RESULTS.glob("sbp_kernel_*-cpu-*.json"):
+        if path.stem.endswith("-quick"):
+            continue
+        payload = json.loads(path.read_text())
+        for experiment in payload.get("experiments", []):
+            if (experiment["dataset"] == name and experiment["setting"] == setting["setting"]
+                    and experiment["n_train"] == n_train and experiment.get("C") == setting["C"]
+                    and experiment.get("sigma2") == setting["sigma2"] and "svc" in experiment):
+                found.append((payload.get("date", ""), path.name, experiment["svc"]))
+    if not found:
+        return None
+    date, file_name, svc = max(found)
+    return {**svc, "recorded_in": file_name, "recorded_on": date}
+
+
+def svc_reference(args, name, setting, X, y, X_test, y_test):
+    """SVC's result on this setting: fitted here, or (``--no-svc``) read from a CPU record.
+    A quick run with no record fits it (a few seconds); a full one stops with the command
+    that makes the record."""
+    if args.no_svc:
+        recorded = recorded_svc(name, setting, X.shape[0])
+        if recorded is not None:
+            return recorded
+        if not args.quick:
+            raise SystemExit(
+                f"--no-svc: no CPU result of SVC on {name} ({setting['setting']}, {X.shape[0]} training rows) in "
+                f"{RESULTS}; record one on a CPU machine: python bench/sbp_kernel.py --datasets {name} --svc-only")
+        print(f"  --no-svc: no CPU record of SVC on {name} at {X.shape[0]} rows; fitting it here (quick run)")
+    svc, seconds, nu = fit_svc(setting, X, y, args.cache_mb)
+    return {"seconds": seconds, "test_error": error(svc, X_test, y_test), "nu_from_svc": nu}
 
 
 def median_nu(svc, X, y, multi_class):
@@ -207,16 +263,17 @@ def measure_setting(args, name, setting, data, experiments):
     new entry of ``experiments``, filled in as each fit ends."""
     X, y, X_test, y_test = data
     print(name, setting, flush=True)
-    svc, svc_seconds, nu = fit_svc(setting, X, y, args.cache_mb)
-    svc_result = {"seconds": svc_seconds, "test_error": error(svc, X_test, y_test), "nu_from_svc": nu}
+    svc_result = svc_reference(args, name, setting, X, y, X_test, y_test)
     print("  SVC", svc_result, flush=True)
     if setting["nu"] is None:
-        setting = {**setting, "nu": nu}
+        setting = {**setting, "nu": svc_result["nu_from_svc"]}
     target = svc_result["test_error"] + TARGET_MARGIN
     experiment = {"dataset": name, **setting, "n_train": X.shape[0], "n_test": X_test.shape[0],
                   "svc": svc_result, "peers": {}, "curves": {}}
     experiments.append(experiment)
     curves = experiment["curves"]
+    if args.svc_only:
+        return
     for backend in args.backends:
         for batch in args.batch_sizes:
             sbp_curve(X, y, X_test, y_test, setting, batch, backend, target, args.max_epochs, args.cache_mb,
@@ -227,7 +284,7 @@ def measure_setting(args, name, setting, data, experiments):
                       curves.setdefault(f"SBP batch {LARGE_BATCH}, float32 X ({backend})", []))
         pegasos_curve(X, y, X_test, y_test, setting, backend, args.max_epochs,
                       curves.setdefault(f"KernelPegasos batch {LARGE_BATCH} ({backend})", []))
-    for label, make in kernel_peers(args.backends).items() if n_problems(y) == 1 else ():
+    for label, make in kernel_peers(args.backends, n_classes=np.unique(y).size).items():
         experiment["peers"][label] = fit_peer(make, setting, X, y, X_test, y_test)
         print(f"  {label}", experiment["peers"][label], flush=True)
 
@@ -269,22 +326,24 @@ def write_report(args, experiments, final=False, stopped=False):
                ("best error", "best_error", ".2%"), ("its fit (s)", "best_seconds", ".1f")]
     title = ("## SBP against SVC (LIBSVM), the SBP paper's settings: time for SBP to reach within "
              "0.1 points of SVC's test error")
-    stem = "sbp_kernel_" + "_".join(args.datasets)
+    stem = ("sbp_kernel_svc_" if args.svc_only else "sbp_kernel_") + "_".join(args.datasets)
     table = [title, "", *markdown_table(columns, rows), "",
              "Empty cells: the target was not reached within the epoch cap. Curves (the paper's Figure 2): "
              f"{result_stem(stem, args.backends, args.quick)}.png"]
     payload = {"dataset": {"names": args.datasets}, "parameters": {
         "settings": SETTINGS, "max_epochs": args.max_epochs, "large_batch": LARGE_BATCH, "repeats": 1,
-        "cache_mb": args.cache_mb, "quick": args.quick}, "results": rows, "experiments": experiments,
+        "cache_mb": args.cache_mb, "quick": args.quick, "svc": "recorded" if args.no_svc else "fitted",
+        "note": args.note}, "results": rows, "experiments": experiments,
         "complete": final and not stopped, "stopped_at_time_limit": stopped, "started": args.started}
     paths = write_results(stem, args.backends, payload, table)
     if not final:
         return
     png = paths[0].with_suffix(".png")
-    if experiments:
+    drawn = bool(experiments) and not args.svc_only
+    if drawn:
         plot(experiments, png)
     print("\n".join(table))
-    print("wrote", *paths, png)
+    print("wrote", *paths, *([png] if drawn else []))
 
 
 def main():
@@ -299,6 +358,10 @@ def main():
     parser.add_argument("--max-epochs", type=int, default=8)
     parser.add_argument("--cache-mb", type=float, default=8000)
     parser.add_argument("--quick", action="store_true", help="2,000-3,000 rows, 2 epochs at most")
+    svc = parser.add_mutually_exclusive_group()
+    svc.add_argument("--no-svc", action="store_true", help="SVC's results from a CPU record (see above)")
+    svc.add_argument("--svc-only", action="store_true", help="fit and record SVC alone (the record --no-svc reads)")
+    parser.add_argument("--note", default=None, help="a remark kept in the result file (how the machine was used)")
     args = parser.parse_args()
     if args.quick:
         args.max_epochs = 2

@@ -2,7 +2,9 @@
 # Build ThunderSVM's library from .peers/thundersvm-src.tar.gz (copied there from ../shared/peers/):
 #   ci/build_thundersvm.sh [ARCH]  on a CUDA machine, for CUDA architecture ARCH (default 90),
 #                                  into .peers/tsvm-lib/lib/libthundersvm.so (about 4 MB; about
-#                                  4 minutes with 6 jobs on an H100 machine's 16 cores)
+#                                  4 minutes with 6 jobs on an H100 machine's 16 cores); for
+#                                  sm_90, ../shared/peers/thundersvm-sm90 holds a prebuilt one
+#                                  (ci/prepare_gpu_run.sh carries it): build only if it fails
 #   ci/build_thundersvm.sh cpu     without CUDA (OpenMP on every core, Eigen from the archive),
 #                                  into .peers/tsvm-cpu/lib/libthundersvm.so: the CPU runs' peer
 # Its CMakeLists asks for C++11/14, which CUDA 13's Thrust and CUB refuse, so the build is
@@ -11,9 +13,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=${1:-90}
+peers=${PEERS_DIR:-$root/.peers}  # where the archive is and the library goes
 work=$(mktemp -d)
-archive="$root/.peers/thundersvm-src.tar.gz"  # ci/use_peers.sh takes the Python wrapper from it too
-[ -f "$archive" ] || { mkdir -p "$root/.peers" && cp "$root/../shared/peers/thundersvm-src.tar.gz" "$archive"; }
+archive="$peers/thundersvm-src.tar.gz"  # ci/use_peers.sh takes the Python wrapper from it too
+[ -f "$archive" ] || { mkdir -p "$peers" && cp "$root/../shared/peers/thundersvm-src.tar.gz" "$archive"; }
 tar -xzf "$archive" -C "$work"
 sed -i 's/-std=c++1[14]/-std=c++17/; s/"-std=c++11"/"-std=c++17"/; s/CMAKE_CXX_STANDARD 11/CMAKE_CXX_STANDARD 17/' \
     "$work/tsvm/CMakeLists.txt"
@@ -27,10 +30,12 @@ if [ "$target" = cpu ]; then
   grep -q "need the CUDA build" "$work/tsvm/src/thundersvm/model/svmmodel.cpp" ||
     { echo "ci/build_thundersvm.sh: the CPU patch to svmmodel.cpp no longer applies; see issue #276" >&2; exit 1; }
   flags=(-DUSE_CUDA=OFF)
-  dest="$root/.peers/tsvm-cpu/lib"
+  dest="$peers/tsvm-cpu/lib"
 else
-  flags=(-DCMAKE_CUDA_ARCHITECTURES="$target")
-  dest="$root/.peers/tsvm-lib/lib"
+  # its FindCUDA build ignores CMAKE_CUDA_ARCHITECTURES (a library built so holds sm_75 code
+  # and PTX, compiled by the driver at first load): only CUDA_NVCC_FLAGS sets the target
+  flags=("-DCUDA_NVCC_FLAGS=-gencode=arch=compute_${target},code=sm_${target}")
+  dest="$peers/tsvm-lib/lib"
 fi
 mkdir -p "$work/tsvm/build"
 cd "$work/tsvm/build"
