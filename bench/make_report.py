@@ -156,8 +156,9 @@ def gpu_section(results):
         lines += [f"Recorded on: {', '.join(gpus)} (their tables are in the sections above).", ""]
     else:
         lines += ["No GPU run is recorded yet: every figure above is from a CPU.", ""]
-    lines += ["`ci/gpu.sh STEP` runs the GPU side in steps that each fit a 10-minute call on a lent GPU "
-              "machine (`ci/prepare_gpu_run.sh` gathers what to carry there). The CuPy backend's test runs: "
+    lines += ["`ci/device_window.sh` runs the GPU side's tests, switches and headlines in one command of about "
+              "9 minutes, and `ci/gpu.sh STEP` the longer runs in steps that each fit a 10-minute call on a lent "
+              "GPU machine (`ci/prepare_gpu_run.sh` gathers what to carry there). The CuPy backend's test runs: "
               + ", ".join(f"`results/gpu-triage/{path.name}`" for path in sorted(RESULTS.glob("gpu-triage/*.md")))
               + ".", "",
               "GPU peers, each reported as missing (with the reason) when it cannot run: ThunderSVM (SMO on "

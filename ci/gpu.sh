@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# A window of 15 minutes on a GPU starts with ci/device_window.sh (one command: the tests,
+# the switches, the headlines). This script holds the longer runs, for longer leases.
 # On a CUDA machine, in steps that each fit one 10-minute call on a lent GPU machine:
 #   ci/gpu.sh triage    gpusvm info, the whole suite on CuPy, a summary (ci/gpu_triage.sh)
 #   ci/gpu.sh online    the online learners on Adult and the 10M-row stream
@@ -46,8 +48,9 @@
 # On a lent machine ($OUT set, the device tool's folder) each result file is copied under
 # $OUT/bench/results as soon as it is written, so a call cut short still brings back the
 # scripts that finished.
-# Runs from the checkout with no build step: ci/prepare_gpu_run.sh gathers the wheels and
-# peers to carry, ci/build_thundersvm.sh builds ThunderSVM on the device once.
+# Runs from the checkout with no build step: ci/prepare_gpu_run.sh --all gathers the wheels
+# and peers to carry (ThunderSVM prebuilt for sm_90; ci/build_thundersvm.sh builds it there
+# if that library fails).
 # Usage: ci/gpu.sh STEP [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."

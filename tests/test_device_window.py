@@ -47,3 +47,52 @@ def test_dry_run_keeps_caps_and_budget_and_brings_back_four_files(tmp_path):
     ran = [s["step"] for s in steps if s["status"] != "skipped" and s["step"] != "setup"]
     assert all(f"./logs/{name}.log" in names for name in ran)
     assert "./steps.jsonl" in names and "./junit/tests-committed.xml" in names
+
+
+def test_thundersvm_build_sets_the_device_target_through_nvcc_flags(tmp_path):
+    """ThunderSVM's FindCUDA build ignores CMAKE_CUDA_ARCHITECTURES (its library then held
+    sm_75 code, compiled by the driver at first load): the target goes in CUDA_NVCC_FLAGS.
+    cmake and make are stand-ins here that record their arguments."""
+    stand_ins = tmp_path / "bin"
+    stand_ins.mkdir()
+    (stand_ins / "cmake").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/cmake-arguments\n')
+    (stand_ins / "make").write_text("#!/bin/sh\nmkdir -p lib && touch lib/libthundersvm.so\n")
+    for tool in stand_ins.iterdir():
+        tool.chmod(0o755)
+    peers = tmp_path / "peers"
+    peers.mkdir()
+    archive = ROOT.parent / "shared" / "peers" / "thundersvm-src.tar.gz"
+    if not archive.exists():
+        pytest.skip("needs ../shared/peers/thundersvm-src.tar.gz")
+    env = {**os.environ, "PATH": f"{stand_ins}:{os.environ['PATH']}", "PEERS_DIR": str(peers)}
+    done = subprocess.run([str(ROOT / "ci" / "build_thundersvm.sh"), "90"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    arguments = (tmp_path / "cmake-arguments").read_text().splitlines()
+    assert "-DCUDA_NVCC_FLAGS=-gencode=arch=compute_90,code=sm_90" in arguments
+    assert not any("CMAKE_CUDA_ARCHITECTURES" in argument for argument in arguments)
+    assert (peers / "tsvm-lib" / "lib" / "libthundersvm.so").exists()
+
+
+def test_no_svc_reads_the_newest_cpu_record_of_the_same_problem(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sbp_kernel
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    monkeypatch.setattr(sbp_kernel, "RESULTS", tmp_path)
+    setting = sbp_kernel.SETTINGS["mnist10"][0]
+
+    def record(name, date, n_train, test_error, **changes):
+        experiment = {"dataset": "mnist10", **setting, "n_train": n_train, **changes,
+                      "svc": {"seconds": 1.0, "test_error": test_error, "nu_from_svc": 1e-3}}
+        (tmp_path / name).write_text(json.dumps({"date": date, "experiments": [experiment]}))
+
+    record("sbp_kernel_svc_mnist10-cpu-amd-epyc.json", "2026-11-20", 60000, 0.02)
+    record("sbp_kernel_mnist10-cpu-amd-epyc.json", "2026-11-25", 60000, 0.01)
+    record("sbp_kernel_mnist10-cpu-amd-epyc-quick.json", "2026-11-26", 60000, 0.5)  # a smoke run: never read
+    record("sbp_kernel_mnist10-nvidia-h100.json", "2026-11-26", 60000, 0.5)  # not a CPU record
+    record("sbp_kernel_svc_other-cpu-amd-epyc.json", "2026-11-26", 60000, 0.5, C=10.0)  # another problem
+    found = sbp_kernel.recorded_svc("mnist10", setting, 60000)
+    assert found["test_error"] == 0.01 and found["recorded_in"] == "sbp_kernel_mnist10-cpu-amd-epyc.json"
+    assert sbp_kernel.recorded_svc("mnist10", setting, 2000) is None
