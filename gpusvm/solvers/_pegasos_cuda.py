@@ -5,8 +5,9 @@ also folds and renormalizes that class's weights, the rare times it is due).  No
 copied to the host during an epoch: the batch is drawn on the device from the shared
 random stream, and the scalars ``a``, ``||v||^2`` and the average's ``B`` live on the
 device.  The per-step values are a schedule computed on the host before the steps run
-(:func:`gpusvm.solvers.pegasos.pegasos_schedule`), so the launches of a block of steps are the same at every
-block and can be replayed as a CUDA graph (:mod:`gpusvm._step_blocks`).
+(:func:`gpusvm.solvers.pegasos.pegasos_schedule`), so the launches of a block of steps
+are the same at every block and can be replayed as a CUDA graph
+(:mod:`gpusvm._step_blocks`).
 
 With fused steps on (``GPUSVM_FUSED_STEPS=1``) and a batch small enough, a block of
 steps is instead one launch of ``pegasos_fused_steps``: one thread block that takes the
