@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 // A step's values, a row of the schedule that the host computes before the steps run
-// (gpusvm/solvers/_pegasos_cuda.py, pegasos_schedule); step `offset` of a block of
+// (gpusvm/solvers/pegasos.py, pegasos_schedule); step `offset` of a block of
 // steps reads row position[0] + offset (gpusvm/_step_blocks.py).
 #define PEGASOS_STEP 0             // t, counted over the model's life
 #define PEGASOS_ETA_OVER_K 1       // 1 / (lambda t k)

@@ -44,9 +44,18 @@ struct SBPColumns {
 #define SBP_COLUMN_PARAMETERS const long long *__restrict__ column_rows, long long column_row_stride
 #define SBP_COLUMNS_FROM_PARAMETERS SBPColumns{column_rows, column_row_stride}
 
+// Each basin's edge, read once into registers: a copy of the whole SBPLevelState indexed
+// by basin at run time would live in local memory (a load per row).
+struct SBPEdges {
+    double first, second;
+
+    __device__ explicit SBPEdges(const SBPLevelState* state) : first(state->edge[0]), second(state->edge[1]) {}
+    __device__ double operator[](int basin) const { return basin ? second : first; }
+};
+
 __device__ inline bool sbp_covered(const double* c, const double* y, long long j, int two_basins,
-                                   const SBPLevelState& state) {
-    return c[j] <= state.edge[level_basin(y, j, two_basins)];
+                                   const SBPEdges& edges) {
+    return c[j] <= edges[level_basin(y, j, two_basins)];
 }
 
 // Covered training rows of problem blockIdx.y in tile blockIdx.x (rows of width `stride`).
@@ -57,13 +66,13 @@ extern "C" __global__ void sbp_count_covered(
     const int p = blockIdx.y;
     if (!shapes[p].active) return;
     const long long n = shapes[p].n_train;
-    const SBPLevelState state = states[p];
+    const SBPEdges edges(states + p);
     const double* c = responses + p * stride;
     const double* y = labels + p * stride;
     const long long start = (long long)blockIdx.x * SBP_TILE_ROWS;
     const long long stop = min(n, start + SBP_TILE_ROWS);
     double count = 0.0;
-    for (long long j = start + threadIdx.x; j < stop; j += blockDim.x) count += sbp_covered(c, y, j, two_basins, state);
+    for (long long j = start + threadIdx.x; j < stop; j += blockDim.x) count += sbp_covered(c, y, j, two_basins, edges);
     count = gpusvm_block_sum(count);
     if (threadIdx.x == 0) tile_counts[(long long)p * gridDim.x + blockIdx.x] = (long long)count;
 }
@@ -90,7 +99,7 @@ extern "C" __global__ void sbp_draw(
     const SBPShape shape = shapes[p];
     if (b >= batch || !shape.active) return;  // a whole warp
     const long long n = shape.n_train;
-    const SBPLevelState state = states[p];
+    const SBPEdges edges(states + p);
     const long long* counts = tile_counts + (long long)p * n_tiles;
     long long total = 0;
     for (long long i = lane; i < n_tiles; i += 32) total += counts[i];
@@ -116,7 +125,7 @@ extern "C" __global__ void sbp_draw(
     const long long start = tile * SBP_TILE_ROWS, stop = min(n, start + SBP_TILE_ROWS);
     for (long long base = start; base < stop; base += 32) {
         const long long j = base + lane;
-        const bool covered = j < stop && sbp_covered(c, y, j, two_basins, state);
+        const bool covered = j < stop && sbp_covered(c, y, j, two_basins, edges);
         const unsigned ballot = __ballot_sync(0xffffffffu, covered);
         const long long here = __popc(ballot);
         if (r < here) {

@@ -45,8 +45,10 @@ extern "C" __global__ void sbp_level_gather(
     const long long n = shapes[p].n_train;
     const double* c = responses + p * row_stride;
     const double* y = labels + p * label_stride;
-    const double lo[2] = {state->lo[0], state->lo[1]}, hi[2] = {state->hi[0], state->hi[1]};
-    double count[2] = {0.0, 0.0}, sum[2] = {0.0, 0.0};
+    // Per basin, in registers (a basin chosen by a conditional, never a run-time index,
+    // which would put them in local memory).
+    const double lo0 = state->lo[0], lo1 = state->lo[1], hi0 = state->hi[0], hi1 = state->hi[1];
+    double count0 = 0.0, count1 = 0.0, sum0 = 0.0, sum1 = 0.0;
     const unsigned lane = threadIdx.x & 31u;
     const long long stride = (long long)gridDim.x * blockDim.x;
     // Every thread of a warp runs the same number of iterations: the ballots see the whole warp.
@@ -58,10 +60,15 @@ extern "C" __global__ void sbp_level_gather(
         if (j < n) {
             value = c[j];
             const int b = level_basin(y, j, two_basins);
-            if (value < lo[b]) {
-                count[b] += 1.0;
-                sum[b] += value;
-            } else if (value < hi[b]) {
+            if (value < (b ? lo1 : lo0)) {
+                if (b) {
+                    count1 += 1.0;
+                    sum1 += value;
+                } else {
+                    count0 += 1.0;
+                    sum0 += value;
+                }
+            } else if (value < (b ? hi1 : hi0)) {
                 in_window = b;
             }
         }
@@ -77,8 +84,8 @@ extern "C" __global__ void sbp_level_gather(
         }
     }
     for (int b = 0; b < 2; ++b) {
-        const double block_count = gpusvm_block_sum(count[b]);
-        const double block_sum = gpusvm_block_sum(sum[b]);
+        const double block_count = gpusvm_block_sum(b ? count1 : count0);
+        const double block_sum = gpusvm_block_sum(b ? sum1 : sum0);
         if (threadIdx.x == 0 && block_count > 0.0) {
             atomicAdd((unsigned long long*)&state->below[b], (unsigned long long)block_count);
             atomicAdd(&state->below_sum[b], block_sum);

@@ -43,6 +43,14 @@ REGISTERS_PER_BLOCK = 65536
 STATIC_SHARED_BYTES_PER_BLOCK = 48 * 1024
 LARGEST_BLOCK = 1024  # threads: what a kernel not named below must be able to run with
 
+# A thread's array indexed at run time, or a struct copied and then read that way (a
+# `state.edge[basin]`), lives in local memory, off the chip: ptxas reports it as a stack
+# frame, and each read in a row loop is a load from memory.  Kernels allowed one, and why.
+STACK_FRAME_ALLOWED = {
+    "sbp_level_solve": "one block a problem, after the row passes: the per-basin values of "
+                       "its answer and its bisection are indexed by basin",
+}
+
 
 def largest_blocks():
     """Kernels launched with fewer than ``LARGEST_BLOCK`` threads, and their block size as
@@ -84,6 +92,20 @@ def ptxas_resources(report):
     return resources
 
 
+def ptxas_stack_frames(report):
+    """``{kernel name: stack frame bytes}`` from ptxas' verbose report (a name's worst case
+    over its template instantiations)."""
+    frames, name = {}, None
+    for line in report.splitlines():
+        function = re.search(r"Function properties for (\w+)", line)
+        if function:
+            name = kernel_name(function.group(1))
+        frame = re.search(r"(\d+) bytes stack frame", line)
+        if frame:
+            frames[name] = max(frames.get(name, 0), int(frame.group(1)))
+    return frames
+
+
 def test_sources_found():
     assert {"common.cuh", "pegasos.cu", "kernel_functions.cu", "random.cu"} <= {
         p.name for p in kernel_dir().iterdir()
@@ -111,6 +133,11 @@ def test_kernel_compiles_and_fits_its_launches(name, arch, tmp_path):
         assert allocated * threads <= REGISTERS_PER_BLOCK, (
             f"{kernel} uses {registers} registers a thread: a block of {threads} threads cannot launch")
         assert shared <= STATIC_SHARED_BYTES_PER_BLOCK, f"{kernel} uses {shared} bytes of static shared memory"
+    frames = ptxas_stack_frames(result.stderr)
+    assert set(frames) == set(resources)
+    for kernel, frame in frames.items():
+        assert frame == 0 or kernel in STACK_FRAME_ALLOWED, (
+            f"{kernel} has a {frame}-byte stack frame: values indexed at run time live in local memory")
 
 
 @needs_nvcc
@@ -138,6 +165,23 @@ ptxas info    : Compiling entry function 'water_level_select' for 'sm_90'
 ptxas info    : Used 38 registers, used 1 barriers, 516 bytes smem
 """
     assert ptxas_resources(report) == {"online_margins": (72, 256), "water_level_select": (38, 516)}
+
+
+def test_ptxas_stack_frames_are_read_per_kernel():
+    report = """ptxas info    : Compiling entry function '_Z14online_marginsIfEvPKT_' for 'sm_90'
+ptxas info    : Function properties for _Z14online_marginsIfEvPKT_
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 72 registers, used 0 barriers
+ptxas info    : Compiling entry function '_Z14online_marginsIdEvPKT_' for 'sm_90'
+ptxas info    : Function properties for _Z14online_marginsIdEvPKT_
+    16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 70 registers, used 1 barriers, 256 bytes smem
+ptxas info    : Compiling entry function 'sbp_draw' for 'sm_90'
+ptxas info    : Function properties for sbp_draw
+    144 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 0 barriers
+"""
+    assert ptxas_stack_frames(report) == {"online_margins": 16, "sbp_draw": 144}
 
 
 @needs_nvcc

@@ -316,6 +316,41 @@ def test_fused_steps_limits_are_the_kernels():
     assert not pegasos.fits_fused_steps(1024, 3)
 
 
+def schedule_step_by_step(problem, first_step, n_steps, weight_sum, given_from):
+    """The CUDA steps' schedule from the scalar methods NumpyPegasosSteps calls, one step at a time."""
+    rows = np.empty((n_steps, 6))
+    for i, t in enumerate(range(first_step, first_step + n_steps)):
+        average_weight = problem.average_weight(t)
+        weight_sum += average_weight
+        given_first_row = -1 if given_from is None else (t - given_from) * problem.batch_size
+        rows[i] = (t, problem.step_size_over_batch(t), problem.shrink(t), average_weight, weight_sum,
+                   given_first_row)
+    return rows
+
+
+@pytest.mark.parametrize("first_step, weight_sum, given_from", [
+    (1, 0.0, None), (2, 1.0, None), (37, 12345.678, 37), (1_000_003, 5.3e11, 999_990),
+])
+@pytest.mark.parametrize("lam, batch_size, average_start, weight_by_step", [
+    (1e-4, 64, 1, True), (0.37, 1, 1, False), (1.0 / 32561, 1024, None, False), (3e-7, 7, 25, True),
+    (2.5, 256, 1_000_010, False),
+])
+def test_schedule_equals_the_scalar_step_values(lam, batch_size, average_start, weight_by_step, first_step,
+                                                weight_sum, given_from):
+    """The CUDA steps' schedule, computed for all steps at once, holds the values the NumPy
+    steps compute one step at a time, bit for bit (the running weight sum included)."""
+    from gpusvm.solvers.pegasos import PegasosProblem, pegasos_schedule
+
+    problem = PegasosProblem(
+        X=np.zeros((3, 2)), targets=np.ones((3, 1)), sample_weight=np.ones(3), lam=lam, batch_size=batch_size,
+        fit_intercept=True, projection=True, average_start=average_start, weight_by_step=weight_by_step, seed=0)
+    for n_steps in (0, 1, 5000):
+        schedule = pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from)
+        expected = schedule_step_by_step(problem, first_step, n_steps, weight_sum, given_from)
+        assert schedule.shape == (n_steps, 6) and schedule.dtype == np.float64
+        assert np.array_equal(schedule, expected)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse, monkeypatch):
     """gpusvm.dask's stepper over rows gathered in draw order (``given_from``) takes the

@@ -5,8 +5,9 @@ also folds and renormalizes that class's weights, the rare times it is due).  No
 copied to the host during an epoch: the batch is drawn on the device from the shared
 random stream, and the scalars ``a``, ``||v||^2`` and the average's ``B`` live on the
 device.  The per-step values are a schedule computed on the host before the steps run
-(:func:`pegasos_schedule`), so the launches of a block of steps are the same at every
-block and can be replayed as a CUDA graph (:mod:`gpusvm._step_blocks`).
+(:func:`gpusvm.solvers.pegasos.pegasos_schedule`), so the launches of a block of steps
+are the same at every block and can be replayed as a CUDA graph
+(:mod:`gpusvm._step_blocks`).
 
 With fused steps on (``GPUSVM_FUSED_STEPS=1``) and a batch small enough, a block of
 steps is instead one launch of ``pegasos_fused_steps``: one thread block that takes the
@@ -22,31 +23,11 @@ import nvtx
 from .._kernels import get_kernel, row_view_arguments
 from .._random import check_draw_range
 from .._step_blocks import StepBlocks
-from .pegasos import FOLD_RATIO, FUSED_MAX_BATCH, RENORMALIZE_BELOW, fits_fused_steps
+from .pegasos import FOLD_RATIO, FUSED_MAX_BATCH, RENORMALIZE_BELOW, fits_fused_steps, pegasos_schedule
 
 _THREADS = 128
 _FINISH_THREADS = 256
 _FUSED_THREADS = FUSED_MAX_BATCH  # pegasos_fused_steps gives every batch row a group of lanes (at least one)
-
-
-def pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from=None):
-    """The values of steps ``first_step .. first_step + n_steps - 1``, one row each, in the
-    column order of ``PEGASOS_*`` in ``kernels/pegasos.cu``: ``t``, ``1 / (lam t k)``, the
-    shrink ``1 - 1/t``, the iterate's weight in the average, the running sum of those
-    weights (from ``weight_sum``), and the first given row (-1: rows are drawn).
-
-    The step values come from ``problem``'s methods, which ``NumpyPegasosSteps`` also
-    calls, so the two backends take the same step sizes bit for bit.
-    """
-    k = problem.batch_size
-    rows = np.empty((n_steps, 6))
-    for i, t in enumerate(range(first_step, first_step + n_steps)):
-        average_weight = problem.average_weight(t)
-        weight_sum += average_weight
-        given_first_row = -1 if given_from is None else (t - given_from) * k
-        rows[i] = (t, problem.step_size_over_batch(t), problem.shrink(t), average_weight, weight_sum,
-                   given_first_row)
-    return rows
 
 
 class CupyPegasosSteps:

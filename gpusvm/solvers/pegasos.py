@@ -144,7 +144,7 @@ class PegasosProblem:
 
     def step_size_over_batch(self, step):
         """``eta / k = 1 / (lam t k)`` at step ``t``: the factor of a violator's ``s_i y_i x_i``."""
-        return 1.0 / (self.lam * step * self.batch_size)
+        return 1.0 / (float(self.lam) * step * self.batch_size)
 
     @staticmethod
     def shrink(step):
@@ -159,6 +159,64 @@ class PegasosProblem:
         if not self.averaging_at(step):
             return 0.0
         return float(step) if self.weight_by_step else 1.0
+
+    # Array forms of the three above, for a whole schedule at once: the same float64
+    # operations in the same order, so each value equals the scalar form's bit for bit.
+
+    def step_sizes_over_batch(self, steps):
+        """:meth:`step_size_over_batch` of each step of an int64 array, float64."""
+        return 1.0 / (float(self.lam) * steps.astype(np.float64) * self.batch_size)
+
+    @staticmethod
+    def shrinks(steps):
+        """:meth:`shrink` of each step of an int64 array (steps from 1), float64."""
+        t = steps.astype(np.float64)
+        return np.where(t > 1.0, 1.0 - 1.0 / t, 1.0)
+
+    def average_weights(self, steps):
+        """:meth:`average_weight` of each step of an int64 array, float64."""
+        if self.average_start is None:
+            return np.zeros(steps.shape)
+        weight = steps.astype(np.float64) if self.weight_by_step else 1.0
+        return np.where(steps >= self.average_start, weight, 0.0)
+
+
+def pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from=None):
+    """The values of Pegasos steps ``first_step .. first_step + n_steps - 1``, for the CUDA
+    steps (``gpusvm/solvers/_pegasos_cuda.py``).
+
+    Parameters
+    ----------
+    problem : PegasosProblem
+        Its methods give the step values, as they do to ``NumpyPegasosSteps``, so that the
+        two backends take the same step sizes bit for bit.
+    first_step, n_steps : int
+        The steps, counted from 1 over the model's life.
+    weight_sum : float
+        The sum of the average's weights before ``first_step``.
+    given_from : int or None
+        The first step of the given rows (``GivenBatches``); None: rows are drawn.
+
+    Returns
+    -------
+    ndarray of shape (n_steps, 6), float64
+        One row a step, in the column order of ``PEGASOS_*`` in ``kernels/pegasos.cu``:
+        ``t``, ``1 / (lam t k)``, the shrink ``1 - 1/t``, the iterate's weight in the
+        average, the running sum of those weights from ``weight_sum`` (added one step after
+        another, as ``NumpyPegasosSteps`` does), and the first given row (-1: drawn).
+    """
+    steps = np.arange(first_step, first_step + n_steps, dtype=np.int64)
+    rows = np.empty((n_steps, 6))
+    rows[:, 0] = steps
+    rows[:, 1] = problem.step_sizes_over_batch(steps)
+    rows[:, 2] = problem.shrinks(steps)
+    rows[:, 3] = problem.average_weights(steps)
+    running = np.empty(n_steps + 1)
+    running[0] = weight_sum
+    running[1:] = rows[:, 3]
+    rows[:, 4] = np.cumsum(running)[1:]  # add.accumulate: sequential, from weight_sum
+    rows[:, 5] = -1 if given_from is None else (steps - given_from) * problem.batch_size
+    return rows
 
 
 def csr_batch(X, rows, constant_column=None):
