@@ -30,7 +30,7 @@ _CHUNK_ORDER_STREAM = 0x9E3779B97F4A7C15
 
 def _regularization(lam, C, n_samples):
     """Pegasos' lambda: ``lam``, or ``1 / (C n)`` so that the objective is LinearSVC's over ``C n``."""
-    return float(lam) if lam is not None else 1.0 / (C * n_samples)
+    return float(lam) if lam is not None else 1.0 / (float(C) * n_samples)  # a Python float whatever C was
 
 
 class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
