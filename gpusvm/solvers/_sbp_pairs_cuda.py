@@ -16,8 +16,9 @@ launch skips it. So a step of all the pairs is the same few launches as a step o
 checkpoints can run as CUDA graphs.
 
 :func:`~gpusvm.solvers.sbp_pairs.run_pair_stack` drives it as it drives the host's: each
-pair keeps its own schedule, checkpoints and stopping rules, so the models are the
-host's up to rounding.
+pair keeps its own schedule and stopping rules, so the models are the host's up to
+rounding; the pairs checkpoint at multiples of a common cadence, so that blocks of steps
+are long.
 """
 
 from __future__ import annotations
