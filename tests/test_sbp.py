@@ -505,13 +505,14 @@ def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed
 
 @pytest.mark.parametrize("kernel_values", ["matrix", "cache"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_intercept, kernel_values):
+def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_intercept, kernel_values, monkeypatch):
     """Every pair in each launch on the device (classes of uneven sizes: rows of padding;
     pairs stopping at different steps by their budgets of kernel evaluations: inactive
     pairs left as they are) against the host's stacked pairs: the same steps, holdout
     errors, levels and coefficients; kernel values from the resident matrix, or from a
     cache of 24 of its 46 rows, twice a step's draws (rows evicted; stopped pairs' draws
-    not looked up)."""
+    not looked up). A checkpoint's evaluation is one copy to the host."""
+    from gpusvm.solvers import _sbp_pairs_cuda
     from gpusvm.solvers._sbp_pairs_cuda import CupyPairSteps
     from gpusvm.solvers.sbp_pairs import NumpyPairSteps, run_pair_stack
 
@@ -544,6 +545,11 @@ def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_interc
         np.testing.assert_allclose(b.level, a.level, rtol=1e-9, err_msg=f"pair {p}")
         np.testing.assert_allclose(b.bias, a.bias, rtol=1e-9, atol=1e-12, err_msg=f"pair {p}")
         np.testing.assert_allclose(b.alpha, a.alpha, rtol=1e-9, atol=1e-12, err_msg=f"pair {p}")
+    copies, asnumpy = [], _sbp_pairs_cuda.cupy.asnumpy
+    monkeypatch.setattr(_sbp_pairs_cuda.cupy, "asnumpy", lambda *args, **kwargs: copies.append(1)
+                        or asnumpy(*args, **kwargs))
+    device_steps.evaluate(True, np.arange(len(device)))
+    assert len(copies) == 1
 
 
 def test_stacked_pairs_of_different_sizes_checkpoint_together_in_long_blocks(rng, monkeypatch):
