@@ -19,7 +19,7 @@ from ._random import seed_from_random_state
 from ._validation import check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
 from .solvers.sbp import NumpySBPSteps, SBPProblem, StoppingRules, positive_level, run_sbp
-from .solvers.sbp_pairs import NumpyPairSteps, PairStack, run_pair_stack
+from .solvers.sbp_pairs import NumpyPairSteps, PairStack, pair_checkpoint_steps, run_pair_stack
 
 
 # validation_fraction='auto': no holdout below this many rows, and at most this many held out
@@ -103,7 +103,12 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     n_iter_no_change : int, default=10
         The checkpoints (10 = one epoch) the stopping rules look back over: with a
         holdout, stop when its error has not improved on its best for this many
-        checkpoints in a row; without one, see ``tol``.
+        checkpoints in a row; without one, see ``tol``. The pairs of a one-vs-one model
+        checkpoint together, at multiples of a common cadence of at least 8 steps (a
+        pair at most ten times an epoch, about five to ten when its epoch is over 70
+        steps, fewer when shorter): a pair's rules then look back over the span of steps
+        of ``n_iter_no_change`` of its own ten-an-epoch checkpoints, rounded up to whole
+        checkpoints.
     tol : float or None, default=1e-2
         Without a holdout, stop when the objective (the averaged model's level, which
         grows as SBP converges) has gained less than ``tol`` of its size over the last
@@ -299,14 +304,16 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     def _trains_one_vs_one(self, classes):
         return self.multi_class == "ovo" and classes.size > 2
 
-    def _solve(self, X_dev, n_train, targets, holdout_labels, gamma, seed, rules, backend):
-        """One SBP run on ``X_dev`` (its first ``n_train`` rows train, the rest are held out)."""
+    def _solve(self, X_dev, n_train, targets, holdout_labels, gamma, seed, rules, backend, checkpoint_every=None):
+        """One SBP run on ``X_dev`` (its first ``n_train`` rows train, the rest are held out;
+        ``checkpoint_every``: as :func:`~.solvers.sbp.run_sbp`'s)."""
         problem = SBPProblem(
             X=X_dev, n_train=n_train, targets=get_namespace(backend).asarray(targets),
             holdout_labels=holdout_labels, nu=float(self.nu), batch_size=self.batch_size, kernel=self.kernel,
             gamma=gamma, degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept, seed=seed,
         )
-        return run_sbp(problem, self._steps(problem, backend), rules, average=self.average, verbose=self.verbose)
+        return run_sbp(problem, self._steps(problem, backend), rules, checkpoint_every=checkpoint_every,
+                       average=self.average, verbose=self.verbose)
 
     def _fit_pairs(self, X, X_dev, order, n_train, labels, classes, gamma, seed, rules, backend):
         """One binary SBP per pair of classes on those classes' rows (:mod:`._one_vs_one`).
@@ -317,11 +324,15 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         step together when ``kernel_cache`` holds the kernel matrix or a cache of twice
         a step's rows (:mod:`.solvers._sbp_pairs_cuda`), else they train one after
         another. Either way each pair has its share (by rows) of ``max_kernel_evals``,
-        fixed at the start, and the stacks or pairs share the time left in turn."""
+        fixed at the start, the stacks or pairs share the time left in turn, and each pair
+        checkpoints at its multiple of a cadence common to all the pairs
+        (:func:`.solvers.sbp_pairs.pair_checkpoint_steps`)."""
         pairs = class_pairs(classes.size)
         class_rows = [np.flatnonzero(labels == c) for c in range(classes.size)]  # training rows first, as in X_dev
         class_train = np.array([np.searchsorted(rows, n_train) for rows in class_rows])
         sizes = [class_rows[a].size + class_rows[b].size for a, b in pairs]
+        checkpoint_every = pair_checkpoint_steps(np.array([class_train[a] + class_train[b] for a, b in pairs]),
+                                                 self.batch_size)
         kernel_evals = [None if rules.max_kernel_evals is None
                         else max(1, int(share(rules.max_kernel_evals, size, sum(sizes)))) for size in sizes]
         together = self._pairs_step_together(backend, n_train, X_dev.shape[0], X_dev.dtype, len(pairs))
@@ -340,11 +351,12 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                 group_results = self._solve_stack(
                     X_dev, class_rows, class_train, [pairs[p] for p in group], gamma,
                     [pair_seed(seed, p) for p in group], budget,
-                    None if rules.max_kernel_evals is None else [kernel_evals[p] for p in group], backend)
+                    None if rules.max_kernel_evals is None else [kernel_evals[p] for p in group],
+                    checkpoint_every[group], backend)
             else:
                 group_results = [self._solve_pair(X_dev, class_rows, class_train, pairs[p], gamma, pair_seed(seed, p),
                                                   dataclasses.replace(budget, max_kernel_evals=kernel_evals[p]),
-                                                  backend) for p in group]
+                                                  int(checkpoint_every[p]), backend) for p in group]
             for p, result in zip(group, group_results, strict=True):
                 a, b = pairs[p]
                 results[p] = (np.concatenate([class_rows[a][: class_train[a]], class_rows[b][: class_train[b]]]),
@@ -353,7 +365,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                                 for record in result.history]
         self._set_pair_model(results, X, order, labels, classes, [record for h in histories for record in h])
 
-    def _solve_stack(self, X_dev, class_rows, class_train, pairs, gamma, seeds, rules, kernel_evals, backend):
+    def _solve_stack(self, X_dev, class_rows, class_train, pairs, gamma, seeds, rules, kernel_evals, checkpoint_every,
+                     backend):
         """The SBP runs of these pairs stepping together (one result each)."""
         stack = PairStack(
             X=X_dev, class_rows=tuple(class_rows), class_train=class_train, pairs=np.array(pairs),
@@ -366,7 +379,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             steps = CupyPairSteps(stack, kernel_cache=self.kernel_cache)
         else:
             steps = NumpyPairSteps(stack, cache_bytes=int(self.cache_size * 2**20))
-        return run_pair_stack(stack, steps, rules, kernel_evals=None if kernel_evals is None else np.array(kernel_evals),
+        return run_pair_stack(stack, steps, rules, checkpoint_every=checkpoint_every,
+                              kernel_evals=None if kernel_evals is None else np.array(kernel_evals),
                               average=self.average, verbose=self.verbose)
 
     def _pairs_step_together(self, backend, n_train, n_rows, dtype, n_pairs):
@@ -380,8 +394,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
 
         return pair_kernel_values(n_train, n_rows, dtype, self.kernel_cache, n_pairs * self.batch_size) is not None
 
-    def _solve_pair(self, X_dev, class_rows, class_train, pair, gamma, seed, rules, backend):
-        """The SBP run of one pair on its own: its rows as :meth:`_fit_pairs` lays them out."""
+    def _solve_pair(self, X_dev, class_rows, class_train, pair, gamma, seed, rules, checkpoint_every, backend):
+        """The SBP run of one pair on its own: its rows as :meth:`_fit_pairs` lays them out,
+        checkpointing every ``checkpoint_every`` steps."""
         (a, b), (train_a, train_b) = pair, class_train[list(pair)]
         rows = np.concatenate([class_rows[a][:train_a], class_rows[b][:train_b],
                                class_rows[a][train_a:], class_rows[b][train_b:]])
@@ -390,7 +405,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         n_pair_train = train_a + train_b
         return self._solve(X_dev[get_namespace(backend).asarray(rows)], n_pair_train,
                            np.where(first[:n_pair_train], 1.0, -1.0)[:, None], first[n_pair_train:].astype(int),
-                           gamma, seed, rules, backend)
+                           gamma, seed, rules, backend, checkpoint_every)
 
     def _set_pair_model(self, results, X, order, labels, classes, history):
         """Support vectors (the union of the pairs') and one coefficient row per pair."""

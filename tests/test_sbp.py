@@ -1,6 +1,7 @@
 """SBPClassifier and its solver: against the plain Algorithm 1, against SVC's optimum, and
 the row cache against direct computation."""
 
+import functools
 import itertools
 
 import numpy as np
@@ -421,13 +422,13 @@ def four_classes(rng, n=800, n_test=300, d=5):
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept):
+def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept, monkeypatch):
     """Pair p of a one-vs-one model is the binary SBPClassifier on that pair's rows (its
-    first class's, then its second's), with the first class positive and the pair's
-    stream seed (up to rounding: on the
-    host the pairs step together, their levels found and kernel rows combined for all
-    pairs at once)."""
+    first class's, then its second's), with the first class positive, the pair's stream
+    seed, and the pair's checkpoint cadence (up to rounding: on the host the pairs step
+    together, their levels found and kernel rows combined for all pairs at once)."""
     from gpusvm._one_vs_one import class_pairs, pair_seed
+    from gpusvm.solvers.sbp_pairs import pair_checkpoint_steps
 
     X, y, X_test, _ = four_classes(rng, n_test=50)
     params = dict(nu=0.05, gamma=0.2, batch_size=4, max_iter=4, validation_fraction=0.0, fit_intercept=fit_intercept,
@@ -435,10 +436,17 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept):
     model = SBPClassifier(random_state=11, decision_function_shape="ovo", **params).fit(X, y)
     pair_scores = model.decision_function(X_test)
     assert pair_scores.shape == (50, 6) and model.dual_coef_.shape == (6, model.support_.size)
+    pair_rows = [np.isin(y, model.classes_[[i, j]]).sum() for i, j in class_pairs(4)]
+    checkpoint_every = pair_checkpoint_steps(np.array(pair_rows), params["batch_size"])
+    own_every = sbp_solver.checkpoint_interval(-(-np.array(pair_rows) // params["batch_size"]))
+    assert (checkpoint_every != own_every).any()  # some pair checkpoints less often than alone
     steps, stopped_at = 0, set()
     for number, (i, j) in enumerate(class_pairs(4)):
         rows = np.concatenate([np.flatnonzero(y == model.classes_[i]), np.flatnonzero(y == model.classes_[j])])
-        binary = SBPClassifier(random_state=pair_seed(11, number), **params).fit(X[rows], y[rows] == model.classes_[i])
+        binary = SBPClassifier(random_state=pair_seed(11, number), **params)
+        monkeypatch.setattr(binary, "_solve", functools.partial(binary._solve,
+                                                                checkpoint_every=int(checkpoint_every[number])))
+        binary.fit(X[rows], y[rows] == model.classes_[i])
         np.testing.assert_allclose(pair_scores[:, number], binary.decision_function(X_test), rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(model.water_level_[number], binary.water_level_[0], rtol=1e-12)
         records = [record for record in model.history_ if record["pair"] == [i, j]]
@@ -497,13 +505,14 @@ def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed
 
 @pytest.mark.parametrize("kernel_values", ["matrix", "cache"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_intercept, kernel_values):
+def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_intercept, kernel_values, monkeypatch):
     """Every pair in each launch on the device (classes of uneven sizes: rows of padding;
     pairs stopping at different steps by their budgets of kernel evaluations: inactive
     pairs left as they are) against the host's stacked pairs: the same steps, holdout
     errors, levels and coefficients; kernel values from the resident matrix, or from a
     cache of 24 of its 46 rows, twice a step's draws (rows evicted; stopped pairs' draws
-    not looked up)."""
+    not looked up). A checkpoint's evaluation is one copy to the host."""
+    from gpusvm.solvers import _sbp_pairs_cuda
     from gpusvm.solvers._sbp_pairs_cuda import CupyPairSteps
     from gpusvm.solvers.sbp_pairs import NumpyPairSteps, run_pair_stack
 
@@ -513,7 +522,7 @@ def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_interc
     y[rng.random(y.size) < 0.3] = "a"  # class a larger: pairs of different widths
     labels = np.searchsorted(np.unique(y), y)
     n_train = 46  # the rest held out
-    rules = sbp_solver.StoppingRules(max_epochs=3, n_iter_no_change=2)
+    rules = sbp_solver.StoppingRules(max_epochs=3, n_iter_no_change=10)  # 8 steps a checkpoint: 2 or 3 of them
     kernel_evals = rng.integers(600, 3_000, size=6)
     results = {}
     for backend in ("numpy", "cupy"):
@@ -536,6 +545,57 @@ def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_interc
         np.testing.assert_allclose(b.level, a.level, rtol=1e-9, err_msg=f"pair {p}")
         np.testing.assert_allclose(b.bias, a.bias, rtol=1e-9, atol=1e-12, err_msg=f"pair {p}")
         np.testing.assert_allclose(b.alpha, a.alpha, rtol=1e-9, atol=1e-12, err_msg=f"pair {p}")
+    copies, asnumpy = [], _sbp_pairs_cuda.cupy.asnumpy
+    monkeypatch.setattr(_sbp_pairs_cuda.cupy, "asnumpy", lambda *args, **kwargs: copies.append(1)
+                        or asnumpy(*args, **kwargs))
+    device_steps.evaluate(True, np.arange(len(device)))
+    assert len(copies) == 1
+
+
+def test_stacked_pairs_of_different_sizes_checkpoint_together_in_long_blocks(rng, monkeypatch):
+    """Pairs whose epochs run from about 10 to 150 steps: every pair checkpoints at multiples of
+    one cadence common to the stack, of at least MIN_CHECKPOINT_STEPS, and at most ten
+    times an epoch; a checkpoint evaluates every pair due there in one call, so blocks
+    of steps end only at the common cadence's multiples or at a pair's last step (which
+    its budget of kernel evaluations may put between checkpoints)."""
+    from gpusvm.solvers import sbp_pairs
+
+    sizes = [250, 90, 40, 12, 8]
+    labels = rng.permutation(np.repeat(np.arange(5), sizes))
+    labels[:5] = np.arange(5)  # every class among the training rows
+    X = 2.0 * rng.normal(size=(5, 4))[labels] + rng.normal(size=(labels.size, 4))
+    stack = pair_stack(X, labels, 340, "numpy", fit_intercept=True, batch_size=2)
+    steps = sbp_pairs.NumpyPairSteps(stack, cache_bytes=2**22)
+    steps.block_steps = 64  # plan blocks as a device's steps are issued
+    blocks, evaluated = [], []
+    run_block, evaluate = sbp_pairs.run_pair_block, steps.evaluate
+    monkeypatch.setattr(sbp_pairs, "run_pair_block",
+                        lambda stepper, first, count, active: blocks.append(first + count - 1)
+                        or run_block(stepper, first, count, active))
+    monkeypatch.setattr(steps, "evaluate", lambda average, pairs: evaluated.append(
+        (int(steps.n_steps[pairs].max()), set(pairs.tolist()))) or evaluate(average, pairs))
+    rules = sbp_solver.StoppingRules(max_epochs=2, n_iter_no_change=4)
+    last = np.full(stack.n_pairs, 10**6)
+    last[[0, -1]] = 37, 13  # budgets of kernel evaluations that end these pairs between checkpoints
+    results = sbp_pairs.run_pair_stack(stack, steps, rules, kernel_evals=last * 2 * stack.n_rows)
+    assert results[0].n_steps == 37 and results[-1].n_steps == 13  # each stops at its last step exactly
+    every = sbp_pairs.pair_checkpoint_steps(stack.n_train, 2)
+    steps_per_epoch = -(-stack.n_train // 2)
+    assert steps_per_epoch.min() < 16 and steps_per_epoch.max() > 100
+    common = np.gcd.reduce(every)
+    assert common >= sbp_pairs.MIN_CHECKPOINT_STEPS and len(set(every.tolist())) > 1
+    assert (every >= sbp_solver.checkpoint_interval(steps_per_epoch)).all()  # at most ten an epoch
+    last_steps = {result.n_steps for result in results}
+    assert set(blocks) <= set(range(common, max(last_steps) + 1, common)) | last_steps
+    assert len(blocks) <= max(last_steps) // common + len(last_steps)
+    for p, result in enumerate(results):  # each pair at its own multiples, and at its last step
+        due = list(range(every[p], result.n_steps + 1, every[p]))
+        assert [r["steps"] for r in result.history] == due + ([result.n_steps] if result.n_steps not in due else [])
+    # one evaluation a checkpoint step, of the pairs due there
+    at_steps = [t for t, _ in evaluated]
+    assert at_steps == sorted(set(at_steps)) == sorted({r["steps"] for result in results for r in result.history})
+    for t, pairs in evaluated:
+        assert pairs == {p for p, result in enumerate(results) if any(r["steps"] == t for r in result.history)}
 
 
 def test_one_vs_one_scores_and_votes_are_svcs(rng):

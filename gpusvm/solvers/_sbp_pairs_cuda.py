@@ -16,8 +16,9 @@ launch skips it. So a step of all the pairs is the same few launches as a step o
 checkpoints can run as CUDA graphs.
 
 :func:`~gpusvm.solvers.sbp_pairs.run_pair_stack` drives it as it drives the host's: each
-pair keeps its own schedule, checkpoints and stopping rules, so the models are the
-host's up to rounding.
+pair keeps its own schedule and stopping rules, so the models are the host's up to
+rounding; the pairs checkpoint at multiples of a common cadence, so that blocks of steps
+are long and a checkpoint is one search of every pair's level and one copy to the host.
 """
 
 from __future__ import annotations
@@ -147,27 +148,27 @@ class CupyPairSteps(DeviceSBPLaunches):
         self.n_steps[active] = int(schedule[-1, 0])
         self._host_alpha.clear()
 
-    def _averaged(self, total):
-        """A running sum of every pair's state over its steps so far."""
-        return total / cupy.asarray(np.maximum(1, self.n_steps), dtype=np.float64)[:, None]
+    def _averaged(self, *totals):
+        """Running sums of every pair's state over its steps so far."""
+        steps = cupy.asarray(np.maximum(1, self.n_steps), dtype=np.float64)[:, None]
+        return [total / steps for total in totals]
 
     def evaluate(self, average, pairs):
         """Level and bias of these pairs' models, and their holdout errors (NaN: no
-        holdout), as host arrays."""
+        holdout), as host arrays: every pair's, in one copy to the host."""
         pairs = np.asarray(pairs)
-        responses = self._averaged(self.c_sum) if average else self.C
+        responses, holdout = self._averaged(self.c_sum, self.h_sum) if average else (self.C, self.H)
         level, bias = self.checkpoint_levels.search(responses)  # of every active pair
-        holdout = self._averaged(self.h_sum) if average else self.H
         divisor = cupy.where(level > 0, level, 1.0)
         predicted_first = (holdout + bias[:, None]) / divisor[:, None] > 0
         wrong = ((predicted_first != self.first_holdout) & self.holdout_valid).sum(axis=1)
-        level, bias, wrong = (cupy.asnumpy(array)[pairs] for array in (level, bias, wrong))
+        level, bias, wrong = cupy.asnumpy(cupy.stack([level, bias, wrong.astype(np.float64)]))[:, pairs]
         with np.errstate(invalid="ignore", divide="ignore"):
             return level, bias, wrong / self.n_holdout[pairs]
 
     def coefficients(self, average, pair):
         """``alpha`` of pair ``pair``'s training rows, shape (1, n_train)."""
         if average not in self._host_alpha:
-            self._host_alpha[average] = cupy.asnumpy(self._averaged(self.alpha_sum) if average else self.alpha)
+            self._host_alpha[average] = cupy.asnumpy(self._averaged(self.alpha_sum)[0] if average else self.alpha)
         return self._host_alpha[average][pair : pair + 1, : self.n_train[pair]]
 

@@ -323,22 +323,48 @@ class StoppingRules:
         ``n_iter_no_change`` checkpoints: ``history`` is one problem's records, oldest first."""
         if self.tol is None or len(history) <= self.n_iter_no_change:
             return False
-        before, now = history[-1 - self.n_iter_no_change]["objective"], history[-1]["objective"]
-        return now - before < self.tol * abs(before)
+        return bool(self.gained_too_little(history[-1 - self.n_iter_no_change]["objective"],
+                                           history[-1]["objective"]))
+
+    def gained_too_little(self, before, now):
+        """Whether objectives went from ``before`` to ``now`` (scalars or arrays) by less
+        than ``tol`` of their size (``tol`` not None)."""
+        return now - before < self.tol * np.abs(before)
 
 
-def run_sbp(problem, steps, rules, *, average=True, verbose=0):
+def checkpoint_interval(steps_per_epoch):
+    """Steps between a problem's checkpoints: ten an epoch at most (scalar or array)."""
+    return np.maximum(1, -(-steps_per_epoch // CHECKPOINTS_PER_EPOCH))
+
+
+def checkpoint_patience(n_iter_no_change, own_every, checkpoint_every):
+    """Checkpoints the stopping rules look back over when a problem checkpoints every
+    ``checkpoint_every`` steps instead of its own ``own_every``
+    (:func:`checkpoint_interval`): the span of ``n_iter_no_change`` of its own
+    checkpoints, rounded up to whole checkpoints (scalars or arrays)."""
+    return -(-n_iter_no_change * own_every // checkpoint_every)
+
+
+def run_sbp(problem, steps, rules, *, checkpoint_every=None, average=True, verbose=0):
     """Run SBP steps until a stopping rule fires; checkpoint ten times per epoch.
 
     ``steps`` is a ``NumpySBPSteps``, a ``CupySBPSteps`` or gpusvm.dask's steps: it has
     ``eta0``, ``step`` (or ``run_steps`` and ``block_steps``: blocks of steps between
     which the clock is read), ``synchronize``, ``evaluate``, ``coefficients`` and
     ``kernel_rows_computed``; ``average`` picks the model that checkpoints evaluate and
-    that is returned.  Returns an :class:`SBPResult`.
+    that is returned. ``checkpoint_every`` (None: :func:`checkpoint_interval`) sets
+    other steps between checkpoints, as a one-vs-one pair's
+    (:func:`~gpusvm.solvers.sbp_pairs.pair_checkpoint_steps`); the stopping rules then
+    look back over the same span of steps (:func:`checkpoint_patience`).  Returns an
+    :class:`SBPResult`.
     """
     n_train, batch = problem.n_train, problem.batch_size
     steps_per_epoch = max(1, math.ceil(n_train / batch))
-    checkpoint_every = max(1, math.ceil(steps_per_epoch / CHECKPOINTS_PER_EPOCH))  # at most ten an epoch
+    own_every = int(checkpoint_interval(steps_per_epoch))
+    if checkpoint_every is not None and checkpoint_every != own_every:
+        patience = int(checkpoint_patience(rules.n_iter_no_change, own_every, checkpoint_every))
+        rules = dataclasses.replace(rules, n_iter_no_change=patience)
+    checkpoint_every = own_every if checkpoint_every is None else int(checkpoint_every)
     evals_per_step = problem.n_problems * batch * problem.n_rows
     max_steps = rules.max_epochs * steps_per_epoch
     if rules.max_kernel_evals is not None:

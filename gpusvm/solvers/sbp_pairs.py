@@ -17,9 +17,12 @@ pair), and one step of every pair costs the same few calls:
 * the updates of :class:`~gpusvm.solvers.sbp.NumpySBPSteps`, row-wise.
 
 Pair ``p`` is the binary SBP of :mod:`gpusvm.solvers.sbp` on its rows with its own
-stream and stopping rules, up to rounding (``tests/test_sbp.py`` fits each pair alone,
-and trains the pairs one after another, as on a device whose kernel matrix does not
-fit). :func:`run_pair_stack` also drives the device's twin,
+stream and stopping rules, up to rounding, except that it checkpoints at its multiple of
+a cadence common to the pairs (:func:`pair_checkpoint_steps`), so that every pair
+checkpoints at the same steps and the steps between run as long blocks
+(``tests/test_sbp.py`` fits each pair alone at that cadence, and trains the pairs one
+after another at it, as on a device whose kernel matrix does not fit).
+:func:`run_pair_stack` also drives the device's twin,
 :class:`~gpusvm.solvers._sbp_pairs_cuda.CupyPairSteps`, in blocks of steps.
 """
 
@@ -38,10 +41,11 @@ from ..kernel_functions import kernel_block, squared_row_norms
 from ..water_level import class_offsets, levels_of_rows, lowest_needed
 from .row_cache import KernelRowCache, weighted_row_sums
 from .sbp import (
-    CHECKPOINTS_PER_EPOCH,
     RENORMALIZE_BELOW,
     STEP_PHASES,
     SBPResult,
+    checkpoint_interval,
+    checkpoint_patience,
     history_record,
     largest_self_kernel,
     positive_level,
@@ -51,6 +55,9 @@ from .sbp import (
 
 # Ranks of each class sorted first by the level search before anything is known.
 FIRST_WINDOW = 64
+# Steps between the checkpoints of pairs stepping together, at least: a checkpoint waits
+# for the device and copies to the host, so these are the shortest blocks of steps.
+MIN_CHECKPOINT_STEPS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -348,16 +355,48 @@ def _side_major(per_pair):
     return np.argsort(np.concatenate([2 * pair_of, 2 * pair_of + 1]), kind="stable")
 
 
-def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verbose=0):
+def pair_checkpoint_steps(n_train, batch_size):
+    """Each pair's steps between checkpoints: multiples of one cadence common to the pairs.
+
+    A pair on its own checkpoints ten times an epoch
+    (:func:`~gpusvm.solvers.sbp.checkpoint_interval`). Stepping together, the pairs
+    checkpoint at the multiples of a common cadence, the smallest pair's own, but at
+    least ``MIN_CHECKPOINT_STEPS``, so that the steps between checkpoints run as long
+    blocks. A pair checkpoints at the first multiple of it at or above its own interval:
+    at most ten times an epoch, and about five or more when its own interval is at least
+    the common one; pairs of shorter epochs checkpoint less often, and their stopping
+    rules look back over the same span of steps
+    (:func:`~gpusvm.solvers.sbp.checkpoint_patience`).
+
+    Parameters
+    ----------
+    n_train : ndarray of shape (n_pairs,)
+        Training rows of each pair.
+    batch_size : int
+
+    Returns
+    -------
+    ndarray of shape (n_pairs,)
+        Steps between the pair's checkpoints.
+    """
+    own = checkpoint_interval(np.maximum(1, -(-np.asarray(n_train) // batch_size)))
+    common = max(int(own.min()), MIN_CHECKPOINT_STEPS)
+    return common * -(-own // common)
+
+
+def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=None, average=True, verbose=0):
     """Run the pairs' SBP steps together, each pair until one of its stopping rules fires.
 
-    Each pair keeps the schedule of :func:`~gpusvm.solvers.sbp.run_sbp` on its own rows:
-    its epochs, its checkpoints (at most ten an epoch), its holdout's early stopping, and
-    ``kernel_evals[p]``, its budget of kernel evaluations (None: none). ``rules.time_budget``
-    is the whole stack's: when it runs out, every pair still stepping checkpoints and stops.
-    Steps that take a schedule (the device's ``run_steps``) run in blocks of up to their
-    ``block_steps`` up to the next step at which some pair checkpoints or stops; the
-    clock is read between blocks (on the host, after every step).
+    Each pair keeps the schedule of :func:`~gpusvm.solvers.sbp.run_sbp` on its own rows
+    with ``checkpoint_every[p]`` steps between checkpoints (None:
+    :func:`pair_checkpoint_steps` of the stack's pairs): its epochs, its holdout's early
+    stopping, and ``kernel_evals[p]``, its budget of kernel evaluations (None: none); a
+    pair stops at its last step exactly. ``rules.time_budget`` is the whole stack's:
+    when it runs out, every pair still stepping checkpoints and stops. Steps that take a
+    schedule (the device's ``run_steps``) run in blocks of up to their ``block_steps`` up
+    to the next step at which some pair checkpoints or stops; the clock is read between
+    blocks (on the host, after every step). A checkpoint evaluates the pairs due in one
+    call to ``steps.evaluate``; the history records are made at the end.
 
     Returns
     -------
@@ -365,18 +404,21 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
     each history record has the pair's own steps and kernel evaluations, the class blocks
     the whole stack has computed, and the seconds since the stack started.
     """
-    batch = stack.batch_size
+    batch, n_pairs = stack.batch_size, stack.n_pairs
     steps_per_epoch = np.maximum(1, -(-stack.n_train // batch))
-    checkpoint_every = np.maximum(1, -(-steps_per_epoch // CHECKPOINTS_PER_EPOCH))
+    if checkpoint_every is None:
+        checkpoint_every = pair_checkpoint_steps(stack.n_train, batch)
+    checkpoint_every = np.asarray(checkpoint_every, dtype=np.int64)
+    patience = checkpoint_patience(rules.n_iter_no_change, checkpoint_interval(steps_per_epoch), checkpoint_every)
     evals_per_step = batch * stack.n_rows
     max_steps = rules.max_epochs * steps_per_epoch
     if kernel_evals is not None:
         max_steps = np.minimum(max_steps, np.maximum(1, np.asarray(kernel_evals) // evals_per_step))
-    histories = [[] for _ in range(stack.n_pairs)]
-    level, bias = np.zeros(stack.n_pairs), np.zeros(stack.n_pairs)
-    best_error, since_best = np.full(stack.n_pairs, np.inf), np.zeros(stack.n_pairs, dtype=np.int64)
-    stalled = np.zeros(stack.n_pairs, dtype=bool)
-    active = np.arange(stack.n_pairs)
+    level, bias = np.zeros(n_pairs), np.zeros(n_pairs)
+    best_error, since_best = np.full(n_pairs, np.inf), np.zeros(n_pairs, dtype=np.int64)
+    objectives = _PairRecords(n_pairs)  # each pair's objectives so far, for the tol rule
+    checkpoints = []  # (step, due pairs, their levels, their errors, the stack's record)
+    active = np.arange(n_pairs)
     started = time.perf_counter()
 
     def elapsed():
@@ -400,21 +442,43 @@ def run_pair_stack(stack, steps, rules, *, kernel_evals=None, average=True, verb
             continue
         with nvtx.annotate("sbp.checkpoint", color="cyan"):
             level[due], bias[due], errors = steps.evaluate(average, due)
-        seconds = elapsed()
-        for p, error in zip(due, errors, strict=True):
-            error = None if np.isnan(error) else float(error)
-            histories[p].append(history_record(steps, t, evals_per_step[p] * t, seconds, level[p], error))
-            if error is not None and error < best_error[p]:
-                best_error[p], since_best[p] = error, 0
-            elif error is not None:
-                since_best[p] += 1
-            else:
-                stalled[p] = rules.objective_stalled(histories[p])
-        done = due[(t >= max_steps[due]) | out_of_time | stalled[due] | (since_best[due] >= rules.n_iter_no_change)]
-        active = np.setdiff1d(active, done)
+        # the stack's part of the due pairs' records; their own values are filled in at the end
+        checkpoints.append((t, due, level[due], errors, history_record(steps, t, 0, elapsed(), 0.0, None)))
+        objectives.append(due, level[due])
+        held_out = ~np.isnan(errors)
+        improved = held_out & (errors < best_error[due])
+        best_error[due[improved]] = errors[improved]
+        since_best[due] = np.where(improved, 0, since_best[due] + held_out)
+        back = patience[due]
+        stop = (t >= max_steps[due]) | out_of_time | (since_best[due] >= back)
+        if rules.tol is not None:
+            looked = ~held_out & (objectives.counts[due] > back)
+            before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
+            stop |= looked & rules.gained_too_little(before, level[due])
+        active = np.setdiff1d(active, due[stop])
     bar.close()
+    histories = [[] for _ in range(n_pairs)]
+    for t, due, levels, errors, record in checkpoints:
+        for p, objective, error in zip(due.tolist(), levels.tolist(), errors.tolist(), strict=True):
+            histories[p].append({**record, "kernel_evals": int(evals_per_step[p]) * t, "objective": objective,
+                                 "holdout_error": None if math.isnan(error) else error,
+                                 "phase_seconds": None if record["phase_seconds"] is None
+                                 else dict(record["phase_seconds"])})
     return [SBPResult(alpha=steps.coefficients(average, p), level=level[p : p + 1], bias=bias[p : p + 1],
-                      n_steps=int(steps.n_steps[p]), history=histories[p]) for p in range(stack.n_pairs)]
+                      n_steps=int(steps.n_steps[p]), history=histories[p]) for p in range(n_pairs)]
+
+
+class _PairRecords:
+    """Values appended per pair at checkpoints: ``values[p, :counts[p]]``, oldest first."""
+
+    def __init__(self, n_pairs):
+        self.values, self.counts = np.zeros((n_pairs, 16)), np.zeros(n_pairs, dtype=np.int64)
+
+    def append(self, pairs, values):
+        if self.counts[pairs].max() == self.values.shape[1]:
+            self.values = np.concatenate([self.values, np.zeros_like(self.values)], axis=1)
+        self.values[pairs, self.counts[pairs]] = values
+        self.counts[pairs] += 1
 
 
 def run_pair_block(steps, first, count, active):
