@@ -10,6 +10,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 
 from .._estimator import restore_on_error
+from .._validation import check_is_fitted
 from ._cluster import ShardSet, current_client
 
 
@@ -128,12 +129,14 @@ class DaskEstimatorMixin:
         """Decision scores; a lazy dask array for dask input (computed where its chunks are)."""
         if not _is_dask(X):
             return super().decision_function(X)
+        check_is_fitted(self)
         return self._map_rows(X, "decision_function", np.float64, self._score_columns())
 
     def predict(self, X):
         """Class labels; a lazy dask array for dask input."""
         if not _is_dask(X):
             return super().predict(X)
+        check_is_fitted(self)
         return self._map_rows(X, "predict", self.classes_.dtype, None)
 
     def _score_columns(self):
