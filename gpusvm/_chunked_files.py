@@ -323,12 +323,23 @@ def _scikit_learn_parse(block, *, n_columns, zero_based, dtype):
     return load_svmlight_file(io.BytesIO(block), n_features=n_columns, zero_based=zero_based, dtype=dtype)
 
 
-def _reason(error):
-    """What scikit-learn's reader's error says, plainer where it says too little."""
+def _reason(error, line=b""):
+    """What scikit-learn's reader's error says about ``line``, plainer where it says too
+    little."""
     if isinstance(error, OverflowError):
         return f"a feature index past {2**31 - 1} ({error})"
     if isinstance(error, UnicodeDecodeError):
         return f"bytes that are not text ({error})"
+    if line.startswith(b"\x93NUMPY"):
+        return "this is a .npy file (NumPy's binary format), not text; gpusvm reads .npz archives (--format npz)"
+    if line.startswith(b"PK\x03\x04"):
+        return "this is a zip archive (a .npz file, or a gpusvm model?), not text; for a .npz file, use --format npz"
+    if line.startswith(b"\xef\xbb\xbf"):
+        return f"a UTF-8 byte order mark starts the line; save the file without one ({error})"
+    if b"\r" in line.rstrip(b"\r\n"):
+        return f"lines end with a carriage return alone; end them with \\n or \\r\\n ({error})"
+    if "to unpack" in str(error):  # a field with no colon after the label
+        return f"a feature is not index:value ({error})"
     return str(error)
 
 
@@ -358,7 +369,7 @@ def _first_bad_line(block, read):
     try:
         read(lines[low])
     except _PARSE_ERRORS as error:
-        return low, lines[low], _reason(error)
+        return low, lines[low], _reason(error, lines[low])
     return None
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from ._backend import BACKENDS, ENV_VARIABLE
 from ._output_files import SameFileError, check_output_path
 from ._registry import SOLVERS
-from .data_files import FORMATS, data_format, read_chunks, read_data
+from .data_files import FORMATS, DataFileError, data_format, read_chunks, read_data
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEFAULT_SOLVER = "kernel-pegasos"  # svm-train's and ThunderSVM's default: an RBF kernel SVM
@@ -203,6 +203,8 @@ def _train_on_chunks(model, args, path, out):
         raise UsageError(f"--chunk-rows trains {streamed}; --solver {args.solver} needs every row at every step "
                          "(leave --chunk-rows out).", "gpusvm train")
     chunks = read_chunks(args.data, args.format, chunk_rows=args.chunk_rows, n_features=args.n_features)
+    if chunks.n_rows == 0:  # (the scan that counts them is the one the fit needs first)
+        raise DataFileError(f"{args.data} has no data rows to train on.")
     how = {"format": data_format(args.data, args.format), "chunk_rows": args.chunk_rows}
     if how["format"] == "svmlight":
         how["zero_based"] = chunks.zero_based

@@ -72,6 +72,8 @@ def read_chunks(path, fmt="auto", *, chunk_rows, n_features=None):
 
 
 def _check_data_path(path):
+    if str(path) == "":
+        raise FileNotFoundError("No data file given (the path is empty).")
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"Data file {path} is a folder; give a data file.")
@@ -128,6 +130,8 @@ def _read_svmlight(path, n_features, zero_based):
         raise DataFileError(_located_error(path) or f"{path} is not a LIBSVM/svmlight file: {error}") from None
     if not (np.isfinite(X.data).all() and np.isfinite(y).all()):
         raise DataFileError(_located_error(path) or f"{path} holds NaN or infinite values.")
+    if X.shape[0] == 0:
+        raise DataFileError(f"{path} has no data rows (it is empty, or holds only comments and blank lines).")
     uses_index_zero = X.nnz > 0 and X.indices.min() == 0
     if zero_based == "auto":
         zero_based = bool(uses_index_zero)

@@ -203,3 +203,33 @@ def test_a_text_file_read_as_npz_is_not_told_about_pickles(tmp_path, capsys):
     assert "is a .npy file (one array); gpusvm reads .npz archives" in in_memory_error(tmp_path / "X.npy", fmt="npz")
     code, _, err = run(capsys, "train", "--format", "npz", path, tmp_path / "m")
     assert code == 1 and "use --format svmlight" in err and "pickle" not in err
+
+
+# --- found by the sweep ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"1 1:0.5\r-1 2:1\r", "lines end with a carriage return alone; end them with \\n or \\r\\n"),
+    (b"\xef\xbb\xbf1 1:0.5\n", "a UTF-8 byte order mark starts the line; save the file without one"),
+    (b"1 1:0.5 x\n", "a feature is not index:value"),
+    (b"\x93NUMPY\x01\x00v\x00{'descr': '<f8'}\n", "this is a .npy file (NumPy's binary format), not text"),
+    (b"PK\x03\x04\x14\x00\x00\x00\x08\x00\n", "this is a zip archive (a .npz file, or a gpusvm model?), not text"),
+])
+def test_a_line_that_does_not_parse_gets_a_reason_that_fits(tmp_path, content, reason):
+    path = tmp_path / "odd.svm"
+    path.write_bytes(content)
+    assert reason in streamed_error(path)
+    assert reason in in_memory_error(path)
+
+
+def test_a_file_without_rows_or_a_path_is_named(tmp_path, capsys):
+    for content in ("", "# only a comment\n\n"):
+        path = tmp_path / "empty.svm"
+        path.write_text(content)
+        for chunked in ([], ["--chunk-rows", 5]):
+            code, _, err = run(capsys, "train", "--solver", "ftrl", *chunked, path, tmp_path / "m")
+            assert code == 1 and f"{path} has no data rows" in err, err
+    with pytest.raises(FileNotFoundError, match="No data file given"):
+        read_data("")
+    with pytest.raises(IsADirectoryError, match="is a folder; give a data file"):
+        read_data(tmp_path)
