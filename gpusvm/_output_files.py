@@ -36,7 +36,8 @@ def is_read_only(path):
     return not os.access(path, os.W_OK) or not os.stat(path).st_mode & 0o222
 
 
-def check_output_path(path, *, what, kind, replaceable, overwrite=False, inputs=(), overwrite_hint="overwrite=True"):
+def check_output_path(path, *, what, kind, replaceable, overwrite=False, inputs=(), overwrite_hint="overwrite=True",
+                      special=False):
     """``path`` as a :class:`~pathlib.Path` that a write of ``what`` may go to.
 
     Parameters
@@ -55,15 +56,21 @@ def check_output_path(path, *, what, kind, replaceable, overwrite=False, inputs=
         Files the work reads (``('DATA', 'train.svm')``): never replaced.
     overwrite_hint : str
         How the caller asks to overwrite, for the message.
+    special : bool
+        Whether an existing device or pipe (``/dev/null``) may be written to, in place
+        (predictions may; a model, written beside and renamed, may not).
 
     Raises
     ------
     IsADirectoryError, FileNotFoundError, PermissionError, FileExistsError
         Each naming the path and what to give instead. ``ValueError`` for an input.
     """
-    path = Path(path)
     if str(path) == "":
         raise FileNotFoundError(f"Cannot write {what} to an empty path; give a file name.")
+    if str(path).endswith(os.sep) and not Path(path).is_dir():
+        raise FileNotFoundError(f"Cannot write {what} to {str(path)!r}: a path that ends with {os.sep!r} names a "
+                                "folder; give a file name.")
+    path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(
             f"The path {str(path)!r} for {what} is a folder; give a file name, e.g. {str(path / 'out')!r}.")
@@ -72,14 +79,19 @@ def check_output_path(path, *, what, kind, replaceable, overwrite=False, inputs=
             also = "" if str(source) == str(path) else f" ({str(source)!r})"
             raise SameFileError(f"{str(path)!r} is the {name} file{also}: writing {what} there would replace it; "
                                 f"give another file name for {what}.")
-    target = write_target(path)
-    folder = target.resolve().parent
+    try:
+        target = write_target(path)
+        folder = target.resolve().parent
+    except (RuntimeError, OSError) as error:  # a loop of symbolic links
+        raise FileNotFoundError(f"Cannot write {what} to {str(path)!r}: {error}.") from None
     if not folder.is_dir():
         raise FileNotFoundError(f"Cannot write {what} to {str(path)!r}: the folder {str(folder)!r} does not exist.")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PermissionError(f"Cannot write {what} to {str(path)!r}: the folder {str(folder)!r} is not writable.")
     if target.exists():
         if not target.is_file():
+            if special:
+                return path
             raise FileExistsError(f"Cannot write {what} to {str(path)!r}: it is not a regular file.")
         if is_read_only(target):
             raise PermissionError(f"Cannot write {what} to {str(path)!r}: the file is read-only (make it writable "

@@ -228,7 +228,7 @@ def predict_command(args, out):
     if args.out:  # before the work: OUT must not be an input, nor a file that predictions should not replace
         _checked_output("gpusvm predict", check_output_path, args.out, what="the predictions",
                         kind="a predictions file", replaceable=_looks_like_predictions, overwrite=args.force,
-                        inputs=[("MODEL", args.model), ("DATA", args.data)], overwrite_hint="--force")
+                        inputs=[("MODEL", args.model), ("DATA", args.data)], overwrite_hint="--force", special=True)
     model = load(args.model, backend=args.backend)
     data = model.metadata_.get("data", {}) if isinstance(model.metadata_, dict) else {}
     zero_based = data.get("zero_based", "auto") if data.get("format") == "svmlight" else "auto"

@@ -101,6 +101,8 @@ def save(model, path, *, metadata=None, overwrite=False):
 
     if metadata is not None and not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a dict or None, got a {type(metadata).__name__}.")
+    if not isinstance(overwrite, (bool, np.bool_)):
+        raise TypeError(f"overwrite must be True or False, got {overwrite!r}.")
     if _is_dask_estimator(model):
         check_is_fitted(model)
         model = model.to_local()
@@ -108,12 +110,18 @@ def save(model, path, *, metadata=None, overwrite=False):
     check_is_fitted(model)
     path = check_model_path(path, overwrite=overwrite)
     arrays = {}
-    params = {name: _encode(value, f"params.{name}", arrays) for name, value in model.get_params(deep=False).items()}
-    attributes = {
-        name: _encode(value, name, arrays)
-        for name, value in sorted(model.__dict__.items())
-        if name not in params and name != "metadata_"
-    }
+    try:
+        params = {name: _encode(value, f"params.{name}", arrays)
+                  for name, value in model.get_params(deep=False).items()}
+        attributes = {
+            name: _encode(value, name, arrays)
+            for name, value in sorted(model.__dict__.items())
+            if name not in params and name != "metadata_"
+        }
+        user = _encode(dict(metadata or {}), "user", arrays)
+    except RecursionError:
+        raise TypeError("The model or its metadata holds a list or dict that contains itself (or nests "
+                        "thousands deep), which has no file form.") from None
     document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -125,7 +133,7 @@ def save(model, path, *, metadata=None, overwrite=False):
         "n_features_in": int(model.n_features_in_),
         "dtype": str(_main_array(model).dtype),
         "attributes": attributes,
-        "user": _encode(dict(metadata or {}), "user", arrays),
+        "user": user,
     }
     text = json.dumps(document, indent=1, allow_nan=False)
     _write_atomically(write_target(path), text, arrays)
@@ -199,6 +207,8 @@ def load(path, *, backend=None):
         As for any file.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"The model path {str(path)!r} is a folder; give a model file.")
     try:
         with zipfile.ZipFile(path) as archive:
             document = _read_metadata(archive, path)
@@ -401,6 +411,11 @@ def _read_metadata(archive, path):
                if key not in document]
     if missing:
         raise ModelFileError(f"{path}: {METADATA_MEMBER} lacks {', '.join(missing)}.")
+    shapes = {"params": dict, "attributes": dict, "user": dict, "classes": list, "solver": str}
+    for key, kind in shapes.items():
+        if not isinstance(document[key], kind):
+            raise ModelFileError(f"{path}: in {METADATA_MEMBER}, {key} is a {type(document[key]).__name__}, "
+                                 f"not a {'JSON object' if kind is dict else kind.__name__}.")
     if document["solver"] not in SOLVERS:
         raise ModelFileError(
             f"{path} names solver {document['solver']!r}, which this gpusvm does not have "

@@ -49,8 +49,9 @@ def test_train_never_writes_the_model_over_its_data(files, capsys, chunked):
     os.link(data, files / "hard-link.svm")
     os.symlink(data, files / "soft-link.svm")
     for target in (data, files / "hard-link.svm", files / "soft-link.svm", files / "." / "train.svm"):
-        code, _, err = train(capsys, *extra, "--force", data, target)
-        assert code == 2 and "is the DATA file" in err and "give another file name for the model" in err, err
+        for force in ([], ["--force"]):  # not even when asked
+            code, _, err = train(capsys, *extra, *force, data, target)
+            assert code == 2 and "is the DATA file" in err and "give another file name for the model" in err, err
     assert data.read_text() == svmlight_text()
 
 
@@ -74,8 +75,9 @@ def test_predict_never_writes_over_its_inputs_or_a_foreign_file(files, capsys):
     assert train(capsys, files / "train.svm", model)[0] == 0
     before = model.read_bytes()
     for target, name in ((data, "DATA"), (model, "MODEL")):
-        code, _, err = run(capsys, "predict", "--force", model, data, target)
-        assert code == 2 and f"is the {name} file" in err, err
+        for force in ([], ["--force"]):  # not even when asked
+            code, _, err = run(capsys, "predict", *force, model, data, target)
+            assert code == 2 and f"is the {name} file" in err, err
     assert data.read_text() == svmlight_text() and model.read_bytes() == before
     for options in ([], ["--decision-values"], []):  # predictions replace predictions, of either kind
         assert run(capsys, "predict", *options, model, data, out)[0] == 0
@@ -150,3 +152,52 @@ def test_a_metadata_value_that_cannot_be_saved_is_named_as_metadata(files, model
         save(FTRLClassifier(max_iter=1, random_state=np.random.RandomState(0)).fit(*read_data(files / "train.svm")[:2]),
              files / "m")
     assert not (files / "m").exists()
+
+
+# --- found by the sweep ----------------------------------------------------------------
+
+
+def test_paths_that_cannot_be_a_model_file_are_named(files, model):
+    with pytest.raises(FileNotFoundError, match="an empty path"):
+        save(model, "")
+    with pytest.raises(FileNotFoundError, match="names a folder; give a file name"):
+        save(model, str(files / "new") + os.sep)
+    (files / "loop1").symlink_to("loop2")
+    (files / "loop2").symlink_to("loop1")
+    with pytest.raises(FileNotFoundError, match="Cannot write the model to .*loop1"):
+        save(model, files / "loop1")
+    with pytest.raises(IsADirectoryError, match="is a folder; give a model file"):
+        load(files)
+    with pytest.raises(TypeError, match="overwrite must be True or False, got 'no'"):
+        save(model, files / "m", overwrite="no")
+    looped = {}
+    looped["self"] = looped
+    with pytest.raises(TypeError, match="contains itself"):
+        save(model, files / "m", metadata=looped)
+    assert not (files / "m").exists() and not (files / "new").exists()
+
+
+@pytest.mark.parametrize("key, value", [("params", [1, 2]), ("attributes", "x"), ("user", 3), ("classes", {})])
+def test_a_model_file_with_parts_of_the_wrong_kind_is_a_model_file_error(files, model, key, value):
+    import json
+    import zipfile
+
+    from gpusvm import ModelFileError
+
+    save(model, files / "m.model")
+    with zipfile.ZipFile(files / "m.model") as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    document = json.loads(members["gpusvm.json"])
+    document[key] = value
+    members["gpusvm.json"] = json.dumps(document).encode()
+    with zipfile.ZipFile(files / "edited.model", "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(ModelFileError, match=f"in gpusvm.json, {key} is a"):
+        load(files / "edited.model")
+
+
+def test_predictions_go_to_a_device(files, capsys):
+    assert train(capsys, files / "train.svm", files / "m.model")[0] == 0
+    code, _, err = run(capsys, "predict", files / "m.model", files / "test.svm", os.devnull)
+    assert code == 0 and "Accuracy" not in err
