@@ -565,3 +565,14 @@ def test_saving_a_dask_estimator_saves_its_single_node_twin(client, tmp_path, na
     loaded = gpusvm.load(tmp_path / "m")
     assert type(loaded) is getattr(gpusvm, name)
     np.testing.assert_array_equal(loaded.decision_function(X), model.to_local().decision_function(X))
+
+
+def test_a_wrong_width_or_client_is_refused_before_any_work(client):
+    X, y = blobs(2, n=600)
+    model = gd.FTRLClassifier(max_iter=1, backend="numpy").fit(*chunked(X, y, chunks=(300, 300)))
+    with pytest.raises(ValueError, match="X has 5 features, but FTRLClassifier is expecting 12 features as input"):
+        model.predict(da.from_array(X[:, :5], chunks=(300, 5)))  # at the call, not when computed
+    bogus = gd.FTRLClassifier()
+    bogus.client = "tcp://127.0.0.1:8786"
+    with pytest.raises(TypeError, match="client must be a dask.distributed Client or None"):
+        bogus.fit(*chunked(X, y, chunks=(300, 300)))

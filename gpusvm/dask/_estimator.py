@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 from dask.array import Array
@@ -147,6 +148,9 @@ class DaskEstimatorMixin:
         X = _as_array(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (rows, features); got a dask array of shape {X.shape}.")
+        if not math.isnan(X.shape[1]) and X.shape[1] != self.n_features_in_:  # now, not when computed
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
         if len(X.chunks[1]) > 1:
             X = X.rechunk({1: -1})
         local = self.to_local()
