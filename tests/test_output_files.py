@@ -98,7 +98,9 @@ def test_a_read_only_file_is_never_replaced(files, capsys, model):
     before = path.read_bytes()
     os.chmod(path, 0o444)
     with pytest.raises(PermissionError, match="the file is read-only"):
-        save(model, path, overwrite=True)
+        save(model, path)
+    with pytest.raises(PermissionError, match="the file is read-only"):
+        save(model, path, overwrite=True)  # not even when asked
     code, _, err = train(capsys, "--force", files / "train.svm", path)
     assert code == 1 and "read-only" in err
     predictions = files / "kept.txt"
