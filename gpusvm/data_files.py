@@ -5,12 +5,16 @@ The formats, chosen by extension unless named:
 - **svmlight** (LIBSVM's ``svm-train`` format, also ThunderSVM's): ``label index:value ...``
   per line, read by :func:`sklearn.datasets.load_svmlight_file`.  Indices are one-based
   as LIBSVM writes them, unless the file uses index 0 (``zero_based='auto'``).  Any
-  extension other than ``.npz`` and ``.csv`` is read as svmlight.
+  extension other than ``.npz`` and ``.csv`` is read as svmlight; a file compressed by
+  gzip, bzip2 or xz (known by its first bytes) is decompressed as it is read.
 - **npz**: ``numpy.savez(path, X=X, y=y)`` (``y`` optional), or a sparse matrix written
   by :func:`scipy.sparse.save_npz` (plus an optional ``y`` array in the same archive).
   Read with ``allow_pickle=False``.
 - **csv**: comma-separated numbers, the label in the first column (as in svmlight);
   a first line that is not numbers is a header and skipped.  Labels may be words.
+
+A data error names the file and, for svmlight and CSV text, the line (a line that does
+not parse, NaN or infinity, an index the model does not take).
 
 Files larger than memory: :class:`SvmlightChunks` and :class:`NpzChunks` read them
 ``chunk_rows`` rows at a time, for the streamed ``fit_chunks`` of the linear and online
@@ -108,9 +112,10 @@ def read_data(path, fmt="auto", *, n_features=None, zero_based="auto"):
     Raises
     ------
     DataFileError
-        For a file that does not parse, or does not fit ``n_features``.
-    FileNotFoundError
-        For a missing file.
+        For a file that does not parse, holds NaN or infinity, has no rows, or does not
+        fit ``n_features``; for svmlight and CSV text, naming the line.
+    FileNotFoundError, IsADirectoryError
+        For a missing file, or a folder.
     """
     fmt = data_format(path, fmt)
     _check_data_path(path)
