@@ -8,10 +8,16 @@ Memory is bounded by one chunk plus one integer per chunk, whatever the file's s
 
 from __future__ import annotations
 
+import bz2
+import contextlib
+import functools
+import gzip
 import io
 import itertools
+import lzma
 import numbers
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -39,10 +45,17 @@ class SvmlightChunks:
     (about 0.2 GiB more at 100,000 rows of 40 entries; ``bench/svmlight_reading.py``);
     other chunks (comments, ``qid``, errors) are parsed by scikit-learn's reader.
 
+    Errors name the file and the line: a line that does not parse, and a value or label
+    that is NaN or infinite (which every gpusvm estimator refuses; scikit-learn's
+    wording), found by the scan or when the chunk is read.
+
     Parameters
     ----------
     path : str or os.PathLike
-        A plain-text file (compressed files cannot be read from an offset).
+        A plain-text file, or one compressed by gzip, bzip2 or xz (known by its first
+        bytes, whatever its name), decompressed as it is read. A compressed file is a
+        stream: ``reader[i]`` decompresses it from its start, so ``seekable`` is False
+        and the streamed trainers read its chunks in order.
     chunk_rows : int, default=100_000
     n_features : int, optional
         The width of X; by default the largest feature index in the file.
@@ -56,10 +69,17 @@ class SvmlightChunks:
 
     def __init__(self, path, chunk_rows=100_000, *, n_features=None, zero_based="auto", dtype=np.float64,
                  parser="auto"):
-        if int(chunk_rows) < 1:
+        if not isinstance(chunk_rows, numbers.Integral) or isinstance(chunk_rows, bool):
+            raise TypeError(f"chunk_rows must be an integer, got {chunk_rows!r}.")
+        if chunk_rows < 1:
             raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows!r}.")
         if parser not in ("auto", "scikit-learn"):
             raise ValueError(f"parser must be 'auto' or 'scikit-learn', got {parser!r}.")
+        if n_features is not None and (not isinstance(n_features, numbers.Integral) or isinstance(n_features, bool)
+                                       or n_features < 1):
+            raise ValueError(f"n_features must be an integer of at least 1 or None, got {n_features!r}.")
+        if not (zero_based is True or zero_based is False or zero_based == "auto"):
+            raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}.")
         self.path, self.chunk_rows, self.dtype, self.parser = Path(path), int(chunk_rows), dtype, parser
         self._n_features, self._zero_based = n_features, zero_based
         self._offsets = None
@@ -68,23 +88,29 @@ class SvmlightChunks:
         if self._offsets is not None:
             return
         offsets, n_rows, lowest, highest = [], 0, None, -1
-        with open(self.path, "rb") as handle:
-            for offset, block in _line_blocks(handle, self.chunk_rows):
+        with open_svmlight(self.path) as handle:
+            for number, (offset, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
                 offsets.append(offset)
-                X, _ = _parse(block, self.path, offset, zero_based=True, n_columns=None, dtype=self.dtype,
+                first_line = 1 + number * self.chunk_rows
+                X, y = _parse(block, self.path, first_line, zero_based=True, n_columns=None, dtype=self.dtype,
                               parser=self.parser)
+                check_finite_rows(X, y, self.path, block, first_line)
+                self._check_indices(X, block, first_line)
                 n_rows += X.shape[0]
                 if X.nnz:
                     lowest = min(lowest if lowest is not None else X.indices.min(), X.indices.min())
                     highest = max(highest, X.indices.max())
-        if self._zero_based == "auto":
+        if self._zero_based == "auto":  # (zero_based=False with index 0: refused above, at its line)
             self._zero_based = bool(lowest == 0)
-        elif not self._zero_based and lowest == 0:
-            raise ValueError(f"{self.path} uses feature index 0, but zero_based=False.")
         width = highest + 1 - (0 if self._zero_based else 1)
         if self._n_features is None:
             self._n_features = max(width, 0)
-        elif width > self._n_features:
+        elif width > self._n_features:  # found once the index base is known: read again for the line
+            with open_svmlight(self.path) as handle:
+                for number, (_, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
+                    X, _ = _parse(block, self.path, 1, zero_based=True, n_columns=None, dtype=self.dtype,
+                                  parser=self.parser)
+                    self._check_indices(X, block, 1 + number * self.chunk_rows)
             raise ValueError(f"{self.path} has {width} features, more than n_features={self._n_features}.")
         self._offsets, self._n_rows = offsets, n_rows
 
@@ -103,34 +129,93 @@ class SvmlightChunks:
         self._scan()
         return self._zero_based
 
+    @property
+    def seekable(self):
+        """Whether ``reader[i]`` reads chunk ``i`` alone (False for a compressed file,
+        which it decompresses from the start)."""
+        return compression(self.path) is None
+
     def __len__(self):
         self._scan()
         return len(self._offsets)
 
     def __getitem__(self, index):
         self._scan()
-        offset = self._offsets[index]
-        with open(self.path, "rb") as handle:
-            handle.seek(offset)
-            return self._chunk(b"".join(itertools.islice(handle, self.chunk_rows)), offset)
+        number = range(len(self._offsets))[index]  # an IndexError past the end; negative from the end
+        with open_svmlight(self.path) as handle:
+            handle.seek(self._offsets[number])
+            return self._chunk(b"".join(itertools.islice(handle, self.chunk_rows)), 1 + number * self.chunk_rows)
 
     def __iter__(self):
         if self._offsets is None and (self._n_features is None or self._zero_based == "auto"):
             self._scan()  # the width or the index base is not known yet
-        with open(self.path, "rb") as handle:  # one sequential pass: no scan needed when width and base are given
-            for offset, block in _line_blocks(handle, self.chunk_rows):
-                yield self._chunk(block, offset)
+        with open_svmlight(self.path) as handle:  # one sequential pass: no scan needed when width and base are given
+            for number, (_, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
+                yield self._chunk(block, 1 + number * self.chunk_rows)
 
-    def _chunk(self, block, offset):
+    def _chunk(self, block, first_line):
         shift = 0 if self._zero_based else 1
-        X, y = _parse(block, self.path, offset, zero_based=True, n_columns=self._n_features + shift, dtype=self.dtype,
+        X, y = _parse(block, self.path, first_line, zero_based=True, n_columns=None, dtype=self.dtype,
                       parser=self.parser)
-        if shift:
-            if X.nnz and X.indices.min() == 0:
-                raise ValueError(f"{self.path} uses feature index 0 (in the chunk at byte {offset}), "
-                                 "but zero_based=False.")
-            X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], self._n_features))
+        check_finite_rows(X, y, self.path, block, first_line)
+        self._check_indices(X, block, first_line)
+        X = sp.csr_matrix((X.data, X.indices - shift if shift else X.indices, X.indptr),
+                          shape=(X.shape[0], self._n_features))
         return X, y
+
+    def _check_indices(self, X, block, first_line):
+        """Refuse index 0 when ``zero_based`` is False, and an index past ``n_features``
+        when it is given, naming the line."""
+        if not X.nnz:
+            return
+        if self._zero_based is False and X.indices.min() == 0:
+            row = row_of_entry(X, int(np.flatnonzero(X.indices == 0)[0]))
+            raise ValueError(f"{self.path} uses feature index 0 ({_line_of_row(block, row, first_line)}), "
+                             "but zero_based=False.")
+        if self._n_features is not None and self._zero_based != "auto":
+            limit = self._n_features + (0 if self._zero_based else 1)  # the raw indices below it
+            if X.indices.max() >= limit:
+                row = row_of_entry(X, int(np.flatnonzero(X.indices >= limit)[0]))
+                raise ValueError(f"{self.path} has feature index {int(X.indices.max())} "
+                                 f"({_line_of_row(block, row, first_line)}), past n_features={self._n_features}"
+                                 f"{'' if self._zero_based else ' (one-based)'}.")
+
+
+# --- compressed files ----------------------------------------------------------------
+
+# The first bytes of each compressed format that open_svmlight reads, and its opener.
+_COMPRESSIONS = {"gzip": (b"\x1f\x8b", gzip.open), "bzip2": (b"BZh", bz2.open),
+                 "xz": (b"\xfd7zXZ\x00", lzma.open)}
+# What a damaged or truncated compressed file raises while it is read.
+_DECOMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, lzma.LZMAError, zlib.error, OSError)
+
+
+def compression(path):
+    """``'gzip'``, ``'bzip2'`` or ``'xz'`` for a file compressed so (by its first bytes),
+    else None."""
+    with open(path, "rb") as handle:
+        head = handle.read(6)
+    return next((name for name, (magic, _) in _COMPRESSIONS.items() if head.startswith(magic)), None)
+
+
+@contextlib.contextmanager
+def open_svmlight(path):
+    """``path`` opened for reading bytes, decompressed as it is read when it is gzip,
+    bzip2 or xz (scikit-learn's reader knows ``.gz`` and ``.bz2`` by their names only).
+    A compressed file that turns out damaged or truncated raises a ValueError naming it."""
+    kind = compression(path)
+    if kind is None:
+        with open(path, "rb") as handle:
+            yield handle
+        return
+    try:
+        with _COMPRESSIONS[kind][1](path, "rb") as handle:
+            yield handle
+    except _DECOMPRESSION_ERRORS as error:
+        raise ValueError(f"{path} is a damaged or truncated {kind} file: {error}") from None
+
+
+# --- parsing, and errors that name the line -------------------------------------------
 
 
 def _line_blocks(handle, lines):
@@ -164,9 +249,10 @@ def _whole_line_blocks(handle, size):
 
 
 def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_based="auto", block_bytes=1 << 23):
-    """What :func:`sklearn.datasets.load_svmlight_file` returns for a plain-text file,
-    read ``block_bytes`` (whole lines) at a time, each block parsed as
-    :class:`SvmlightChunks` parses a chunk (through pyarrow where its lines are plain).
+    """What :func:`sklearn.datasets.load_svmlight_file` returns for a file (plain, or
+    compressed: see :func:`open_svmlight`), read ``block_bytes`` (whole lines) at a time,
+    each block parsed as :class:`SvmlightChunks` parses a chunk (through pyarrow where its
+    lines are plain).
 
     Returns
     -------
@@ -179,8 +265,8 @@ def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_bas
         zero_based is True or zero_based is False or zero_based == "auto")
     if not known_arguments:
         return None
-    with open(path, "rb") as handle:
-        blocks = (_parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype)
+    with open_svmlight(path) as handle:
+        blocks = (_parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype, locate=False)
                   for block in _whole_line_blocks(handle, block_bytes))
         try:
             read = joined(((X.data, X.indices, X.indptr, labels) for X, labels in blocks), dtype)
@@ -203,21 +289,135 @@ def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_bas
     return sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, n_features or width)), y
 
 
-def _parse(block, path, offset, *, zero_based, n_columns, dtype, parser="auto"):
+# What scikit-learn's reader raises for a line it cannot read (OverflowError: an index
+# past a C int).
+_PARSE_ERRORS = (ValueError, UnicodeDecodeError, OverflowError)
+
+
+def _parse(block, path, first_line, *, zero_based, n_columns, dtype, parser="auto", locate=True):
     """A block of whole lines as ``(X, y)``: through Arrow when the lines are plain
     (gpusvm._svmlight_arrow) and ``parser`` is 'auto', else by scikit-learn's reader; the
-    same arrays either way."""
+    same arrays either way. A block that does not parse raises a ValueError naming
+    ``path`` and the line (``first_line`` is the block's first line's number; ``locate``
+    False skips the search for it)."""
     parsed = parse_plain_block(block, dtype) if zero_based and parser == "auto" else None
     if parsed is not None:
         data, indices, indptr, labels = parsed
         width = int(indices.max()) + 1 if indices.shape[0] else 1
         if n_columns is None or width <= n_columns:  # else scikit-learn's reader gives its error
             return sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, n_columns or width)), labels
+    read = functools.partial(_scikit_learn_parse, n_columns=n_columns, zero_based=zero_based, dtype=dtype)
     try:
-        X, y = load_svmlight_file(io.BytesIO(block), n_features=n_columns, zero_based=zero_based, dtype=dtype)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path} is not a LIBSVM/svmlight file (in the chunk at byte {offset}): {error}") from None
-    return X, y
+        return read(block)
+    except _PARSE_ERRORS as error:
+        found = _first_bad_line(block, read) if locate else None
+        if found is None:
+            raise ValueError(f"{path} is not a LIBSVM/svmlight file (in the lines from {first_line}): "
+                             f"{_reason(error)}") from None
+        number, line, reason = found
+        raise ValueError(f"{path} is not a LIBSVM/svmlight file: line {first_line + number} "
+                         f"{_shown(line)}: {reason}") from None
+
+
+def _scikit_learn_parse(block, *, n_columns, zero_based, dtype):
+    return load_svmlight_file(io.BytesIO(block), n_features=n_columns, zero_based=zero_based, dtype=dtype)
+
+
+def _reason(error, line=b""):
+    """What scikit-learn's reader's error says about ``line``, plainer where it says too
+    little."""
+    if isinstance(error, OverflowError):
+        return f"a feature index past {2**31 - 1} ({error})"
+    if isinstance(error, UnicodeDecodeError):
+        return f"bytes that are not text ({error})"
+    if line.startswith(b"\x93NUMPY"):
+        return "this is a .npy file (NumPy's binary format), not text; gpusvm reads .npz archives (--format npz)"
+    if line.startswith(b"PK\x03\x04"):
+        return "this is a zip archive (a .npz file, or a gpusvm model?), not text; for a .npz file, use --format npz"
+    if line.startswith(b"\xef\xbb\xbf"):
+        return f"a UTF-8 byte order mark starts the line; save the file without one ({error})"
+    if b"\r" in line.rstrip(b"\r\n"):
+        return f"lines end with a carriage return alone; end them with \\n or \\r\\n ({error})"
+    if "to unpack" in str(error):  # a field with no colon after the label
+        return f"a feature is not index:value ({error})"
+    return str(error)
+
+
+def _lines(block):
+    """The lines of a block of bytes, each with its ``\\n`` (as a binary file gives them)."""
+    lines = [line + b"\n" for line in block.split(b"\n")]
+    lines[-1] = lines[-1][:-1]  # the text after the last line break (none when the block ends with one)
+    return lines if lines[-1] else lines[:-1]
+
+
+def _first_bad_line(block, read):
+    """``(index, line, reason)`` of the first line of ``block`` that ``read`` refuses on
+    its own (halving the block: about two parses of it), or None when each line passes
+    alone."""
+    lines = _lines(block)
+    if not lines:
+        return None
+    low, high = 0, len(lines)  # the first bad line is in lines[low:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        try:
+            read(b"".join(lines[low:middle]))
+        except _PARSE_ERRORS:
+            high = middle
+        else:
+            low = middle
+    try:
+        read(lines[low])
+    except _PARSE_ERRORS as error:
+        return low, lines[low], _reason(error, lines[low])
+    return None
+
+
+def _shown(line, limit=60):
+    """A line as an error message shows it: its text, cut at ``limit`` characters."""
+    text = line.rstrip(b"\r\n").decode("utf-8", errors="replace")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _line_of_row(block, row, first_line):
+    """``line N 'text'``: where row ``row`` of a parsed block is (comment and blank lines
+    hold no row, as scikit-learn's reader skips them)."""
+    for number, line in enumerate(_lines(block)):
+        if line.split(b"#", 1)[0].split():
+            if row == 0:
+                return f"line {first_line + number} {_shown(line)}"
+            row -= 1
+    return f"a row in the lines from {first_line}"
+
+
+def line_of_row(path, row):
+    """``line N 'text'``: where row ``row`` of svmlight file ``path`` is (read again, to
+    name the line in an error)."""
+    with open_svmlight(path) as handle:
+        for number, line in enumerate(handle, 1):
+            if line.split(b"#", 1)[0].split():
+                if row == 0:
+                    return f"line {number} {_shown(line)}"
+                row -= 1
+    return f"row {row}"
+
+
+def row_of_entry(X, position):
+    """The row of a CSR matrix that holds its ``position``-th stored entry."""
+    return int(np.searchsorted(X.indptr, position, side="right")) - 1
+
+
+def check_finite_rows(X, y, path, block, first_line):
+    """Refuse NaN or infinite values and labels, naming the file and the line, in the
+    words of scikit-learn's check (which every gpusvm estimator would apply, without
+    the line)."""
+    for name, values in (("X", X.data), ("y", y)):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            position = int(np.flatnonzero(bad)[0])
+            row = position if name == "y" else row_of_entry(X, position)
+            what = "NaN" if np.isnan(values[position]) else f"infinity or a value too large for {values.dtype!r}"
+            raise ValueError(f"{path}, {_line_of_row(block, row, first_line)}: Input {name} contains {what}.")
 
 
 class NpzChunks:

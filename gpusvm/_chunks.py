@@ -31,6 +31,7 @@ class ChunkSource:
         except TypeError:
             raise TypeError(f"chunks must be an iterable of (X, y) pairs, got a {type(chunks).__name__}.") from None
         self._used = False
+        self._width = None  # (n_features, number) of the first chunk
 
     def passes(self, what):
         """A fresh iterator over the chunks; a one-shot iterator gives its one pass once,
@@ -42,7 +43,7 @@ class ChunkSource:
                     "Pass a list or a re-iterable reader (gpusvm.data_files.SvmlightChunks, NpzChunks).")
             self._used = True
         for number, chunk in enumerate(self.chunks):
-            yield check_chunk(chunk, number)
+            yield self._checked(chunk, number)
 
     def n_rows(self):
         """The number of rows: the reader's ``n_rows`` when it knows it, else one pass."""
@@ -57,11 +58,25 @@ class ChunkSource:
         return np.unique(np.concatenate(labels)) if labels else np.array([])
 
     def random_access(self):
-        """Whether chunk ``i`` can be read on its own (``len`` and ``source[i]``)."""
-        return hasattr(self.chunks, "__getitem__") and hasattr(self.chunks, "__len__")
+        """Whether chunk ``i`` can be read on its own (``len`` and ``source[i]``), cheaply
+        (a reader of a compressed file says ``seekable = False``)."""
+        return (hasattr(self.chunks, "__getitem__") and hasattr(self.chunks, "__len__")
+                and getattr(self.chunks, "seekable", True))
 
     def chunk(self, index):
-        return check_chunk(self.chunks[index], index)
+        return self._checked(self.chunks[index], index)
+
+    def _checked(self, chunk, number):
+        """:func:`check_chunk`, and the same width as the first chunk (rows or none)."""
+        X, y = check_chunk(chunk, number)
+        if X.ndim == 2:
+            if self._width is None:
+                self._width = (X.shape[1], number)
+            elif X.shape[1] != self._width[0]:
+                width, first = self._width
+                raise ValueError(f"Chunk {number} has {X.shape[1]} features, but chunk {first} has {width}: "
+                                 "every chunk must have the same features.")
+        return X, y
 
 
 def check_chunk(chunk, number):

@@ -28,7 +28,8 @@ def solver_name(estimator):
     for name, cls in SOLVERS.items():
         if type(estimator) is cls:
             return name
+    got = type(estimator)
     raise TypeError(
-        f"Only gpusvm's estimators ({', '.join(cls.__name__ for cls in SOLVERS.values())}) can be "
-        f"saved, got {type(estimator).__name__}."
+        f"Only gpusvm's estimators ({', '.join('gpusvm.' + cls.__name__ for cls in SOLVERS.values())}) can be "
+        f"saved, got a {got.__module__}.{got.__qualname__}."
     )

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from ._backend import BACKENDS, ENV_VARIABLE
+from ._output_files import SameFileError, check_output_path
 from ._registry import SOLVERS
-from .data_files import FORMATS, data_format, read_chunks, read_data
+from .data_files import FORMATS, DataFileError, data_format, read_chunks, read_data
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEFAULT_SOLVER = "kernel-pegasos"  # svm-train's and ThunderSVM's default: an RBF kernel SVM
@@ -133,6 +134,8 @@ def build_parser():
                        help="read DATA (svmlight or .npz) N rows at a time, for a file larger than memory "
                        "(linear and online solvers)")
     train.add_argument("-v", "--verbose", action="count", default=0, help="show a progress bar")
+    train.add_argument("--force", action="store_true",
+                       help="replace MODEL even when it exists and is not a gpusvm model file (never DATA)")
     _add_solver_options(train)
 
     predict = commands.add_parser("predict", parents=[common], help="predict with a saved model",
@@ -141,8 +144,11 @@ def build_parser():
     predict.add_argument("model", metavar="MODEL")
     predict.add_argument("data", metavar="DATA")
     predict.add_argument("out", metavar="OUT", nargs="?",
-                         help="where predictions go, one row per line (default: standard output)")
+                         help="where predictions go, one row per line (default, or '-': standard output)")
     predict.add_argument("--format", choices=FORMATS, default="auto")
+    predict.add_argument("--force", action="store_true",
+                         help="replace OUT even when it exists and does not look like predictions (never MODEL "
+                         "or DATA)")
     kind = predict.add_mutually_exclusive_group()
     kind.add_argument("--decision-values", action="store_true",
                       help="decision values instead of labels: one column for two classes (the second "
@@ -168,7 +174,9 @@ def train_command(args, out):
     model = solver_estimator(args.solver, args)
     if args.n_features is not None and args.n_features < 1:
         raise UsageError(f"--n-features must be at least 1, got {args.n_features}.", "gpusvm train")
-    path = check_model_path(args.model if args.model else Path(args.data).name + ".model")  # before a long fit
+    path = args.model if args.model else Path(args.data).name + ".model"
+    path = _checked_output("gpusvm train", check_model_path, path, overwrite=args.force,  # before a long fit
+                           inputs=[("DATA", args.data)], overwrite_hint="--force")
     if args.chunk_rows is not None:
         return _train_on_chunks(model, args, path, out)
     X, y, how = read_data(args.data, args.format, n_features=args.n_features)
@@ -177,7 +185,7 @@ def train_command(args, out):
     started = time.perf_counter()
     model.fit(X, y)
     seconds = time.perf_counter() - started
-    save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds})
+    save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds}, overwrite=args.force)
     out(f"Trained {type(model).__name__} (--solver {args.solver}) on {X.shape[0]} rows x {X.shape[1]} features "
         f"with {model.backend_} in {seconds:.3f} s; training accuracy {model.score(X, y):.4%}.")
     out(f"Model written to {path}")
@@ -195,13 +203,15 @@ def _train_on_chunks(model, args, path, out):
         raise UsageError(f"--chunk-rows trains {streamed}; --solver {args.solver} needs every row at every step "
                          "(leave --chunk-rows out).", "gpusvm train")
     chunks = read_chunks(args.data, args.format, chunk_rows=args.chunk_rows, n_features=args.n_features)
+    if chunks.n_rows == 0:  # (the scan that counts them is the one the fit needs first)
+        raise DataFileError(f"{args.data} has no data rows to train on.")
     how = {"format": data_format(args.data, args.format), "chunk_rows": args.chunk_rows}
     if how["format"] == "svmlight":
         how["zero_based"] = chunks.zero_based
     started = time.perf_counter()
     model.fit_chunks(chunks)
     seconds = time.perf_counter() - started
-    save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds})
+    save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds}, overwrite=args.force)
     rows = chunks.n_rows * model.n_iter_
     out(f"Trained {type(model).__name__} (--solver {args.solver}) on {chunks.n_rows} rows x {chunks.n_features} "
         f"features, {args.chunk_rows} rows at a time, with {model.backend_}: {model.n_iter_} epoch(s) in "
@@ -213,6 +223,12 @@ def _train_on_chunks(model, args, path, out):
 def predict_command(args, out):
     from .model_io import load
 
+    if args.out == "-":
+        args.out = None  # standard output, as the usual '-' says
+    if args.out:  # before the work: OUT must not be an input, nor a file that predictions should not replace
+        _checked_output("gpusvm predict", check_output_path, args.out, what="the predictions",
+                        kind="a predictions file", replaceable=_looks_like_predictions, overwrite=args.force,
+                        inputs=[("MODEL", args.model), ("DATA", args.data)], overwrite_hint="--force", special=True)
     model = load(args.model, backend=args.backend)
     data = model.metadata_.get("data", {}) if isinstance(model.metadata_, dict) else {}
     zero_based = data.get("zero_based", "auto") if data.get("format") == "svmlight" else "auto"
@@ -238,6 +254,37 @@ def predict_command(args, out):
         report = out if args.out else (lambda line: print(line, file=sys.stderr))
         report(f"Accuracy = {correct / len(y):.4%} ({correct}/{len(y)})")
     return EXIT_OK
+
+
+def _checked_output(prog, check, path, **kwargs):
+    """``check(path, **kwargs)``: a path to write; an input given as the output is a usage error of ``prog``."""
+    try:
+        return check(path, **kwargs)
+    except SameFileError as error:
+        raise UsageError(str(error), prog) from None
+
+
+def _looks_like_predictions(path, sample=1 << 16):
+    """Whether ``path`` reads as ``gpusvm predict`` writes: on each line one label (no
+    comma or colon, as data lines have) or numbers (decision values, probabilities)."""
+    with open(path, "rb") as handle:
+        head = handle.read(sample + 1)
+    try:
+        text = head[:sample].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    lines = text.splitlines()
+    if len(head) > sample and lines:
+        lines.pop()  # cut off by the sample
+    for line in lines:
+        fields = line.split()
+        if len(fields) == 1 and not any(mark in fields[0] for mark in ",:"):
+            continue
+        try:
+            [float(field) for field in fields]
+        except ValueError:
+            return False
+    return True
 
 
 def _number_lines(values):

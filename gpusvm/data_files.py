@@ -5,12 +5,16 @@ The formats, chosen by extension unless named:
 - **svmlight** (LIBSVM's ``svm-train`` format, also ThunderSVM's): ``label index:value ...``
   per line, read by :func:`sklearn.datasets.load_svmlight_file`.  Indices are one-based
   as LIBSVM writes them, unless the file uses index 0 (``zero_based='auto'``).  Any
-  extension other than ``.npz`` and ``.csv`` is read as svmlight.
+  extension other than ``.npz`` and ``.csv`` is read as svmlight; a file compressed by
+  gzip, bzip2 or xz (known by its first bytes) is decompressed as it is read.
 - **npz**: ``numpy.savez(path, X=X, y=y)`` (``y`` optional), or a sparse matrix written
   by :func:`scipy.sparse.save_npz` (plus an optional ``y`` array in the same archive).
   Read with ``allow_pickle=False``.
 - **csv**: comma-separated numbers, the label in the first column (as in svmlight);
   a first line that is not numbers is a header and skipped.  Labels may be words.
+
+A data error names the file and, for svmlight and CSV text, the line (a line that does
+not parse, NaN or infinity, an index the model does not take).
 
 Files larger than memory: :class:`SvmlightChunks` and :class:`NpzChunks` read them
 ``chunk_rows`` rows at a time, for the streamed ``fit_chunks`` of the linear and online
@@ -20,19 +24,21 @@ parses plain lines through pyarrow where it is installed (the same arrays, faste
 
 from __future__ import annotations
 
+import warnings
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._chunked_files import NpzChunks, SvmlightChunks
+from ._chunked_files import NpzChunks, SvmlightChunks, line_of_row, row_of_entry
 from .datasets import load_svmlight
 
 __all__ = ["DataFileError", "FORMATS", "NpzChunks", "SvmlightChunks", "data_format", "read_chunks", "read_data"]
 
 FORMATS = ("auto", "svmlight", "npz", "csv")
 STREAMED_FORMATS = ("svmlight", "npz")
+_LOCATING_ROWS = 1 << 16  # the chunks a svmlight file that fails is read again in, to find the line
 
 
 class DataFileError(ValueError):
@@ -60,14 +66,25 @@ def read_chunks(path, fmt="auto", *, chunk_rows, n_features=None):
         For a CSV file (read whole only) or a missing file.
     """
     fmt = data_format(path, fmt)
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"Data file {path} does not exist.")
+    _check_data_path(path)
     if fmt not in STREAMED_FORMATS:
         raise DataFileError(
             f"{path}: {fmt} files are read whole; chunked reading takes {' or '.join(STREAMED_FORMATS)}.")
     if fmt == "svmlight":
         return SvmlightChunks(path, chunk_rows, n_features=n_features)
     return NpzChunks(path, chunk_rows)
+
+
+def _check_data_path(path):
+    if str(path) == "":
+        raise FileNotFoundError("No data file given (the path is empty).")
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"Data file {path} is a folder; give a data file.")
+    if not path.exists():
+        raise FileNotFoundError(f"Data file {path} does not exist.")
+    if not path.is_file():
+        raise DataFileError(f"Data file {path} is not a regular file (a device, pipe or socket); give a file.")
 
 
 def read_data(path, fmt="auto", *, n_features=None, zero_based="auto"):
@@ -95,13 +112,13 @@ def read_data(path, fmt="auto", *, n_features=None, zero_based="auto"):
     Raises
     ------
     DataFileError
-        For a file that does not parse, or does not fit ``n_features``.
-    FileNotFoundError
-        For a missing file.
+        For a file that does not parse, holds NaN or infinity, has no rows, or does not
+        fit ``n_features``; for svmlight and CSV text, naming the line.
+    FileNotFoundError, IsADirectoryError
+        For a missing file, or a folder.
     """
     fmt = data_format(path, fmt)
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"Data file {path} does not exist.")
+    _check_data_path(path)
     if fmt == "svmlight":
         X, y, zero_based = _read_svmlight(path, n_features, zero_based)
         return X, y, {"format": fmt, "zero_based": zero_based}
@@ -114,28 +131,54 @@ def read_data(path, fmt="auto", *, n_features=None, zero_based="auto"):
 def _read_svmlight(path, n_features, zero_based):
     try:  # raw indices first, to see whether the file uses index 0
         X, y = load_svmlight(path, zero_based=True)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise DataFileError(f"{path} is not a LIBSVM/svmlight file: {error}") from None
+    except (ValueError, UnicodeDecodeError, OverflowError) as error:
+        raise DataFileError(_located_error(path) or f"{path} is not a LIBSVM/svmlight file: {error}") from None
+    if not (np.isfinite(X.data).all() and np.isfinite(y).all()):
+        raise DataFileError(_located_error(path) or f"{path} holds NaN or infinite values.")
+    if X.shape[0] == 0:
+        raise DataFileError(f"{path} has no data rows (it is empty, or holds only comments and blank lines).")
     uses_index_zero = X.nnz > 0 and X.indices.min() == 0
     if zero_based == "auto":
         zero_based = bool(uses_index_zero)
     if not zero_based:
         if uses_index_zero:
-            raise DataFileError(f"{path} uses feature index 0, but the model was trained on one-based indices.")
+            where = line_of_row(path, row_of_entry(X, int(np.flatnonzero(X.indices == 0)[0])))
+            raise DataFileError(
+                f"{path} uses feature index 0 ({where}), but the model was trained on one-based indices.")
         X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], max(X.shape[1] - 1, 0)))
     if n_features is not None:
         if X.shape[1] > n_features:
             highest = X.shape[1] - 1 + int(not zero_based)
+            where = line_of_row(path, row_of_entry(X, int(np.flatnonzero(X.indices >= n_features)[0])))
             raise DataFileError(
-                f"{path} has feature index {highest}, but the model takes {n_features} features "
-                "(when the training file does not use the last features, declare the full count: "
-                "gpusvm train --n-features, or load_svmlight_file's n_features)."
+                f"{path} has feature index {highest}, but the model takes {n_features} features (the first line "
+                f"past them: {where}; when the training file does not use the last features, declare the full "
+                "count: gpusvm train --n-features, or load_svmlight_file's n_features)."
             )
         X.resize((X.shape[0], n_features))
     return X.tocsr(), y, zero_based
 
 
+def _located_error(path):
+    """The error of reading svmlight ``path`` again in chunks, which names the line (None
+    when it reads): the whole-file reader's error does not say where."""
+    try:
+        SvmlightChunks(path, _LOCATING_ROWS, zero_based=True).n_rows
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def _read_npz(path):
+    with open(path, "rb") as handle:
+        head = handle.read(6)
+    if head == b"\x93NUMPY":
+        raise DataFileError(f"{path} is a .npy file (one array); gpusvm reads .npz archives, as "
+                            "numpy.savez(path, X=X, y=y) writes them.")
+    if not head.startswith(b"PK") and not zipfile.is_zipfile(path):  # a damaged zip: np.load's error below
+        raise DataFileError(
+            f"{path} is not a .npz file (not a zip archive); its first line is {_first_line(path)!r}. For a "
+            "LIBSVM/svmlight file, use --format svmlight (or an extension other than .npz).")
     try:
         with np.load(path, allow_pickle=False) as archive:
             keys = set(archive.files)
@@ -162,7 +205,9 @@ def _read_npz(path):
 
 def _read_csv(path, n_features):
     try:
-        text = np.loadtxt(path, delimiter=",", dtype=str, ndmin=2, encoding="utf-8")
+        with warnings.catch_warnings():  # NumPy's note that blank lines are skipped (as they are, here)
+            warnings.filterwarnings("ignore", message="Input line .* contained no data", category=UserWarning)
+            text = np.loadtxt(path, delimiter=",", dtype=str, ndmin=2, encoding="utf-8")
     except (ValueError, UnicodeDecodeError) as error:
         raise DataFileError(f"{path} is not a CSV file of equal-length rows: {error}") from None
     text = np.char.strip(text)
@@ -171,7 +216,8 @@ def _read_csv(path, n_features):
             f"{path} has a single column: gpusvm reads CSV files as comma-separated values, the label "
             f"first. Its first line is {_first_line(path)!r}; for a LIBSVM/svmlight file, use --format "
             "svmlight (or an extension other than .csv).")
-    if text.shape[0] and not _all_numbers(text[0, 1:]):
+    header = bool(text.shape[0]) and not _all_numbers(text[0, 1:])
+    if header:
         text = text[1:]  # a header line
     if text.shape[0] == 0:
         raise DataFileError(f"{path} has no data rows.")
@@ -180,8 +226,28 @@ def _read_csv(path, n_features):
     try:
         X = features.astype(np.float64)
     except ValueError as error:
-        raise DataFileError(f"{path} has a feature that is not a number: {error}") from None
-    return X, (_labels(text[:, 0]) if has_labels else None)
+        row = next(i for i, cells in enumerate(features) if not _all_numbers(cells))
+        raise DataFileError(f"{path}, {_csv_line(path, row + header)}: a feature is not a number ({error}).") from None
+    labels = _labels(text[:, 0]) if has_labels else None
+    for name, values in (("X", X), ("y", labels if labels is not None and labels.dtype.kind == "f" else None)):
+        if values is not None and not np.isfinite(values).all():
+            row = int(np.flatnonzero(~np.isfinite(values.reshape(values.shape[0], -1)).all(axis=1))[0])
+            what = "NaN" if np.isnan(values[row]).any() else f"infinity or a value too large for {values.dtype!r}"
+            raise DataFileError(f"{path}, {_csv_line(path, row + header)}: Input {name} contains {what}.")
+    return X, labels
+
+
+def _csv_line(path, row):
+    """``line N 'text'`` of row ``row`` of a CSV file, the header included (np.loadtxt
+    skips blank lines and ``#`` comments)."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.split("#", 1)[0].strip():
+                if row == 0:
+                    text = line.rstrip("\r\n")
+                    return f"line {number} {text if len(text) <= 60 else text[:60] + '...'!r}"
+                row -= 1
+    return f"row {row}"
 
 
 def _first_line(path, limit=80):

@@ -7,16 +7,18 @@ from importlib import resources
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
-from ._chunked_files import read_svmlight_in_blocks
+from ._chunked_files import open_svmlight, read_svmlight_in_blocks
 
 
 def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto"):
-    """Read a LIBSVM / svmlight file (plain, ``.gz`` or ``.bz2``) as CSR and labels.
+    """Read a LIBSVM / svmlight file (plain, or compressed by gzip, bzip2 or xz) as CSR
+    and labels.
 
-    What :func:`sklearn.datasets.load_svmlight_file` returns (its errors included); a
-    plain-text file is read in blocks of lines, those of plain lines parsed through
-    pyarrow where it is installed (``gpusvm.data_files.SvmlightChunks``), about 3 times
-    as fast.
+    What :func:`sklearn.datasets.load_svmlight_file` returns (its errors included); the
+    file is read in blocks of lines, those of plain lines parsed through pyarrow where it
+    is installed (``gpusvm.data_files.SvmlightChunks``), about 3 times as fast. A
+    compressed file is known by its first bytes, whatever its name, and decompressed as
+    it is read.
 
     Parameters
     ----------
@@ -31,10 +33,11 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
     X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,)
     """
-    compressed = str(path).endswith((".gz", ".bz2"))  # scikit-learn's reader opens those
-    read = None if compressed else read_svmlight_in_blocks(path, n_features=n_features, dtype=dtype,
-                                                           zero_based=zero_based)
-    X, y = read or load_svmlight_file(str(path), n_features=n_features, dtype=dtype, zero_based=zero_based)
+    read = read_svmlight_in_blocks(path, n_features=n_features, dtype=dtype, zero_based=zero_based)
+    if read is None:  # scikit-learn's reader gives its result, or its error
+        with open_svmlight(path) as stream:
+            read = load_svmlight_file(stream, n_features=n_features, dtype=dtype, zero_based=zero_based)
+    X, y = read
     X = X.tocsr()
     if X.nnz < 2**31 and X.shape[1] < 2**31:  # 32-bit indices, as scikit-learn's LIBLINEAR needs
         X.indices = X.indices.astype(np.int32, copy=False)

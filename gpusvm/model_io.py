@@ -36,6 +36,7 @@ import os
 import re
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ import scipy.sparse as sp
 
 from ._backend import cupy_device_count, is_cupy_array, resolve_backend, to_numpy
 from ._model_checks import InconsistentModel, check_model_parts
+from ._output_files import check_output_path, write_target
 from ._registry import SOLVERS, solver_name
 from .solvers.online_logistic import OnlineState
 from .solvers.pegasos import PegasosState
@@ -63,40 +65,63 @@ class ModelFileError(ValueError):
     written in a format version this gpusvm does not read."""
 
 
-def save(model, path, *, metadata=None):
+def save(model, path, *, metadata=None, overwrite=False):
     """Write a fitted gpusvm estimator to ``path``, atomically.
 
     Parameters
     ----------
     model : fitted gpusvm estimator
+        A :mod:`gpusvm.dask` estimator is saved as its ``to_local()`` (the single-node
+        estimator, which :func:`load` returns).
     path : str or os.PathLike
         The file to write (any extension; ``.npz`` lets NumPy list its arrays). An
-        existing file is replaced only once the new one is complete.
+        existing gpusvm model file (or an empty file) is replaced only once the new one
+        is complete; a symbolic link is written through (the file it points to is
+        replaced). A read-only file is never replaced.
     metadata : dict, optional
         Extra facts to keep with the model: numbers, strings, lists, dicts and NumPy
         arrays (the command line records how it read the training data); :func:`load`
         returns them as ``model.metadata_``.
+    overwrite : bool, default=False
+        Also replace an existing file that is not a gpusvm model file (by default such
+        a file, e.g. a data file given by mistake, is left as it is).
 
     Raises
     ------
     TypeError
-        For an object that is not a gpusvm estimator, or a parameter or attribute that
-        has no safe file form (e.g. ``random_state`` given as a ``RandomState``).
+        For an object that is not a gpusvm estimator, or a parameter, attribute or
+        metadata value that has no safe file form (e.g. ``random_state`` given as a
+        ``RandomState``).
     sklearn.exceptions.NotFittedError
         For a model that has not been fitted.
+    FileExistsError, PermissionError, IsADirectoryError, FileNotFoundError
+        For a path it must not or cannot write (see :func:`check_model_path`).
     """
     from ._validation import check_is_fitted
 
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a dict or None, got a {type(metadata).__name__}.")
+    if not isinstance(overwrite, (bool, np.bool_)):
+        raise TypeError(f"overwrite must be True or False, got {overwrite!r}.")
+    if _is_dask_estimator(model):
+        check_is_fitted(model)
+        model = model.to_local()
     solver = solver_name(model)
     check_is_fitted(model)
-    path = check_model_path(path)
+    path = check_model_path(path, overwrite=overwrite)
     arrays = {}
-    params = {name: _encode(value, f"params.{name}", arrays) for name, value in model.get_params(deep=False).items()}
-    attributes = {
-        name: _encode(value, name, arrays)
-        for name, value in sorted(model.__dict__.items())
-        if name not in params and name != "metadata_"
-    }
+    try:
+        params = {name: _encode(value, f"params.{name}", arrays)
+                  for name, value in model.get_params(deep=False).items()}
+        attributes = {
+            name: _encode(value, name, arrays)
+            for name, value in sorted(model.__dict__.items())
+            if name not in params and name != "metadata_"
+        }
+        user = _encode(dict(metadata or {}), "user", arrays)
+    except RecursionError:
+        raise TypeError("The model or its metadata holds a list or dict that contains itself (or nests "
+                        "thousands deep), which has no file form.") from None
     document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -108,32 +133,51 @@ def save(model, path, *, metadata=None):
         "n_features_in": int(model.n_features_in_),
         "dtype": str(_main_array(model).dtype),
         "attributes": attributes,
-        "user": _encode(dict(metadata or {}), "user", arrays),
+        "user": user,
     }
     text = json.dumps(document, indent=1, allow_nan=False)
-    _write_atomically(Path(path), text, arrays)
+    _write_atomically(write_target(path), text, arrays)
 
 
-def check_model_path(path):
-    """``path`` as a :class:`~pathlib.Path` that :func:`save` can write: not a folder, in
-    a folder that exists and is writable. Called before training by the command line, so
-    that a long fit does not end in an unwritable path.
+def _is_dask_estimator(model):
+    """A gpusvm.dask estimator: its single-node twin is the one a file holds."""
+    local = getattr(type(model), "local_class", None)
+    return local in SOLVERS.values() and callable(getattr(model, "to_local", None))
+
+
+def check_model_path(path, *, overwrite=False, inputs=(), overwrite_hint="overwrite=True"):
+    """``path`` as a :class:`~pathlib.Path` that :func:`save` can and may write: not a
+    folder, in a folder that exists and is writable, not one of ``inputs``, and, when
+    it exists, a writable gpusvm model file or empty (or any writable file, with
+    ``overwrite``). Called before training by the command line, so that a long fit
+    does not end in a path it cannot write.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    overwrite : bool, default=False
+        Allow replacing an existing file that is not a gpusvm model file.
+    inputs : sequence of (name, path)
+        Files that must not be replaced (the command line's training data).
+    overwrite_hint : str
+        How the caller asks to overwrite, for the message.
 
     Raises
     ------
-    IsADirectoryError, FileNotFoundError, PermissionError
-        Each naming the path and what to give instead.
+    IsADirectoryError, FileNotFoundError, PermissionError, FileExistsError
+        Each naming the path and what to give instead; ``ValueError`` for an input.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(
-            f"The model path {str(path)!r} is a folder; give a file name, e.g. {str(path / 'model.npz')!r}.")
-    folder = path.resolve().parent
-    if not folder.is_dir():
-        raise FileNotFoundError(f"Cannot write the model to {str(path)!r}: the folder {str(folder)!r} does not exist.")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise PermissionError(f"Cannot write the model to {str(path)!r}: the folder {str(folder)!r} is not writable.")
-    return path
+    return check_output_path(path, what="the model", kind="a gpusvm model file", replaceable=is_model_file,
+                             overwrite=overwrite, inputs=inputs, overwrite_hint=overwrite_hint)
+
+
+def is_model_file(path):
+    """Whether ``path`` starts as :func:`save` writes a file (a zip archive whose first
+    member is ``gpusvm.json``): also true of a damaged or truncated model file, which a
+    new save may replace."""
+    with open(path, "rb") as handle:
+        head = handle.read(30 + len(METADATA_MEMBER))
+    return head.startswith(b"PK\x03\x04") and head[30:] == METADATA_MEMBER.encode()
 
 
 def load(path, *, backend=None):
@@ -163,6 +207,8 @@ def load(path, *, backend=None):
         As for any file.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"The model path {str(path)!r} is a folder; give a model file.")
     try:
         with zipfile.ZipFile(path) as archive:
             document = _read_metadata(archive, path)
@@ -241,10 +287,30 @@ def _encode(value, name, arrays):
             return {key: _encode(item, f"{name}.{key}", arrays) for key, item in value.items()}
         return {"$dict": [[_encode(key, name, arrays), _encode(item, f"{name}.{i}", arrays)]
                           for i, (key, item) in enumerate(value.items())]}
-    raise TypeError(
-        f"{name} cannot be saved: a {type(value).__name__} has no safe file form (arrays, numbers, "
-        f"strings, lists and dicts do). For random_state, pass an int or None."
-    )
+    article = "an" if type(value).__name__[:1].lower() in "aeiou" else "a"
+    raise TypeError(f"{_described(name)} cannot be saved: {article} {type(value).__name__} has no safe file form "
+                    f"(NumPy arrays, numbers, strings, None, lists and dicts do).{_advice(name)}")
+
+
+def _described(name):
+    """What an encoded value is, for a message: ``params.C`` is parameter C, ``user.a.b``
+    is metadata value a.b, anything else a fitted attribute."""
+    if name.startswith("params."):
+        return f"The parameter {name[len('params.'):]}"
+    if name == "user" or name.startswith("user."):
+        return f"The metadata value {name[len('user.'):]!r}"
+    return f"The fitted attribute {name}"
+
+
+def _advice(name):
+    parameter = name[len("params."):].split(".", 1)[0] if name.startswith("params.") else None
+    if parameter == "random_state":
+        return " For random_state, pass an int or None."
+    if parameter is not None:
+        return f" Set {parameter} to one of those (model.set_params) before saving."
+    if name.startswith("user"):
+        return " Convert it to one of those, or leave it out of metadata."
+    return ""
 
 
 def _encode_array(array, name, arrays):
@@ -256,7 +322,8 @@ def _encode_array(array, name, arrays):
     if array.dtype == object:
         if array.ndim == 1 and all(isinstance(item, str) for item in array):
             return {"$strings": array.tolist()}  # e.g. feature_names_in_
-        raise TypeError(f"{name} cannot be saved: an object array other than a list of strings.")
+        raise TypeError(f"{_described(name)} cannot be saved: an object array other than a list of strings."
+                        f"{_advice(name)}")
     member = name if _SAFE_MEMBER.match(name) and name not in arrays else f"array{len(arrays)}"
     arrays[member] = np.ascontiguousarray(array)
     return {"$array": member, "dtype": array.dtype.str, "shape": list(array.shape)}
@@ -344,6 +411,11 @@ def _read_metadata(archive, path):
                if key not in document]
     if missing:
         raise ModelFileError(f"{path}: {METADATA_MEMBER} lacks {', '.join(missing)}.")
+    shapes = {"params": dict, "attributes": dict, "user": dict, "classes": list, "solver": str}
+    for key, kind in shapes.items():
+        if not isinstance(document[key], kind):
+            raise ModelFileError(f"{path}: in {METADATA_MEMBER}, {key} is a {type(document[key]).__name__}, "
+                                 f"not a {'JSON object' if kind is dict else kind.__name__}.")
     if document["solver"] not in SOLVERS:
         raise ModelFileError(
             f"{path} names solver {document['solver']!r}, which this gpusvm does not have "

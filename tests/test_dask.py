@@ -537,3 +537,42 @@ def test_a_worker_lost_before_an_epochs_objective_leaves_the_model_unchanged(pro
     assert len(calls) >= 3 and victim not in client.nthreads()
     np.testing.assert_array_equal(model.coef_, reference.coef_)
     np.testing.assert_array_equal(model.intercept_, reference.intercept_)
+
+
+def test_predicting_before_fit_is_a_not_fitted_error():
+    from sklearn.exceptions import NotFittedError
+
+    X, y = blobs(2, n=60)
+    dX, _ = chunked(X, y, chunks=(60,))
+    for name in ONLINE + ["PegasosSVC", "SBPClassifier"]:
+        model = getattr(gd, name)()
+        for method in ("predict", "decision_function") + (("predict_proba",) if name in ONLINE else ()):
+            for data in (dX, X):
+                with pytest.raises(NotFittedError, match=f"This {name} instance is not fitted yet"):
+                    getattr(model, method)(data)
+
+
+@pytest.mark.parametrize("name, params", [("FTRLClassifier", {}), ("PegasosSVC", {"max_iter": 3}),
+                                          ("SBPClassifier", {"max_iter": 2})])
+def test_saving_a_dask_estimator_saves_its_single_node_twin(client, tmp_path, name, params):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError, match=f"This {name} instance is not fitted yet"):
+        gpusvm.save(getattr(gd, name)(), tmp_path / "m")
+    X, y = blobs(2, n=600)
+    model = getattr(gd, name)(random_state=0, backend="numpy", **params).fit(*chunked(X, y, chunks=(300, 300)))
+    gpusvm.save(model, tmp_path / "m")
+    loaded = gpusvm.load(tmp_path / "m")
+    assert type(loaded) is getattr(gpusvm, name)
+    np.testing.assert_array_equal(loaded.decision_function(X), model.to_local().decision_function(X))
+
+
+def test_a_wrong_width_or_client_is_refused_before_any_work(client):
+    X, y = blobs(2, n=600)
+    model = gd.FTRLClassifier(max_iter=1, backend="numpy").fit(*chunked(X, y, chunks=(300, 300)))
+    with pytest.raises(ValueError, match="X has 5 features, but FTRLClassifier is expecting 12 features as input"):
+        model.predict(da.from_array(X[:, :5], chunks=(300, 5)))  # at the call, not when computed
+    bogus = gd.FTRLClassifier()
+    bogus.client = "tcp://127.0.0.1:8786"
+    with pytest.raises(TypeError, match="client must be a dask.distributed Client or None"):
+        bogus.fit(*chunked(X, y, chunks=(300, 300)))

@@ -67,7 +67,7 @@ def test_svmlight_chunks_read_what_scikit_learn_reads(tmp_path, zero_based):
 def test_svmlight_chunks_name_a_bad_file(tmp_path):
     path = tmp_path / "bad.svm"
     path.write_text("1 1:0.5\n" * 10 + "this is not svmlight\n")
-    with pytest.raises(ValueError, match="bad.svm is not a LIBSVM/svmlight file \\(in the chunk at byte 80\\)"):
+    with pytest.raises(ValueError, match="bad.svm is not a LIBSVM/svmlight file: line 11 'this is not svmlight'"):
         list(SvmlightChunks(path, chunk_rows=10))
     with pytest.raises(ValueError, match="chunk_rows must be at least 1, got 0"):
         SvmlightChunks(path, chunk_rows=0)

@@ -17,7 +17,7 @@ import dask
 import numpy as np
 from dask.array import Array
 from dask.core import flatten
-from distributed import default_client, futures_of, wait
+from distributed import Client, default_client, futures_of, wait
 
 from ._shards import add_partition, finish_shard, rows_of_block, summarize
 
@@ -39,6 +39,9 @@ PARTITIONS_AHEAD = 2
 def current_client(client):
     """``client``, or the current dask.distributed client, with a clear error when none."""
     if client is not None:
+        if not isinstance(client, Client):
+            raise TypeError(f"client must be a dask.distributed Client or None (the current one), got a "
+                            f"{type(client).__name__}.")
         return client
     try:
         return default_client()

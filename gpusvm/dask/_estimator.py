@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 from dask.array import Array
@@ -10,6 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 
 from .._estimator import restore_on_error
+from .._validation import check_is_fitted
 from ._cluster import ShardSet, current_client
 
 
@@ -128,12 +130,14 @@ class DaskEstimatorMixin:
         """Decision scores; a lazy dask array for dask input (computed where its chunks are)."""
         if not _is_dask(X):
             return super().decision_function(X)
+        check_is_fitted(self)
         return self._map_rows(X, "decision_function", np.float64, self._score_columns())
 
     def predict(self, X):
         """Class labels; a lazy dask array for dask input."""
         if not _is_dask(X):
             return super().predict(X)
+        check_is_fitted(self)
         return self._map_rows(X, "predict", self.classes_.dtype, None)
 
     def _score_columns(self):
@@ -144,6 +148,9 @@ class DaskEstimatorMixin:
         X = _as_array(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (rows, features); got a dask array of shape {X.shape}.")
+        if not math.isnan(X.shape[1]) and X.shape[1] != self.n_features_in_:  # now, not when computed
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
         if len(X.chunks[1]) > 1:
             X = X.rechunk({1: -1})
         local = self.to_local()

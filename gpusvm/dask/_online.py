@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import linear_model
 from .._backend import get_namespace, resolve_backend, to_numpy
-from .._validation import class_positions, to_backend
+from .._validation import check_is_fitted, class_positions, to_backend
 from .._random import seed_from_random_state
 from ..solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, shuffled_order
 from ._cluster import block_rows, run_epoch_with_resumes, step_through_blocks
@@ -118,6 +118,7 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
         """Class probabilities; a lazy dask array for dask input."""
         if not hasattr(X, "__dask_graph__"):
             return super().predict_proba(X)
+        check_is_fitted(self)
         return self._map_rows(X, "predict_proba", np.float64, self.classes_.shape[0])
 
 
