@@ -10,11 +10,11 @@ import re
 import sys
 from pathlib import Path
 
-import gpusvm
-
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
-sys.path.insert(0, str(ROOT))  # the checkout's gpusvm when it is not installed
+sys.path.insert(0, str(ROOT))  # this checkout's gpusvm, installed or not
+
+import gpusvm  # noqa: E402
 
 # The gallery runs on the CPU wherever the site is built, so that its figures do not
 # depend on the build machine (examples/plot_cpu_and_gpu.py shows the GPU code).
