@@ -1,7 +1,7 @@
 """Online sparse logistic regression: FTRL-Proximal and its relatives TG, FOBOS and RDA.
 
 Four estimators with one interface (``fit``, ``partial_fit``, ``predict_proba``, ...),
-one per update rule of algorithms.md section 3, so that each carries only its own
+one per update rule of docs/algorithms.md section 3, so that each carries only its own
 hyperparameters and its own docstring.  The rules themselves live in
 :mod:`gpusvm.solvers.online_logistic`.
 """

@@ -15,7 +15,7 @@ the k smallest, the water covers the ``k*`` lowest, where::
 and ``gamma = (volume + U_k*) / k*`` (for the bias: ``2 gamma``).  The criterion is monotone
 in ``k``, so ``k*`` can be found
 
-1. by sorting (``*_sorted``: O(n log n), the test oracle, written as algorithms.md does);
+1. by sorting (``*_sorted``: O(n log n), the test oracle, written as docs/algorithms.md does);
 2. by a binary search over ranks that partitions the still-open ranks around their
    middle (``np.partition``, the paper's Algorithm 2 with rank pivots): each round halves
    the open part, so O(n) in all;
@@ -88,7 +88,7 @@ def find_gamma_sorted(responses, volume):
 
 
 def find_gamma_and_bias_sorted(y, responses, volume):
-    """Water level and unregularized bias by sorting both basins (algorithms.md, section 2)."""
+    """Water level and unregularized bias by sorting both basins (docs/algorithms.md, section 2)."""
     positive, negative, volume = _split_by_label(y, responses, volume)
     p, m = np.sort(positive), np.sort(negative)
     n_pairs = min(p.size, m.size)

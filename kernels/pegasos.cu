@@ -1,5 +1,5 @@
 // One mini-batch Pegasos step on the device, in three launches (see
-// gpusvm/solvers/_pegasos_cuda.py for the order and algorithms.md section 1 for the math).
+// gpusvm/solvers/_pegasos_cuda.py for the order and docs/algorithms.md section 1 for the math).
 //
 // The weights of class c are w_c = a_c * v_c (the `w = a*v` trick): shrinking w by
 // (1 - 1/t) changes only the scalar a_c, and adding the violators' y*x touches only their

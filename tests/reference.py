@@ -7,7 +7,7 @@ from gpusvm._random import random_indices
 
 def reference_pegasos(X, Y, sample_weight, lam, batch_size, n_steps, seed, *, projection=True,
                       fit_intercept=True, average_start=None, weight_by_step=True):
-    """Mini-batch Pegasos exactly as algorithms.md section 1 writes it, with a dense w
+    """Mini-batch Pegasos exactly as docs/algorithms.md section 1 writes it, with a dense w
     (projection radius sqrt(mean(s) / lam), which is 1/sqrt(lam) for unit weights).
 
     Returns the (n_classes, n_features + fit_intercept) weights: the last iterate, or the
@@ -50,7 +50,7 @@ def reference_kernel_pegasos(K, Y, sample_weight, lam, batch_size, n_steps, seed
 
 
 def reference_sbp(K, n_train, targets, nu, batch_size, fit_intercept, seed, n_steps):
-    """The SBP of algorithms.md section 2 (Algorithm 1) with B draws per step, written
+    """The SBP of docs/algorithms.md section 2 (Algorithm 1) with B draws per step, written
     plainly: dense alpha, c and h, explicit projection, sort-based water levels.
 
     ``K`` is the kernel matrix of the training rows against training then holdout rows.
@@ -94,7 +94,7 @@ def reference_sbp(K, n_train, targets, nu, batch_size, fit_intercept, seed, n_st
 
 
 def reference_online_logistic(kind, X, y01, epoch_orders, params, fit_intercept=True, batch_size=1):
-    """The per-example algorithms of algorithms.md section 3, with a dense w.
+    """The per-example algorithms of docs/algorithms.md section 3, with a dense w.
 
     Every coordinate is updated at every example (FOBOS and TG shrink absent features
     too); the intercept is an extra feature of value 1 that no penalty touches.  RDA

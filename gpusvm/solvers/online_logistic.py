@@ -1,6 +1,6 @@
 """Online sparse logistic regression: FTRL-Proximal, Truncated Gradient, L1-FOBOS, L1-RDA.
 
-The per-coordinate rules of algorithms.md section 3, for one-vs-rest logistic loss on
+The per-coordinate rules of docs/algorithms.md section 3, for one-vs-rest logistic loss on
 labels ``y01`` in {0, 1}.  Examples are counted ``s = 1, 2, ...`` over the model's life.
 
 Mini-batches

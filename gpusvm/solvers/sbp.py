@@ -1,6 +1,6 @@
 """The kernelized Stochastic Batch Perceptron (Cotter, Shalev-Shwartz and Srebro 2012).
 
-Algorithm 1 of the paper (``algorithms.md``, section 2), one-vs-rest, with mini-batches.
+Algorithm 1 of the paper (``docs/algorithms.md``, section 2), one-vs-rest, with mini-batches.
 Per binary problem the state is ``w = sum_i alpha_i y_i Phi(x_i)``, kept through the
 responses ``c_j = y_j <w, Phi(x_j)>`` of every training row, the squared norm
 ``r2 = ||w||^2``, and the holdout responses ``h_v = <w, Phi(x_v)>``.  Step ``t``:
