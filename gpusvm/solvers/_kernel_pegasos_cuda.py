@@ -3,12 +3,13 @@
 A step is two launches for every class together: the draw, margin test and count
 updates, then the responses' update from the violating rows' kernel values, read from
 the whole kernel matrix when it fits in ``kernel_cache`` (computed once, in X's dtype),
-else from the drawn rows' inner products with every row (one product a step, between
-the two launches).  The step number and scale are a schedule on the device
-(:mod:`gpusvm._step_blocks`), so a block of steps is the same launches every time: with
-the resident matrix it can be replayed as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with a
-product each step, which runs cuBLAS or cuSPARSE and allocates, the launches stay direct.
-No value comes back to the host until the fit ends.
+else from the drawn rows' inner products with every row (one product a step, or
+several of a bounded size for a large batch, between the two launches).  The step
+number and scale are a schedule on the device (:mod:`gpusvm._step_blocks`), so a block
+of steps is the same launches every time: with the resident matrix it can be replayed
+as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with a product each step, which runs cuBLAS
+or cuSPARSE and allocates, the launches stay direct. No value comes back to the host
+until the fit ends.
 """
 
 from __future__ import annotations
