@@ -27,6 +27,11 @@ they are importable, and are reported as missing otherwise (``bench/_peers.py``)
 * ``--float32``: SBP also runs at batch 64 on float32 copies of float64 data (its kernel
   values in float32, the responses and level in float64); MNIST is float32 throughout.
 
+Every SBP and KernelPegasos point records where the fit read its kernel values
+(``kernel_values_source``: 'matrix', resident on the device; 'cache', a row cache;
+'products', computed each step; pairs trained in turn joined by '+'), which
+``kernel_cache='auto'`` decides by the device's free memory.
+
     python bench/sbp_kernel.py [--datasets adult mnist8 magic letter] [--backends numpy cupy] [--float32] [--quick]
 """
 
@@ -43,7 +48,8 @@ from sklearn.base import clone
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, markdown_table, result_stem, timed_fit, write_results  # noqa: E402
+from _common import (TimeLimit, markdown_table, result_stem, sbp_kernel_values_source, timed_fit,  # noqa: E402
+                     write_results)
 from _peers import MissingPeer, kernel_peers, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
@@ -101,6 +107,7 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
         points.append({"kernel_evals": model.history_[-1]["kernel_evals"], "seconds": seconds,
                        "epochs": model.n_iter_, "test_error": error(model, X_test, y_test),
                        "rows_computed": model.history_[-1]["kernel_rows_computed"],
+                       "kernel_values_source": sbp_kernel_values_source(model),
                        "n_support": int(model.support_.size), "level": float(model.water_level_[0])})
         print(f"  SBP B={batch_size} {backend}", points[-1], flush=True)
         if after_target is None and points[-1]["test_error"] <= target:
@@ -169,7 +176,8 @@ def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs, points):
         seconds = timed_fit(model, X, y, backend)
         violations = np.abs(model.dual_coef_).sum() * model.lam_ * model.t_ * LARGE_BATCH
         points.append({"kernel_evals": float(violations * X.shape[0]), "seconds": seconds, "epochs": epochs,
-                       "test_error": error(model, X_test, y_test), "n_support": int(model.support_.size)})
+                       "test_error": error(model, X_test, y_test), "n_support": int(model.support_.size),
+                       "kernel_values_source": model.kernel_values_source_})
         print(f"  KernelPegasos {backend}", points[-1], flush=True)
         epochs *= 2
 

@@ -6,7 +6,10 @@ device's ``kernel_cache``, the host's row cache holding every row), computed fro
 each step ("rows"), or, on the device and when asked for, from a row cache of an eighth
 of the rows ("cache": ``kernel_cache`` below the matrix's size; at least twice a step's
 rows), the steps are timed after a warm-up (the solver's stepper alone:
-``CupySBPSteps`` or ``NumpySBPSteps``), and printed beside two floors:
+``CupySBPSteps`` or ``NumpySBPSteps``), and printed beside two floors. Each row also
+records where the stepper read its kernel values (``kernel_values_source``: 'matrix',
+resident on the device; 'cache', a row cache, the host's always; 'products', computed
+each step), which is what the budget asked for gave:
 
 * **bandwidth**: the bytes a step cannot avoid over the machine's measured copy
   bandwidth. Per problem and training row, the level's pass over the responses and
@@ -159,6 +162,7 @@ def measure_step(X, labels, n_classes, kernel_values, backend, bandwidth, latenc
     return {
         "backend": backend, "rows": n, "classes": n_classes, "problems": problem.n_problems,
         "data": "sparse" if hasattr(X, "indptr") else "dense", "kernel_values": kernel_values,
+        "kernel_values_source": steps.kernel_values_source,
         "rows_computed": int(steps.kernel_rows_computed), "step_ms": seconds * 1e3,
         "bandwidth_floor_ms": bandwidth_floor * 1e3,
         "latency_floor_ms": None if latency is None else latency * 1e3,
@@ -192,7 +196,8 @@ def main():
                         results.append(row)
                         print(row, flush=True)
     columns = [("backend", "backend", ""), ("rows", "rows", ","), ("classes", "classes", ""), ("data", "data", ""),
-               ("kernel values", "kernel_values", ""), ("rows computed", "rows_computed", ","),
+               ("kernel values", "kernel_values", ""), ("source", "kernel_values_source", ""),
+               ("rows computed", "rows_computed", ","),
                ("step ms", "step_ms", ".3f"),
                ("bandwidth floor ms", "bandwidth_floor_ms", ".4f"), ("latency floor ms", "latency_floor_ms", ".4f"),
                ("x floor", "times_floor", ".1f")]

@@ -220,6 +220,7 @@ def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():
         assert r["step_ms"] > 0 and r["bandwidth_floor_ms"] > 0
         assert r["times_floor"] == pytest.approx(r["step_ms"] / r["bandwidth_floor_ms"], rel=1e-9)
         assert r["latency_floor_ms"] is None  # the host has no graph launch
+        assert r["kernel_values_source"] == "cache"  # the host's row cache, whatever its size
 
 
 def test_perceptron_benchmark_quick_counts_kernel_evaluations():
@@ -239,6 +240,8 @@ def test_sbp_benchmark_quick_on_keel_letter_one_vs_rest():
     experiment = payload["experiments"][0]
     assert experiment["dataset"] == "letter" and experiment["svc"]["test_error"] < 0.3
     assert experiment["svc"]["nu_from_svc"] > 0
+    for label, points in experiment["curves"].items():  # on the host: SBP's row cache, KernelPegasos' rows
+        assert {p["kernel_values_source"] for p in points} == {"products" if "KernelPegasos" in label else "cache"}
 
 
 def test_one_vs_one_benchmark_quick_on_keel_penbased():
@@ -250,6 +253,7 @@ def test_one_vs_one_benchmark_quick_on_keel_penbased():
     solvers = [row["solver"] for row in payload["results"]]
     assert solvers == ["SVC (LIBSVM, one-vs-one)", "SBP one-vs-rest, batch 64", "SBP one-vs-one, batch 64"]
     assert all(row["test_error"] < 0.2 and row["seconds"] > 0 for row in payload["results"])
+    assert [row.get("kernel_values_source") for row in payload["results"]] == [None, "cache", "cache"]
 
 
 def test_defaults_benchmark_quick_on_keel_penbased():

@@ -88,6 +88,7 @@ def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, 
     steps = CupySBPSteps(problem, kernel_cache=kernel_cache)
     assert (steps.kernel_matrix is not None, steps.row_cache is not None) == (
         kernel_values == "matrix", kernel_values == "cache")
+    assert steps.kernel_values_source == kernel_values
     schedule = sbp_solver.step_schedule(1, 14, steps.eta0)
     steps.run_steps(schedule[:8])  # two full blocks and a partial one, then one of each
     steps.run_steps(schedule[8:])
@@ -314,6 +315,27 @@ def test_row_cache_stops_prefetching_rows_that_are_never_asked_for(rng):
         cache.rows(np.array([row]), prefetch=lambda: np.arange(200, 400))
     assert cache.prefetched == row_cache.PREFETCH_START and cache.prefetch_used == 0
     assert cache.rows_computed == 200 + row_cache.PREFETCH_START
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_history_says_where_the_kernel_values_came_from(rng, n_classes):
+    """On the host, from its row cache (``cache_size``), one-vs-one pairs included."""
+    X = rng.normal(size=(60, 3))
+    y = rng.integers(0, n_classes, 60)
+    model = SBPClassifier(max_iter=1, batch_size=2, validation_fraction=0.0, random_state=0).fit(X, y)
+    assert {record["kernel_values_source"] for record in model.history_} == {"cache"}
+
+
+@needs_device
+@pytest.mark.parametrize("kernel_cache, source", [("auto", "matrix"), (0, "products")])
+def test_device_history_says_where_the_kernel_values_came_from(rng, kernel_cache, source):
+    """On a device, the resident matrix or the drawn rows computed each step, as
+    ``kernel_cache`` decides (a small fit: its matrix fits in half any device)."""
+    X = rng.normal(size=(30, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = SBPClassifier(max_iter=1, batch_size=4, validation_fraction=0.0, kernel_cache=kernel_cache,
+                          random_state=0, backend="cupy").fit(X, y)
+    assert {record["kernel_values_source"] for record in model.history_} == {source}
 
 
 def test_history_records_the_step_time_of_each_phase(rng):
@@ -618,6 +640,7 @@ def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_interc
             steps = NumpyPairSteps(stack, cache_bytes=2**20)
         results[backend] = run_pair_stack(stack, steps, rules, kernel_evals=kernel_evals)
     assert (device_steps.row_cache is not None) == (kernel_values == "cache")
+    assert device_steps.kernel_values_source == kernel_values
     if kernel_values == "cache":
         assert device_steps.row_cache.capacity == 24 and device_steps.kernel_rows_computed > 24
     host, device = results["numpy"], results["cupy"]

@@ -58,9 +58,10 @@ class DeviceSteps:
         self.matrix = resident_kernel_matrix(lambda rows: problem.kernel_values(rows, sq_norms), n, n, X.dtype,
                                              kernel_cache_bytes(kernel_cache))
         self.products = None if self.matrix is not None else DrawnRowProducts(X, batch)
-        source, kind = (self.matrix, "matrix") if self.products is None else (self.products.dots, "products")
-        self.kernel_values = kernel_value_arguments(source, kind, sq_norms, problem.kernel, problem.gamma,
-                                                    problem.coef0, problem.degree)
+        source, self.kernel_values_source = ((self.matrix, "matrix") if self.products is None
+                                             else (self.products.dots, "products"))
+        self.kernel_values = kernel_value_arguments(source, self.kernel_values_source, sq_norms, problem.kernel,
+                                                    problem.gamma, problem.coef0, problem.degree)
         self.violations = get_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
         self.update = get_kernel("kernel_pegasos.cu", "kernel_pegasos_update", X.dtype)
         # cuBLAS / cuSPARSE products and their allocations are not captured

@@ -173,6 +173,7 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
                                   (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree),
                                   kernel_cache_bytes(kernel_cache), k * batch)
         self.kernel_matrix, self.row_cache, self.products = values.matrix, values.row_cache, values.products
+        self.kernel_values_source = values.source  # 'matrix', 'cache' or 'products'
         self._rows_computed = 0 if self.kernel_matrix is None else n  # by the products, or the matrix's
         # every problem has every row; lanes p B + b of the fit's stream
         problems = problem_table(np.full(k, n), n_holdout, problem.volume, seed=problem.seed,
