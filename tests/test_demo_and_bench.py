@@ -223,6 +223,20 @@ def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():
         assert r["kernel_values_source"] == "cache"  # the host's row cache, whatever its size
 
 
+def test_sbp_step_benchmark_quick_runs_one_kind_of_rows(monkeypatch):
+    """``--data sparse``: sparse rows only, in their own result file; the rows are CSR in
+    canonical form (sorted, distinct columns) at about the density asked for."""
+    payload = run_bench("sbp_step.py", "--data", "sparse", "--kernel-values", "rows", result="sbp_step_sparse")
+    assert {(r["data"], r["kernel_values"]) for r in payload["results"]} == {("sparse", "rows")}
+    assert payload["parameters"]["data"] == ["sparse"]
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from sbp_step import SPARSE_COLUMNS, SPARSE_DENSITY, make_rows
+
+    X, labels = make_rows(3000, 10, sparse=True)
+    assert X.shape == (3000, SPARSE_COLUMNS) and labels.shape == (3000,) and X.has_canonical_format
+    assert X.nnz / (3000 * SPARSE_COLUMNS) == pytest.approx(SPARSE_DENSITY, rel=0.03)
+
+
 def test_perceptron_benchmark_quick_counts_kernel_evaluations():
     payload = run_bench("perceptron_kernel.py", "--datasets", "adult")
     points = payload["curves"][0]["points"]
