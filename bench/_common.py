@@ -141,6 +141,15 @@ def binary_svm_objective(weights, X, y, lam):
     return primal_objective(X, targets, np.ones(X.shape[0]), weights, lam, True)
 
 
+def sbp_kernel_values_source(model):
+    """Where a fitted SBPClassifier's steps read their kernel values, from its
+    ``history_``: 'matrix' (resident on the device), 'cache' (a row cache, on the device
+    or the host) or 'products' (computed each step); one-vs-one pairs trained one after
+    another can differ: their sources joined by '+', in order of first use.
+    KernelPegasosSVC says it in ``kernel_values_source_``."""
+    return "+".join(dict.fromkeys(record["kernel_values_source"] for record in model.history_))
+
+
 def median(values):
     return float(statistics.median(values))
 

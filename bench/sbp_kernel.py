@@ -39,6 +39,11 @@ they are importable, and are reported as missing otherwise (``bench/_peers.py``)
 Each peer is timed after an untimed fit on a few hundred rows (``bench/_peers.py``:
 ThunderSVM loads its library and initializes CUDA at its first fit).
 
+Every SBP and KernelPegasos point records where the fit read its kernel values
+(``kernel_values_source``: 'matrix', resident on the device; 'cache', a row cache;
+'products', computed each step; pairs trained in turn joined by '+'), which
+``kernel_cache='auto'`` decides by the device's free memory.
+
     python bench/sbp_kernel.py [--datasets adult mnist8 mnist10 magic letter] [--backends numpy cupy]
         [--batch-sizes 1 64] [--float32] [--no-svc | --svc-only] [--quick]
 """
@@ -57,7 +62,8 @@ from sklearn.base import clone
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, TimeLimit, markdown_table, result_stem, timed_fit, write_results  # noqa: E402
+from _common import (RESULTS, TimeLimit, markdown_table, result_stem, sbp_kernel_values_source,  # noqa: E402
+                     timed_fit, write_results)
 from _peers import MissingPeer, kernel_peers, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
@@ -120,6 +126,7 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
         points.append({"kernel_evals": model.history_[-1]["kernel_evals"], "seconds": seconds,
                        "epochs": model.n_iter_, "test_error": error(model, X_test, y_test),
                        "rows_computed": model.history_[-1]["kernel_rows_computed"],
+                       "kernel_values_source": sbp_kernel_values_source(model),
                        "n_support": int(model.support_.size), "level": float(model.water_level_[0])})
         print(f"  SBP B={batch_size} {backend}", points[-1], flush=True)
         if after_target is None and points[-1]["test_error"] <= target:
@@ -225,7 +232,8 @@ def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs, points):
         seconds = timed_fit(model, X, y, backend)
         violations = np.abs(model.dual_coef_).sum() * model.lam_ * model.t_ * LARGE_BATCH
         points.append({"kernel_evals": float(violations * X.shape[0]), "seconds": seconds, "epochs": epochs,
-                       "test_error": error(model, X_test, y_test), "n_support": int(model.support_.size)})
+                       "test_error": error(model, X_test, y_test), "n_support": int(model.support_.size),
+                       "kernel_values_source": model.kernel_values_source_})
         print(f"  KernelPegasos {backend}", points[-1], flush=True)
         epochs *= 2
 

@@ -19,7 +19,9 @@ does not fit; at least twice the rows all pairs draw in a step, so not on letter
 325 pairs draw more rows a step than it has); ``none``, a
 ``kernel_cache`` of 0, with which the pairs train one after another, each step computing
 its drawn rows' kernel values. Each is timed after an untimed epoch of it on 200 rows,
-which compiles its device kernels.
+which compiles its device kernels. Every SBP row records where it read its kernel values
+(``kernel_values_source``, from ``history_``: 'matrix', 'cache' or 'products', the
+pairs' sources joined by '+' when they trained in turn and differed).
 
     python bench/sbp_one_vs_one.py [--datasets penbased letter] [--backends numpy cupy]
         [--kernel-values matrix cache none] [--quick]
@@ -36,7 +38,7 @@ import numpy as np
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, report, synchronize_device  # noqa: E402
+from _common import TimeLimit, report, sbp_kernel_values_source, synchronize_device  # noqa: E402
 from sbp_kernel import SETTINGS, load, median_nu  # noqa: E402
 
 from gpusvm import SBPClassifier  # noqa: E402
@@ -73,7 +75,7 @@ def run(X, y, X_test, y_test, gamma, epochs, nu, multi_class, backend="numpy", k
         synchronize_device(backend)
         yield {"epochs": n_epochs, "nu": nu, "seconds": time.perf_counter() - started,
                "test_error": float(np.mean(model.predict(X_test) != y_test)),
-               "support_vectors": int(model.support_.size)}
+               "support_vectors": int(model.support_.size), "kernel_values_source": sbp_kernel_values_source(model)}
 
 
 def warm_up(X, y, gamma, kernel_values, rows=200, batch_size=2):
@@ -139,7 +141,8 @@ def main():
             measure(name, args.backends, args.kernel_values, epochs, args.quick, results)
     columns = [("data", "dataset", "s"), ("solver", "solver", "s"), ("epochs", "epochs", "g"),
                ("nu", "nu", ".2g"), ("fit s", "seconds", ".2f"), ("ratio to SVC's fit", "ratio", ".2f"),
-               ("test error", "test_error", ".2%"), ("support vectors", "support_vectors", "g")]
+               ("test error", "test_error", ".2%"), ("support vectors", "support_vectors", "g"),
+               ("kernel values", "kernel_values_source", "s")]
     report("sbp_one_vs_one", args.backends, columns=columns,
            title="Multiclass SBP, one-vs-rest against one-vs-one, beside SVC (KEEL, standardized; fit times)",
            payload={"dataset": "KEEL " + ", ".join(args.datasets),

@@ -6,7 +6,10 @@ device's ``kernel_cache``, the host's row cache holding every row), computed fro
 each step ("rows"), or, on the device and when asked for, from a row cache of an eighth
 of the rows ("cache": ``kernel_cache`` below the matrix's size; at least twice a step's
 rows), the steps are timed after a warm-up (the solver's stepper alone:
-``CupySBPSteps`` or ``NumpySBPSteps``), and printed beside two floors:
+``CupySBPSteps`` or ``NumpySBPSteps``), and printed beside two floors. Each row also
+records where the stepper read its kernel values (``kernel_values_source``: 'matrix',
+resident on the device; 'cache', a row cache, the host's always; 'products', computed
+each step), which is what the budget asked for gave:
 
 * **bandwidth**: the bytes a step cannot avoid over the machine's measured copy
   bandwidth. Per problem and training row, the level's pass over the responses and
@@ -18,12 +21,14 @@ rows), the steps are timed after a warm-up (the solver's stepper alone:
   device; none on the host.
 
 Data: rows drawn from Gaussian blobs, one per class (dense: 64 float32 features;
-sparse: 4,096 float32 columns, 2% of them nonzero), rbf kernel with ``gamma = 1 /
-(n_features * var)``, ``batch_size=64``, ``nu=1e-2``, with the bias: SBPClassifier's
-defaults.
+sparse: 4,096 float32 columns, about 2% of them nonzero, built from NumPy arrays: see
+:func:`sparse_pattern`), rbf kernel with ``gamma = 1 / (n_features * var)``,
+``batch_size=64``, ``nu=1e-2``, with the bias: SBPClassifier's defaults. ``--data``
+picks dense rows, sparse rows or both (the default); a run of one kind writes
+``sbp_step_dense`` or ``sbp_step_sparse`` results, beside the full run's.
 
     python bench/sbp_step.py [--backends numpy cupy] [--rows 10000 100000 1000000]
-                             [--kernel-values matrix rows cache] [--quick]
+                             [--kernel-values matrix rows cache] [--data dense sparse] [--quick]
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from gpusvm.solvers.sbp import NumpySBPSteps, SBPProblem, run_step_block  # noqa
 BATCH_SIZE = 64
 RESPONSE_BYTES = 16 + 72  # per problem and training row: the level's pass, the update's
 DENSE_FEATURES, SPARSE_COLUMNS, SPARSE_DENSITY = 64, 4096, 0.02
+PATTERN_ROWS = 100_000  # sparse rows whose pattern is drawn at once (bounded memory)
 
 
 def make_rows(n, n_classes, sparse, seed=0):
@@ -56,10 +62,38 @@ def make_rows(n, n_classes, sparse, seed=0):
     if not sparse:
         centers = rng.normal(size=(max(2, n_classes), DENSE_FEATURES)).astype(np.float32)
         return centers[labels] + rng.normal(size=(n, DENSE_FEATURES)).astype(np.float32), labels
-    X = sp.random(n, SPARSE_COLUMNS, density=SPARSE_DENSITY, format="csr", dtype=np.float32, random_state=seed)
-    X.data[:] = rng.normal(size=X.nnz).astype(np.float32)
-    X.data += (labels[np.repeat(np.arange(n), np.diff(X.indptr))] == X.indices % max(2, n_classes)).astype(np.float32)
-    return X, labels
+    indices, indptr = sparse_pattern(n, rng)
+    data = rng.standard_normal(indices.size, dtype=np.float32)
+    data += (labels[np.repeat(np.arange(n), np.diff(indptr))] == indices % max(2, n_classes)).astype(np.float32)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, SPARSE_COLUMNS)), labels
+
+
+def sparse_pattern(n, rng):
+    """``indices`` and ``indptr`` of ``n`` CSR rows of ``SPARSE_COLUMNS`` columns, about
+    ``SPARSE_DENSITY`` of them nonzero, in canonical form (sorted, distinct columns).
+
+    Drawn with NumPy in O(nnz) and no sort (``scipy.sparse.random`` draws its positions
+    without replacement over all ``n * SPARSE_COLUMNS``: 28 s at 1e5 rows, minutes at
+    1e6): each row draws a binomial count of uniform columns, sorted as they are drawn
+    (cumulative sums of exponential spacings over their total are sorted uniforms), and a
+    column drawn twice in a row is kept once (about 1% of the draws at 2% of 4,096)."""
+    indices, counts = [], []
+    for start in range(0, n, PATTERN_ROWS):
+        rows = min(PATTERN_ROWS, n - start)
+        drawn = rng.binomial(SPARSE_COLUMNS, SPARSE_DENSITY, size=rows)
+        row_of = np.repeat(np.arange(rows), drawn + 1)  # a row's draws, then its total
+        sums = np.cumsum(rng.standard_exponential(row_of.size))
+        last = np.cumsum(drawn + 1) - 1
+        before = np.concatenate([[0.0], sums[last[:-1]]])  # the sum before each row's first spacing
+        uniforms = (sums - before[row_of]) / (sums[last] - before)[row_of]
+        columns = np.minimum(uniforms * SPARSE_COLUMNS, SPARSE_COLUMNS - 1).astype(np.int32)
+        keep = np.ones(row_of.size, dtype=bool)
+        keep[last] = False  # a row's total is no column
+        keep[1:] &= (columns[1:] != columns[:-1]) | (row_of[1:] != row_of[:-1])
+        indices.append(columns[keep])
+        counts.append(np.bincount(row_of[keep], minlength=rows))
+    indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))]).astype(np.int64)
+    return np.concatenate(indices), indptr
 
 
 def make_problem(X, labels, n_classes, backend):
@@ -74,6 +108,7 @@ def make_problem(X, labels, n_classes, backend):
 
 
 KERNEL_VALUES = ("matrix", "rows", "cache")
+DATA = ("dense", "sparse")
 CACHE_FRACTION = 8  # the cache holds n / 8 rows
 
 
@@ -159,6 +194,7 @@ def measure_step(X, labels, n_classes, kernel_values, backend, bandwidth, latenc
     return {
         "backend": backend, "rows": n, "classes": n_classes, "problems": problem.n_problems,
         "data": "sparse" if hasattr(X, "indptr") else "dense", "kernel_values": kernel_values,
+        "kernel_values_source": steps.kernel_values_source,
         "rows_computed": int(steps.kernel_rows_computed), "step_ms": seconds * 1e3,
         "bandwidth_floor_ms": bandwidth_floor * 1e3,
         "latency_floor_ms": None if latency is None else latency * 1e3,
@@ -172,6 +208,8 @@ def main():
     parser.add_argument("--rows", nargs="+", type=int, default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--classes", nargs="+", type=int, default=[1, 10, 26])
     parser.add_argument("--kernel-values", nargs="+", default=["matrix", "rows"], choices=KERNEL_VALUES)
+    parser.add_argument("--data", nargs="+", default=list(DATA), choices=DATA,
+                        help="dense rows, sparse rows or both (sparse rows take seconds to build at 1e6)")
     parser.add_argument("--steps", type=int, default=None, help="steps timed (default: 200 on cupy, 10 on numpy)")
     parser.add_argument("--quick", action="store_true", help="2,000 rows, 1 and 10 classes (a smoke run)")
     args = parser.parse_args()
@@ -183,7 +221,8 @@ def main():
             bandwidths[backend] = copy_bandwidth(backend)
             latencies[backend] = graph_launch_seconds() if backend == "cupy" else None
             print(f"{backend}: copy bandwidth {bandwidths[backend] / 1e9:.1f} GB/s", flush=True)
-            for n, sparse, n_classes in itertools.product(rows, (False, True), class_counts):
+            kinds = [kind == "sparse" for kind in DATA if kind in args.data]
+            for n, sparse, n_classes in itertools.product(rows, kinds, class_counts):
                 X, labels = make_rows(n, n_classes, sparse)
                 for kernel_values in args.kernel_values:
                     row = measure_step(X, labels, n_classes, kernel_values, backend, bandwidths[backend],
@@ -192,19 +231,21 @@ def main():
                         results.append(row)
                         print(row, flush=True)
     columns = [("backend", "backend", ""), ("rows", "rows", ","), ("classes", "classes", ""), ("data", "data", ""),
-               ("kernel values", "kernel_values", ""), ("rows computed", "rows_computed", ","),
+               ("kernel values", "kernel_values", ""), ("source", "kernel_values_source", ""),
+               ("rows computed", "rows_computed", ","),
                ("step ms", "step_ms", ".3f"),
                ("bandwidth floor ms", "bandwidth_floor_ms", ".4f"), ("latency floor ms", "latency_floor_ms", ".4f"),
                ("x floor", "times_floor", ".1f")]
     copy_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s" for b, v in bandwidths.items())
     extra = [values for values in args.kernel_values if values not in ("matrix", "rows")]
+    extra += [kind for kind in DATA if set(args.data) == {kind}]  # one kind of rows: not the full run's file
     report("_".join(["sbp_step", *extra]), args.backends,
            title=f"# The SBP step against its floor (batch {BATCH_SIZE}, rbf, with the bias; copy bandwidth: "
                  f"{copy_line})",
            columns=columns,
            payload={"dataset": {"dense": ["Gaussian blobs", DENSE_FEATURES, "float32"],
                                 "sparse": ["Gaussian blobs", SPARSE_COLUMNS, SPARSE_DENSITY, "float32"]},
-                    "parameters": {"rows": rows, "classes": class_counts, "batch_size": BATCH_SIZE,
+                    "parameters": {"rows": rows, "classes": class_counts, "data": args.data, "batch_size": BATCH_SIZE,
                                    "kernel_values": args.kernel_values, "cache_fraction": 1 / CACHE_FRACTION,
                                    "quick": args.quick, "copy_bandwidth_bytes_per_s": bandwidths,
                                    "graph_launch_seconds": latencies},

@@ -22,7 +22,20 @@ from .solvers.row_cache import KernelRowCache
 _DENSE_ROW_THREADS = 256
 
 KERNEL_CACHE_AUTO = 0.5  # of the free device memory, for kernel_cache='auto'
-BLOCK_BYTES = 256 * 2**20  # kernel values computed at once while filling the matrix
+# kernel values computed at once while filling the matrix; the most a product of rows for
+# the row cache or the drawn rows' products takes, with its temporaries
+BLOCK_BYTES = 256 * 2**20
+# A product of kernel rows holds at most this many arrays of its result's size at once:
+# the result and a copy as large (a sparse X's product is transposed into a copy, see
+# kernel_functions.inner_products), besides the drawn rows of X it reads, made dense.
+PRODUCT_COPIES = 2
+
+
+def product_row_bytes(n_columns, n_features, dtype):
+    """Device memory one row of a kernel-row product takes while it is computed:
+    ``PRODUCT_COPIES`` rows of ``n_columns`` values and the drawn row of X made dense
+    (``n_features`` values), in ``dtype``."""
+    return (PRODUCT_COPIES * n_columns + n_features) * np.dtype(dtype).itemsize
 
 
 def kernel_cache_bytes(kernel_cache, free=None):
@@ -88,7 +101,9 @@ class DeviceRowCache(KernelRowCache):
     rows out, rows computed in blocks with the rows the caller expects next) with its
     store in device memory: the bookkeeping stays on the host, which reads each step's
     drawn rows (one synchronisation a step), computes the missing rows into the store by
-    one product, and writes the store row of every drawn slot to ``store_rows``.
+    products of at most ``BLOCK_BYTES`` with their temporaries (one product, unless more
+    rows miss than that holds), and writes the store row of every drawn slot to
+    ``store_rows``.
 
     Parameters
     ----------
@@ -102,13 +117,17 @@ class DeviceRowCache(KernelRowCache):
         Bytes for the store.
     slots : int
         Drawn slots a step reads (the length of ``store_rows``).
+    n_features : int, default=0
+        Columns of X, whose drawn rows a product reads (made dense: a temporary).
     """
 
-    def __init__(self, compute_rows, n_rows, n_columns, dtype, budget, slots):
+    def __init__(self, compute_rows, n_rows, n_columns, dtype, budget, slots, n_features=0):
         import cupy
 
-        # rows computed on a miss in blocks as large as the matrix's (one product fills the GPU)
-        super().__init__(compute_rows, n_rows, n_columns, dtype, budget, empty=cupy.empty, block_bytes=BLOCK_BYTES)
+        # a product of rows computed on a miss as large as a block of the matrix's (one
+        # product fills the GPU), its temporaries included
+        super().__init__(compute_rows, n_rows, n_columns, dtype, budget, empty=cupy.empty, block_bytes=BLOCK_BYTES,
+                         product_row_bytes=product_row_bytes(n_columns, n_features, dtype))
         self.store_rows = cupy.zeros(slots, dtype=np.int64)
 
     @staticmethod
@@ -132,7 +151,7 @@ class DeviceRowCache(KernelRowCache):
         store_rows[where] = self.slots(distinct, prefetch)[position.ravel()]
         self.store_rows.set(store_rows)
 
-    def _fill(self, indices, slots):
+    def _fill_block(self, indices, slots):
         import cupy
 
         self.store[cupy.asarray(slots)] = self.compute_rows(cupy.asarray(indices))
@@ -188,7 +207,7 @@ class StepKernelValues:
         if self.source == "matrix":
             self.matrix = values = resident_kernel_matrix(compute_rows, n_rows, n_columns, dtype, budget)
         elif self.source == "cache":
-            self.row_cache = DeviceRowCache(compute_rows, n_rows, n_columns, dtype, budget, slots)
+            self.row_cache = DeviceRowCache(compute_rows, n_rows, n_columns, dtype, budget, slots, X.shape[1])
             values, store_rows = self.row_cache.store, self.row_cache.store_rows
         else:
             self.products = DrawnRowProducts(X, slots)
@@ -199,7 +218,9 @@ class StepKernelValues:
 class DrawnRowProducts:
     """The inner products of a step's drawn rows with every row of X, into one buffer,
     with no host synchronisation: the rows of a CSR X are first made dense on the device
-    (indexing a CSR matrix by device indices reads the result's size).
+    (indexing a CSR matrix by device indices reads the result's size).  The products are
+    computed ``rows_at_once`` rows at a time, so that besides the buffer they take at
+    most ``BLOCK_BYTES`` with their temporaries, however many rows a step draws.
 
     Parameters
     ----------
@@ -214,6 +235,7 @@ class DrawnRowProducts:
         self.X = X
         self.dots = cupy.zeros((slots, X.shape[0]), dtype=X.dtype)  # a row per drawn slot
         self.dense_rows = cupy.empty((slots, X.shape[1]), dtype=X.dtype) if hasattr(X, "indptr") else None
+        self.rows_at_once = int(max(1, BLOCK_BYTES // product_row_bytes(X.shape[0], X.shape[1], X.dtype)))
 
     def compute(self, rows):
         """``X[rows] X^T`` into ``dots`` (``rows``: device indices, one per slot)."""
@@ -221,7 +243,7 @@ class DrawnRowProducts:
         if self.dense_rows is not None:
             get_kernel("kernel_functions.cu", "dense_rows", X.dtype)((rows.size,), (_DENSE_ROW_THREADS,), (
                 X.data, X.indices, X.indptr, rows, np.int32(X.shape[1]), self.dense_rows))
-            drawn = self.dense_rows
-        else:
-            drawn = X[rows]
-        self.dots[...] = inner_products(drawn, X)
+        for start in range(0, rows.size, self.rows_at_once):
+            stop = min(rows.size, start + self.rows_at_once)
+            drawn = self.dense_rows[start:stop] if self.dense_rows is not None else X[rows[start:stop]]
+            self.dots[start:stop] = inner_products(drawn, X)

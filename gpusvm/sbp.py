@@ -155,17 +155,33 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         two batches of rows per pair.
     kernel_cache : 'auto', float or int, default='auto'
         Device memory for the whole kernel matrix on the cupy backend: a float in
-        [0, 1] is a fraction of the device's free memory ('auto': 0.5), an int is bytes
-        (0: never). When the training-by-all-rows matrix fits, it is computed once at
-        the start (blocks of rows by matrix products, in X's dtype: float32 X keeps
-        float32 kernel values, accumulated in float64) and a step reads only its drawn
-        rows. Otherwise, when it holds twice a step's drawn rows, it is a cache of
-        kernel rows with ``cache_size``'s semantics (one host synchronisation a step);
-        else every step computes its drawn rows' kernel values from X. 60,000 float32
-        rows (MNIST) take 14.4 GB. A one-vs-one model's pairs read the matrix of the
-        fit's training rows by all its rows, or a cache of its rows (of twice the rows
-        all pairs draw in a step); with neither they train one after another, each with
-        its own.
+        [0, 1] is a fraction of the device's free memory when the fit starts ('auto':
+        0.5; free memory counts what CuPy's pool holds unused), an int is bytes (0:
+        never). The rule, with ``B`` that budget in bytes and ``itemsize`` X's (4 for
+        float32, 8 for float64):
+
+        * ``n_train * n_rows * itemsize <= B`` (``n_train`` training rows by all
+          ``n_rows`` rows, holdout included; about ``n**2 * itemsize``): the matrix is
+          computed once at the start (blocks of rows by matrix products, in X's dtype:
+          float32 X keeps float32 kernel values, accumulated in float64) and a step
+          reads only its drawn rows;
+        * else, when ``B >= 2 * problems * batch_size * n_rows * itemsize`` (twice a
+          step's drawn rows): a cache of kernel rows there, with ``cache_size``'s
+          semantics (one host synchronisation a step);
+        * else every step computes its drawn rows' kernel values from X.
+
+        So 'auto' decides by the card: with 80 GB free (budget 40 GB) the matrix fits
+        up to 100,000 float32 rows (100,000**2 * 4 bytes = 40 GB) or 70,710 float64
+        rows; with 141 GB free (budget 70.5 GB), up to 132,759 float32 or 93,874
+        float64 rows. A card has less free than its size (the CUDA context, X and the
+        state come first), so near those sizes one card keeps the matrix and another
+        computes rows, and their times differ for that reason, not speed alone: give
+        an int to decide the same way on every card, and read where the kernel values
+        came from in ``history_``'s ``kernel_values_source``. 60,000 float32 rows
+        (MNIST) take 14.4 GB. A one-vs-one model's pairs read the matrix of the fit's
+        training rows by all its rows (the same rule, with the cache holding twice the
+        rows all pairs draw in a step); with neither they train one after another, each
+        with its own.
     random_state : int, RandomState or None, default=None
         Seeds the shared random stream: the same int draws the same examples on the
         numpy and cupy backends.
@@ -193,7 +209,11 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         The level (margin of the unit-norm predictor) of the returned model.
     history_ : list of dict
         One record per checkpoint: ``steps``, ``kernel_evals``, ``kernel_rows_computed``
-        (rows actually computed, after the cache), ``seconds``, ``objective`` (the
+        (rows actually computed, after the cache), ``kernel_values_source`` (where the
+        steps read their kernel values: 'matrix', the whole kernel matrix resident on the
+        device; 'cache', a cache of kernel rows, on the device in ``kernel_cache`` or on
+        the numpy backend in ``cache_size``; 'products', the drawn rows computed from X
+        at every step: see ``kernel_cache``), ``seconds``, ``objective`` (the
         level of the averaged model, the mean over classes) and ``holdout_error``. In a
         one-vs-one model the pairs' records follow one another, each with its ``pair``
         of class positions; its steps, kernel evaluations, objective and holdout error

@@ -367,9 +367,15 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
     class_weight : dict, 'balanced' or None, default=None
     kernel_cache : 'auto', float or int, default='auto'
         Device memory for the whole kernel matrix on the cupy backend, as
-        SBPClassifier's: a float in [0, 1] is a fraction of the free memory ('auto':
-        0.5), an int is bytes (0: never). When it fits it is computed once, in X's dtype,
-        and a step reads its drawn rows; otherwise a step computes them from X.
+        SBPClassifier's: a float in [0, 1] is a fraction of the free memory when the fit
+        starts ('auto': 0.5), an int is bytes (0: never). When ``n_samples**2 *
+        itemsize`` (X's: 4 for float32, 8 for float64) fits, the matrix is computed
+        once, in X's dtype, and a step reads its drawn rows; otherwise a step computes
+        them from X (``kernel_values_source_`` says which). So 'auto' decides by the
+        card: with 80 GB free (budget 40 GB) up to 100,000 float32 or 70,710 float64
+        rows, with 141 GB free (70.5 GB) up to 132,759 float32 or 93,874 float64 rows;
+        free memory is below the card's size, so near those sizes two cards can decide
+        differently. Give an int to decide the same way on every card.
     random_state : int, RandomState or None, default=None
     backend : {'auto', 'numpy', 'cupy'}, default='auto'
     verbose : int, default=0
@@ -382,6 +388,10 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
     dual_coef_ : ndarray of shape (n_classes_or_1, n_SV)
         ``alpha * y / (lam T k)``.
     intercept_ : ndarray of shape (n_classes_or_1,)
+    kernel_values_source_ : {'matrix', 'products'}
+        Where the steps read their kernel values: 'matrix', the whole kernel matrix
+        resident on the device (``kernel_cache``); 'products', the violating rows'
+        kernel rows computed from X at each step (always on the numpy backend).
     classes_, n_iter_, t_, lam_, gamma_, backend_, n_features_in_
     """
 
@@ -444,8 +454,8 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
                 degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
                 seed=seed_from_random_state(self.random_state),
             )
-            counts, stamps, n_steps = run_kernel_pegasos(problem, n_epochs=self.max_iter, xp=xp, verbose=self.verbose,
-                                                         kernel_cache=self.kernel_cache)
+            counts, stamps, n_steps, source = run_kernel_pegasos(problem, n_epochs=self.max_iter, xp=xp,
+                                                                 verbose=self.verbose, kernel_cache=self.kernel_cache)
             counts, stamps = to_numpy(counts), to_numpy(stamps)
             support = np.flatnonzero((counts != 0).any(axis=0))
             dual_coef = dual_coefficients(counts[:, support], stamps[:, support], targets[support], lam,
@@ -456,5 +466,6 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
             self.dual_coef_ = dual_coef
             self.intercept_ = dual_coef.sum(axis=1) if self.fit_intercept else np.zeros(dual_coef.shape[0])
             self.n_iter_, self.t_ = self.max_iter, n_steps
+            self.kernel_values_source_ = source
             self._check_finite_model(X)
         return self

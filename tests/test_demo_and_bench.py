@@ -220,6 +220,21 @@ def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():
         assert r["step_ms"] > 0 and r["bandwidth_floor_ms"] > 0
         assert r["times_floor"] == pytest.approx(r["step_ms"] / r["bandwidth_floor_ms"], rel=1e-9)
         assert r["latency_floor_ms"] is None  # the host has no graph launch
+        assert r["kernel_values_source"] == "cache"  # the host's row cache, whatever its size
+
+
+def test_sbp_step_benchmark_quick_runs_one_kind_of_rows(monkeypatch):
+    """``--data sparse``: sparse rows only, in their own result file; the rows are CSR in
+    canonical form (sorted, distinct columns) at about the density asked for."""
+    payload = run_bench("sbp_step.py", "--data", "sparse", "--kernel-values", "rows", result="sbp_step_sparse")
+    assert {(r["data"], r["kernel_values"]) for r in payload["results"]} == {("sparse", "rows")}
+    assert payload["parameters"]["data"] == ["sparse"]
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from sbp_step import SPARSE_COLUMNS, SPARSE_DENSITY, make_rows
+
+    X, labels = make_rows(3000, 10, sparse=True)
+    assert X.shape == (3000, SPARSE_COLUMNS) and labels.shape == (3000,) and X.has_canonical_format
+    assert X.nnz / (3000 * SPARSE_COLUMNS) == pytest.approx(SPARSE_DENSITY, rel=0.03)
 
 
 def test_perceptron_benchmark_quick_counts_kernel_evaluations():
@@ -239,6 +254,8 @@ def test_sbp_benchmark_quick_on_keel_letter_one_vs_rest():
     experiment = payload["experiments"][0]
     assert experiment["dataset"] == "letter" and experiment["svc"]["test_error"] < 0.3
     assert experiment["svc"]["nu_from_svc"] > 0
+    for label, points in experiment["curves"].items():  # on the host: SBP's row cache, KernelPegasos' rows
+        assert {p["kernel_values_source"] for p in points} == {"products" if "KernelPegasos" in label else "cache"}
 
 
 def test_one_vs_one_benchmark_quick_on_keel_penbased():
@@ -250,6 +267,7 @@ def test_one_vs_one_benchmark_quick_on_keel_penbased():
     solvers = [row["solver"] for row in payload["results"]]
     assert solvers == ["SVC (LIBSVM, one-vs-one)", "SBP one-vs-rest, batch 64", "SBP one-vs-one, batch 64"]
     assert all(row["test_error"] < 0.2 and row["seconds"] > 0 for row in payload["results"])
+    assert [row.get("kernel_values_source") for row in payload["results"]] == [None, "cache", "cache"]
 
 
 def test_defaults_benchmark_quick_on_keel_penbased():

@@ -120,6 +120,15 @@ def test_device_steps_in_blocks_give_the_host_model(step_block_mode, rng, kernel
     gpu = KernelPegasosSVC(backend="cupy", kernel_cache=kernel_cache, **common).fit(X, y)
     np.testing.assert_array_equal(gpu.support_, cpu.support_)
     np.testing.assert_allclose(gpu.dual_coef_, cpu.dual_coef_, rtol=1e-12)
+    assert gpu.kernel_values_source_ == {"auto": "matrix", 0: "products"}[kernel_cache]
+    assert cpu.kernel_values_source_ == "products"
+
+
+def test_the_model_says_where_its_kernel_values_came_from():
+    """On the host a step computes its violators' kernel rows (a device may read the
+    resident matrix instead: see kernel_cache)."""
+    X, y = make_moons(40, random_state=0)
+    assert KernelPegasosSVC(max_iter=1, backend="numpy").fit(X, y).kernel_values_source_ == "products"
 
 
 def test_kernel_cache_is_refused_with_its_value():

@@ -15,7 +15,7 @@ from sklearn.svm import SVC
 from gpusvm import SBPClassifier, nu_from_svc
 from gpusvm._backend import get_namespace
 from gpusvm._validation import one_vs_rest_targets, to_backend
-from gpusvm.kernel_functions import kernel_block
+from gpusvm.kernel_functions import kernel_block, squared_row_norms
 from gpusvm.solvers import sbp as sbp_solver
 from gpusvm.solvers import row_cache
 from gpusvm.solvers.row_cache import KernelRowCache
@@ -89,6 +89,7 @@ def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, 
     steps = CupySBPSteps(problem, kernel_cache=kernel_cache)
     assert (steps.kernel_matrix is not None, steps.row_cache is not None) == (
         kernel_values == "matrix", kernel_values == "cache")
+    assert steps.kernel_values_source == kernel_values
     schedule = sbp_solver.step_schedule(1, 14, steps.eta0)
     steps.run_steps(schedule[:8])  # two full blocks and a partial one, then one of each
     steps.run_steps(schedule[8:])
@@ -215,6 +216,99 @@ def test_row_cache_prefetches_in_blocks_without_evicting_the_rows_asked_for(rng)
     assert cache.prefetched <= 2 * cache.prefetch_used + row_cache.PREFETCH_START
 
 
+def test_row_cache_computes_a_large_miss_in_products_of_bounded_memory(rng):
+    """A miss of more rows than a block holds (a step's drawn rows, all new) is computed by
+    several calls of ``compute_rows`` of at most ``product_rows`` rows each (``block_bytes``
+    over the memory a row takes while computed), in the order asked; the rows are those
+    one call gives (sparse rows: scipy's product rounds a row alike whatever its size)."""
+    X = sp.random(60, 30, density=0.3, format="csr", random_state=0)
+    sq_norms = squared_row_norms(X)
+    calls = []
+
+    def compute_rows(rows):
+        calls.append(rows.copy())
+        return kernel_block(X[rows], X, kernel="rbf", gamma=0.1, X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms)
+
+    row_bytes = 60 * 8
+    cache = KernelRowCache(compute_rows, 60, 60, np.float64, max_bytes=60 * row_bytes, block_bytes=5 * row_bytes,
+                           product_row_bytes=2 * row_bytes)  # the result and a temporary as large
+    assert cache.product_rows == 2 and cache.block_rows == 2
+    asked = rng.permutation(60)[:13]
+    got = cache.rows(asked)
+    assert [rows.size for rows in calls] == [2] * 6 + [1]
+    np.testing.assert_array_equal(np.concatenate(calls), asked)
+    np.testing.assert_array_equal(got, compute_rows(asked))
+    calls.clear()
+    cache.rows(rng.permutation(60)[:3], prefetch=lambda: np.arange(60))  # prefetch fills a block, no more
+    assert max(rows.size for rows in calls) <= cache.product_rows
+    # by default a row takes its own bytes: the result alone within block_bytes
+    assert KernelRowCache(compute_rows, 60, 60, np.float64, 60 * row_bytes, block_bytes=5 * row_bytes).product_rows == 5
+
+
+@needs_device
+@pytest.mark.parametrize("sparse", [False, True])
+def test_device_row_cache_computes_a_large_miss_in_products_of_bounded_memory(rng, monkeypatch, sparse):
+    """The device cache's products, with their temporaries, stay within ``BLOCK_BYTES``
+    however many of a step's drawn rows miss (n = 1e6 rows, 26 classes at batch 64 would
+    otherwise compute 1,664 rows at once: 6.7 GB in float32, and a temporary as large);
+    the rows kept are those of one product (up to the products' rounding)."""
+    import cupy
+
+    from gpusvm import _kernel_matrix_cuda
+
+    problem, _, _ = make_problem(rng, "cupy", sparse=sparse, n_train=30, n_holdout=5)
+    X, n_columns = problem.X, problem.X.shape[0]
+    sq_norms = squared_row_norms(X)
+    calls = []
+
+    def compute_rows(rows):
+        calls.append(int(rows.size))
+        return problem.kernel_rows(rows, sq_norms)
+
+    per_row = _kernel_matrix_cuda.product_row_bytes(n_columns, X.shape[1], X.dtype)
+    assert per_row == (2 * n_columns + X.shape[1]) * X.dtype.itemsize
+    monkeypatch.setattr(_kernel_matrix_cuda, "BLOCK_BYTES", 4 * per_row + 1)
+    cache = _kernel_matrix_cuda.DeviceRowCache(compute_rows, 30, n_columns, X.dtype, 30 * n_columns * 8, 22,
+                                               n_features=X.shape[1])
+    assert cache.product_rows == 4
+    drawn = rng.permutation(30)[:22]
+    cache.look_up(cupy.asarray(drawn))
+    assert calls == [4] * 5 + [2]
+    np.testing.assert_allclose(cache.store[cache.store_rows].get(),
+                               problem.kernel_rows(cupy.asarray(drawn), sq_norms).get(), rtol=1e-12, atol=1e-14)
+
+
+@needs_device
+@pytest.mark.parametrize("sparse", [False, True])
+def test_device_drawn_row_products_in_blocks_of_bounded_memory(rng, monkeypatch, sparse):
+    """A step's drawn rows' inner products are computed ``rows_at_once`` rows at a time
+    (each product, with its temporaries, within ``BLOCK_BYTES`` beside the buffer), into
+    the rows of one product (up to the products' rounding), drawn rows repeated or not."""
+    import cupy
+
+    from gpusvm import _kernel_matrix_cuda
+
+    problem, _, _ = make_problem(rng, "cupy", sparse=sparse, n_train=30, n_holdout=5)
+    X = problem.X
+    per_row = _kernel_matrix_cuda.product_row_bytes(X.shape[0], X.shape[1], X.dtype)
+    monkeypatch.setattr(_kernel_matrix_cuda, "BLOCK_BYTES", 3 * per_row)
+    inner_products, calls = _kernel_matrix_cuda.inner_products, []
+
+    def recorded(drawn, Y):
+        calls.append(drawn.shape[0])
+        return inner_products(drawn, Y)
+
+    monkeypatch.setattr(_kernel_matrix_cuda, "inner_products", recorded)
+    products = _kernel_matrix_cuda.DrawnRowProducts(X, 10)
+    assert products.rows_at_once == 3
+    rows = cupy.asarray(rng.integers(0, X.shape[0], size=10))
+    products.compute(rows)
+    assert calls == [3, 3, 3, 1]
+    dense = X.toarray() if sparse else X
+    np.testing.assert_allclose(products.dots.get(), inner_products(dense[rows], dense).get(), rtol=1e-12,
+                               atol=1e-12)
+
+
 def test_row_cache_stops_prefetching_rows_that_are_never_asked_for(rng):
     matrix = rng.normal(size=(400, 3))
     cache = KernelRowCache(rows_of(matrix), 400, 3, np.float64, max_bytes=400 * 3 * 8)
@@ -222,6 +316,27 @@ def test_row_cache_stops_prefetching_rows_that_are_never_asked_for(rng):
         cache.rows(np.array([row]), prefetch=lambda: np.arange(200, 400))
     assert cache.prefetched == row_cache.PREFETCH_START and cache.prefetch_used == 0
     assert cache.rows_computed == 200 + row_cache.PREFETCH_START
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_history_says_where_the_kernel_values_came_from(rng, n_classes):
+    """On the host, from its row cache (``cache_size``), one-vs-one pairs included."""
+    X = rng.normal(size=(60, 3))
+    y = rng.integers(0, n_classes, 60)
+    model = SBPClassifier(max_iter=1, batch_size=2, validation_fraction=0.0, random_state=0).fit(X, y)
+    assert {record["kernel_values_source"] for record in model.history_} == {"cache"}
+
+
+@needs_device
+@pytest.mark.parametrize("kernel_cache, source", [("auto", "matrix"), (0, "products")])
+def test_device_history_says_where_the_kernel_values_came_from(rng, kernel_cache, source):
+    """On a device, the resident matrix or the drawn rows computed each step, as
+    ``kernel_cache`` decides (a small fit: its matrix fits in half any device)."""
+    X = rng.normal(size=(30, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = SBPClassifier(max_iter=1, batch_size=4, validation_fraction=0.0, kernel_cache=kernel_cache,
+                          random_state=0, backend="cupy").fit(X, y)
+    assert {record["kernel_values_source"] for record in model.history_} == {source}
 
 
 def test_history_records_the_step_time_of_each_phase(rng):
@@ -534,6 +649,7 @@ def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_interc
             steps = NumpyPairSteps(stack, cache_bytes=2**20)
         results[backend] = run_pair_stack(stack, steps, rules, kernel_evals=kernel_evals)
     assert (device_steps.row_cache is not None) == (kernel_values == "cache")
+    assert device_steps.kernel_values_source == kernel_values
     if kernel_values == "cache":
         assert device_steps.row_cache.capacity == 24 and device_steps.kernel_rows_computed > 24
     host, device = results["numpy"], results["cupy"]

@@ -150,6 +150,7 @@ class ClusterSBPSteps:
         self.problem_of = np.repeat(np.arange(k), problem.batch_size).reshape(k, problem.batch_size)
         self.phases = PhaseClock(STEP_PHASES)
         self.n_steps, self.kernel_rows_computed = 0, 0
+        self.kernel_values_source = None  # the workers' row caches ('cache') or rows computed ('products')
 
     def _class_sizes(self, p):
         if not self.fit_intercept:
@@ -214,6 +215,7 @@ class ClusterSBPSteps:
             self.lowest = [Lowest.merge([answer[2][p] for answer in answers], self.fit_intercept) for p in range(k)]
             cached = [answer[3] for answer in answers if answer[3] is not None]  # each worker's count so far
             self.kernel_rows_computed = max(cached) if cached else self.kernel_rows_computed + distinct.size
+            self.kernel_values_source = "cache" if cached else "products"
             if self.pending.renormalize:
                 self._renormalize()
         self.n_steps = step

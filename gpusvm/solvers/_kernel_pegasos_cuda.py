@@ -3,12 +3,13 @@
 A step is two launches for every class together: the draw, margin test and count
 updates, then the responses' update from the violating rows' kernel values, read from
 the whole kernel matrix when it fits in ``kernel_cache`` (computed once, in X's dtype),
-else from the drawn rows' inner products with every row (one product a step, between
-the two launches).  The step number and scale are a schedule on the device
-(:mod:`gpusvm._step_blocks`), so a block of steps is the same launches every time: with
-the resident matrix it can be replayed as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with a
-product each step, which runs cuBLAS or cuSPARSE and allocates, the launches stay direct.
-No value comes back to the host until the fit ends.
+else from the drawn rows' inner products with every row (one product a step, or
+several of a bounded size for a large batch, between the two launches).  The step
+number and scale are a schedule on the device (:mod:`gpusvm._step_blocks`), so a block
+of steps is the same launches every time: with the resident matrix it can be replayed
+as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with a product each step, which runs cuBLAS
+or cuSPARSE and allocates, the launches stay direct. No value comes back to the host
+until the fit ends.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ class DeviceSteps:
         self.matrix = resident_kernel_matrix(lambda rows: problem.kernel_values(rows, sq_norms), n, n, X.dtype,
                                              kernel_cache_bytes(kernel_cache))
         self.products = None if self.matrix is not None else DrawnRowProducts(X, batch)
-        source, kind = (self.matrix, "matrix") if self.products is None else (self.products.dots, "products")
-        self.kernel_values = kernel_value_arguments(source, kind, sq_norms, problem.kernel, problem.gamma,
-                                                    problem.coef0, problem.degree)
+        source, self.kernel_values_source = ((self.matrix, "matrix") if self.products is None
+                                             else (self.products.dots, "products"))
+        self.kernel_values = kernel_value_arguments(source, self.kernel_values_source, sq_norms, problem.kernel,
+                                                    problem.gamma, problem.coef0, problem.degree)
         self.violations = get_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
         self.update = get_kernel("kernel_pegasos.cu", "kernel_pegasos_update", X.dtype)
         # cuBLAS / cuSPARSE products and their allocations are not captured

@@ -19,11 +19,12 @@ Kernel values come from, in order of preference:
 * else a row cache in ``kernel_cache`` when it holds twice a step's rows
   (:class:`~gpusvm._kernel_matrix_cuda.DeviceRowCache`, the host cache's semantics): the
   host reads each step's drawn rows (a synchronisation), computes the missing ones with
-  the lowest covered rows of every problem (the next draws) by one product, and the
-  step reads its rows from the cache;
+  the lowest covered rows of every problem (the next draws) by one product (several,
+  of a bounded size, when more rows miss than one holds), and the step reads its rows
+  from the cache;
 * else a step computes the drawn rows' inner products with every row (one product for
-  all problems; sparse rows made dense on the device, so no synchronisation) and the
-  kernel values from them.
+  all problems, or several of a bounded size when their rows are many; sparse rows made
+  dense on the device, so no synchronisation) and the kernel values from them.
 
 The step number and size are a schedule on the device (``_step_blocks.py``), so a block
 of steps is the same launches every time: with the resident matrix it can be replayed
@@ -172,6 +173,7 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
                                   (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree),
                                   kernel_cache_bytes(kernel_cache), k * batch)
         self.kernel_matrix, self.row_cache, self.products = values.matrix, values.row_cache, values.products
+        self.kernel_values_source = values.source  # 'matrix', 'cache' or 'products'
         self._rows_computed = 0 if self.kernel_matrix is None else n  # by the products, or the matrix's
         # every problem has every row; lanes p B + b of the fit's stream
         problems = problem_table(np.full(k, n), n_holdout, problem.volume, seed=problem.seed,

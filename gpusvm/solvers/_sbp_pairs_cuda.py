@@ -90,6 +90,7 @@ class CupyPairSteps(DeviceSBPLaunches):
                                   (sq_norms, stack.kernel, stack.gamma, stack.coef0, stack.degree), budget,
                                   n_pairs * batch)
         self.kernel_matrix, self.row_cache = values.matrix, values.row_cache
+        self.kernel_values_source = values.source  # 'matrix' or 'cache'
         self._train_rows = train_rows  # the row of X at each training position, for the cache
         # the schedule's step size is 1 / sqrt(t); each pair's is its eta_0 times that
         problems = problem_table(self.n_train, self.n_holdout, stack.nu * self.n_train, seed=stack.seeds,

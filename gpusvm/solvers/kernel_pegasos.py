@@ -94,6 +94,9 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto")
         Each increment of ``counts`` times the step it happened at.
     n_steps : int
         The number of steps ``T``; the last iterate is ``counts * y / (lam T k)``.
+    kernel_values_source : {'matrix', 'products'}
+        Where the steps read their kernel values: the whole kernel matrix resident on the
+        device, or rows computed from X at each step (always, on the host).
     """
     sq_norms = squared_row_norms(problem.X)
     n_steps = n_epochs * max(1, math.ceil(problem.X.shape[0] / problem.batch_size))
@@ -109,7 +112,7 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto")
         steps.run(schedule)
         bar.update(len(schedule))
     bar.close()
-    return steps.counts, steps.stamps, n_steps
+    return steps.counts, steps.stamps, n_steps, steps.kernel_values_source
 
 
 def step_schedule(first, last, lam, batch_size):
@@ -129,6 +132,8 @@ class HostSteps:
     Owns the state the steps update: ``responses``, ``counts`` and ``stamps``, each of
     shape (n_classes, n_samples).
     """
+
+    kernel_values_source = "products"  # the violators' kernel rows, computed at each step
 
     def __init__(self, problem, sq_norms, n_steps):
         self.problem, self.sq_norms, self.n_steps = problem, sq_norms, n_steps

@@ -9,7 +9,9 @@ reads them where they lie, without gathering them first.
 
 Rows are computed in blocks: on a miss, rows the caller expects to need soon come along
 (up to ``BLOCK_BYTES``), so that one matrix product (BLAS-3, at compute speed) replaces
-many row-at-a-time products (each a pass over X, at memory speed).  Prefetching earns
+many row-at-a-time products (each a pass over X, at memory speed).  A miss of more rows
+than a block holds is computed in several products of at most a block each, so that a
+product's memory stays bounded however many rows a call asks for.  Prefetching earns
 its room: the rows prefetched so far stay within twice those of them later asked for
 (plus ``PREFETCH_START``), so when the caller's guesses are poor (early in SBP, while the
 water moves fast) few rows are wasted, and when they are good the blocks grow to full size.
@@ -23,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy import sparse
 
-# Memory of one block of rows computed together on a miss (rows asked for plus prefetched).
+# Memory of one block of rows computed together on a miss (rows asked for plus prefetched),
+# and the most one product of rows takes.
 BLOCK_BYTES = 8 * 2**20
 # Rows prefetched in all stay within twice those of them used since, plus this many: a
 # wasted prefetch costs at most about as much as the rows it served.
@@ -47,15 +50,34 @@ class KernelRowCache:
         Allocates the store, ``empty(shape, dtype=dtype)``: ``cupy.empty`` keeps the rows
         on a device (their bookkeeping stays on the host).
     block_bytes : int, default=BLOCK_BYTES
-        Memory of the rows computed together on a miss.
+        Memory of one call of ``compute_rows``: rows prefetched on a miss fill its block
+        up to this, and a miss of more rows than a block holds is computed in several
+        calls of at most ``product_rows`` rows each.
+    product_row_bytes : int, optional
+        Memory one row takes while ``compute_rows`` computes it: its row of the result
+        plus its share of the product's temporaries. None: the row's own bytes (the
+        result alone).
+
+    Attributes
+    ----------
+    capacity : int
+        Rows kept.
+    product_rows : int
+        The most rows one call of ``compute_rows`` computes (``block_bytes`` over
+        ``product_row_bytes``).
+    block_rows : int
+        The most rows computed on a miss with those prefetched: ``product_rows``, and at
+        most half the cache.
     """
 
-    def __init__(self, compute_rows, n_rows, n_columns, dtype, max_bytes, empty=np.empty, block_bytes=BLOCK_BYTES):
+    def __init__(self, compute_rows, n_rows, n_columns, dtype, max_bytes, empty=np.empty, block_bytes=BLOCK_BYTES,
+                 product_row_bytes=None):
         self.compute_rows = compute_rows
         row_bytes = max(1, n_columns * np.dtype(dtype).itemsize)
         self.capacity = int(min(n_rows, max(1, max_bytes // row_bytes)))
+        self.product_rows = int(max(1, block_bytes // (row_bytes if product_row_bytes is None else product_row_bytes)))
         # prefetch at most half the cache per miss, so a small cache does not evict what it serves
-        self.block_rows = int(max(1, min(block_bytes // row_bytes, self.capacity // 2)))
+        self.block_rows = int(max(1, min(self.product_rows, self.capacity // 2)))
         self.store = empty((self.capacity, n_columns), dtype=dtype)
         self.slot_of_row = np.full(n_rows, -1, dtype=np.int64)
         self.row_in_slot = np.full(self.capacity, -1, dtype=np.int64)
@@ -128,9 +150,18 @@ class KernelRowCache:
                                  row_starts)
 
     def _fill(self, indices, slots):
-        """Compute the rows of ``indices`` into ``store[slots]`` (a subclass may compute
-        them its own way). A block computed apart and then copied: on this project's
-        2-core machine that measured faster than computing in place in the store."""
+        """Compute the rows of ``indices`` into ``store[slots]``, ``product_rows`` at a
+        time: a miss of many rows (a step's drawn rows, all new) never makes one product
+        larger than a block."""
+        for start in range(0, indices.size, self.product_rows):
+            stop = start + self.product_rows
+            self._fill_block(indices[start:stop], slots[start:stop])
+
+    def _fill_block(self, indices, slots):
+        """Compute the rows of ``indices`` (at most ``product_rows``) into
+        ``store[slots]`` (a subclass may compute them its own way). A block computed apart
+        and then copied: on this project's 2-core machine that measured faster than
+        computing in place in the store."""
         self.store[slots] = self.compute_rows(indices)
 
     def _not_kept(self, candidates, asked, count):

@@ -155,6 +155,8 @@ class NumpySBPSteps(LocalModel):
     each part (``level``, ``draw``, ``rows``, ``update``).
     """
 
+    kernel_values_source = "cache"  # a host cache of kernel rows (the whole matrix, lazily, when all fit)
+
     def __init__(self, problem, cache_bytes):
         self.problem = problem
         n, k = problem.n_train, problem.n_problems
@@ -350,9 +352,11 @@ def run_sbp(problem, steps, rules, *, checkpoint_every=None, average=True, verbo
 
     ``steps`` is a ``NumpySBPSteps``, a ``CupySBPSteps`` or gpusvm.dask's steps: it has
     ``eta0``, ``step`` (or ``run_steps`` and ``block_steps``: blocks of steps between
-    which the clock is read), ``synchronize``, ``evaluate``, ``coefficients`` and
-    ``kernel_rows_computed``; ``average`` picks the model that checkpoints evaluate and
-    that is returned. ``checkpoint_every`` (None: :func:`checkpoint_interval`) sets
+    which the clock is read), ``synchronize``, ``evaluate``, ``coefficients``,
+    ``kernel_rows_computed`` and ``kernel_values_source`` ('matrix', 'cache' or
+    'products', as :func:`gpusvm._kernel_matrix_cuda.kernel_values_source` names
+    them); ``average`` picks the model that checkpoints evaluate and that is returned.
+    ``checkpoint_every`` (None: :func:`checkpoint_interval`) sets
     other steps between checkpoints, as a one-vs-one pair's
     (:func:`~gpusvm.solvers.sbp_pairs.pair_checkpoint_steps`); the stopping rules then
     look back over the same span of steps (:func:`checkpoint_patience`).  Returns an
@@ -430,12 +434,14 @@ def checkpoint(steps, average, n_steps, kernel_evals, seconds):
 
 
 def history_record(steps, n_steps, kernel_evals, seconds, objective, holdout_error):
-    """One ``history_`` record: the counts so far, the objective (the level of the
-    averaged model) and the holdout error (None: no holdout)."""
+    """One ``history_`` record: the counts so far, where the steps read their kernel
+    values (``steps.kernel_values_source``), the objective (the level of the averaged
+    model) and the holdout error (None: no holdout)."""
     return {
         "steps": int(n_steps),
         "kernel_evals": int(kernel_evals),
         "kernel_rows_computed": int(steps.kernel_rows_computed),
+        "kernel_values_source": steps.kernel_values_source,
         "seconds": seconds,
         "objective": float(objective),
         "holdout_error": holdout_error,

@@ -164,6 +164,8 @@ class NumpyPairSteps:
     records the time of each part of the steps (``level``, ``draw``, ``rows``,
     ``update``), over all pairs."""
 
+    kernel_values_source = "cache"  # a host cache of kernel rows, cut by class
+
     def __init__(self, stack, cache_bytes):
         self.stack = stack
         n_pairs, batch = stack.n_pairs, stack.batch_size
