@@ -112,6 +112,109 @@ def test_npz_chunks_name_a_damaged_file(tmp_path):
         list(NpzChunks(tmp_path / "fortran.npz"))
 
 
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")  # a DIA matrix of random entries
+@pytest.mark.parametrize("matrix_format", ["csc", "coo", "bsr", "dia"])
+def test_npz_chunks_refuse_a_sparse_matrix_that_is_not_csr_by_name(tmp_path, matrix_format, capsys):
+    # save_npz writes each format's own arrays; a CSC matrix's column pointers once
+    # passed for row pointers (a wrong model), a BSR matrix gave a bare IndexError
+    X, y = sparse_data()
+    path = tmp_path / f"{matrix_format}.npz"
+    save_npz_with_labels(path, X.asformat(matrix_format), y)
+    with pytest.raises(ValueError, match=f"{matrix_format}.npz holds a {matrix_format.upper()} matrix.*CSR.*tocsr"):
+        list(NpzChunks(path, chunk_rows=400))
+    code = main(["train", "--solver", "pegasos", "--max-iter", "2", "--backend", "numpy", "--chunk-rows", "400",
+                 str(path), str(tmp_path / "m.model")])
+    assert code == 1 and f"holds a {matrix_format.upper()} matrix" in capsys.readouterr().err
+
+
+class ByteCounter:
+    """Counts the bytes read from the files under ``folder`` (through ``open`` and ``io.open``)."""
+
+    def __init__(self, monkeypatch, folder):
+        import builtins
+
+        self.total, real_open = 0, builtins.open
+
+        def counting_open(file, mode="r", *args, **kwargs):
+            handle = real_open(file, mode, *args, **kwargs)
+            return _Counted(handle, self) if "b" in mode and str(file).startswith(str(folder)) else handle
+
+        monkeypatch.setattr(builtins, "open", counting_open)
+        monkeypatch.setattr(io, "open", counting_open)
+
+
+class _Counted:
+    def __init__(self, handle, counter):
+        self._handle, self._counter = handle, counter
+
+    def read(self, *args):
+        data = self._handle.read(*args)
+        self._counter.total += len(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.close()
+
+
+@pytest.mark.parametrize("layout", ["stored dense", "compressed dense", "compressed csr"])
+def test_npz_chunks_read_a_chunk_in_time_proportional_to_its_size(tmp_path, monkeypatch, layout):
+    # PegasosSVC reads chunks in a random order: reading chunk i once re-read every row
+    # before it, so that an epoch of 80 chunks cost 41 plain passes
+    import gpusvm._chunked_files as chunked_files
+
+    monkeypatch.setattr(chunked_files, "_CHECKPOINT_BYTES", 1 << 13, raising=False)  # 8 KiB: many, on small data
+    rng = np.random.default_rng(0)
+    X = sp.random(4000, 50, density=0.2, format="csr", random_state=0, dtype=np.float64)
+    y = rng.integers(0, 2, size=4000)
+    path = tmp_path / "data.npz"
+    if layout == "compressed csr":
+        save_npz_with_labels(path, X, y)
+    else:
+        (np.savez if layout == "stored dense" else np.savez_compressed)(path, X=X.toarray(), y=y)
+    reader = NpzChunks(path, chunk_rows=100)
+    counter = ByteCounter(monkeypatch, tmp_path)
+    in_order = list(reader)  # a plain pass (the first also takes the checkpoints)
+    counter.total = 0
+    in_order = list(reader)
+    plain_pass = counter.total
+    counter.total = 0
+    order = rng.permutation(len(reader))
+    shuffled = [reader[int(i)] for i in order]
+    assert counter.total < 2 * plain_pass, (counter.total, plain_pass)
+    for i, (X_chunk, y_chunk) in zip(order, shuffled):
+        np.testing.assert_array_equal(sp.csr_matrix(X_chunk).toarray(), sp.csr_matrix(in_order[i][0]).toarray())
+        np.testing.assert_array_equal(y_chunk, in_order[i][1])
+    np.testing.assert_array_equal(sp.vstack([sp.csr_matrix(part[0]) for part in in_order]).toarray(), X.toarray())
+
+
+def test_npz_chunks_name_the_file_in_their_errors(tmp_path):
+    X, y = sparse_data()
+    np.savez(tmp_path / "stored.npz", X=X.toarray(), y=y)
+    data = bytearray((tmp_path / "stored.npz").read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a byte of X flipped: the member's CRC-32 no longer matches
+    (tmp_path / "flipped.npz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="flipped.npz is damaged: its member X.npy fails its CRC-32 check"):
+        list(NpzChunks(tmp_path / "flipped.npz", chunk_rows=400))
+    np.savez_compressed(tmp_path / "compressed.npz", X=X.toarray(), y=y)
+    data = bytearray((tmp_path / "compressed.npz").read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    (tmp_path / "compressed_flipped.npz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="compressed_flipped.npz"):
+        list(NpzChunks(tmp_path / "compressed_flipped.npz", chunk_rows=400))
+    np.savez(tmp_path / "objects.npz", X=X.toarray(), y=y.astype(object))
+    with pytest.raises(ValueError, match="objects.npz: y holds Python objects"):
+        list(NpzChunks(tmp_path / "objects.npz", chunk_rows=400))
+    np.savez(tmp_path / "short.npz", X=X.toarray(), y=y[:-5])
+    with pytest.raises(ValueError, match=r"short.npz: y has shape \(1495,\), but X has 1500 rows"):
+        list(NpzChunks(tmp_path / "short.npz", chunk_rows=400))
+
+
 # --- streamed fits -----------------------------------------------------------------
 
 
