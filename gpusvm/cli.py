@@ -131,7 +131,7 @@ def build_parser():
                        help="the number of features, when DATA (svmlight) may not use the last ones")
     train.add_argument("--chunk-rows", type=int, metavar="N",
                        help="read DATA (svmlight or .npz) N rows at a time, for a file larger than memory "
-                       "(linear and online solvers)")
+                       "(linear and online solvers); shows each epoch's progress on standard error")
     train.add_argument("-v", "--verbose", action="count", default=0, help="show a progress bar")
     _add_solver_options(train)
 
@@ -195,6 +195,8 @@ def _train_on_chunks(model, args, path, out):
         raise UsageError(f"--chunk-rows trains {streamed}; --solver {args.solver} needs every row at every step "
                          "(leave --chunk-rows out).", "gpusvm train")
     chunks = read_chunks(args.data, args.format, chunk_rows=args.chunk_rows, n_features=args.n_features)
+    if not model.verbose:  # a streamed fit can take long: a line an epoch, with its rows, rate and time left
+        model.set_params(verbose=1)
     how = {"format": data_format(args.data, args.format), "chunk_rows": args.chunk_rows}
     if how["format"] == "svmlight":
         how["zero_based"] = chunks.zero_based
