@@ -14,6 +14,12 @@ streamed fit, and what streaming does to Pegasos' objective.
    in-memory PegasosSVC at equal epochs (``tol=None``): on Adult in chunks of 5,000 rows,
    and on linear_objective.py's 1M-row synthetic problem (100,000 columns, 20 nonzeros
    a row) in chunks of 100,000: the exact primal objective and test accuracy of both.
+3. The same two with their defaults (``tol=1e-3``, ``n_iter_no_change=5``,
+   ``max_iter=1000``): the epochs each runs and why it stopped (``tol``, or
+   ``max_iter``), in memory on its exact objective after each epoch, streamed on the
+   progressive objective (``ProgressiveObjective``), with the last value of each, the
+   exact objective of the model returned and its test accuracy.  ``--quick`` runs Adult's
+   first 8,000 rows in chunks of 2,000 and 20,000 synthetic rows.
 
     python bench/streaming.py [--gigabytes 2] [--quick]
 """
@@ -33,7 +39,7 @@ from sklearn.datasets import dump_svmlight_file
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import binary_svm_objective, in_fresh_process, report  # noqa: E402
+from _common import binary_svm_objective, in_fresh_process, markdown_table, report  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 
 CHUNK_ROWS = 100_000
@@ -96,16 +102,13 @@ def large_file_rows(gigabytes, quick):
 def objectives(quick):
     """Streamed against in-memory PegasosSVC at equal epochs, on Adult (chunks of 5,000
     rows) and the 1M-row synthetic problem of linear_objective.py (chunks of 100,000)."""
-    from scaling import make_data
-
     from gpusvm import PegasosSVC
     from gpusvm.datasets import load_adult
 
     X, y, X_test, y_test = load_adult()
     n = 20_000 if quick else 1_000_000
-    X_syn, y_syn = make_data("linear", n + n // 10, 10_000 if quick else 100_000, seed=1)
     problems = [("adult", (X, y, X_test, y_test), 5_000, [1, 2] if quick else [1, 3, 10, 30]),
-                ("synthetic", (X_syn[:n], y_syn[:n], X_syn[n:], y_syn[n:]), n // 10, [1, 2] if quick else [1, 3])]
+                ("synthetic", synthetic_problem(n), n // 10, [1, 2] if quick else [1, 3])]
     rows = []
     for data, (X, y, X_test, y_test), chunk_rows, epochs_list in problems:
         chunks = [(X[i:i + chunk_rows], y[i:i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
@@ -124,6 +127,44 @@ def objectives(quick):
     return rows
 
 
+def synthetic_problem(n):
+    """linear_objective.py's synthetic problem: ``n`` training rows and ``n / 10`` test rows."""
+    from scaling import make_data
+
+    X, y = make_data("linear", n + n // 10, 10_000 if n < 100_000 else 100_000, seed=1)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
+def stopping(quick):
+    """In-memory and streamed PegasosSVC with their defaults: the epochs each runs before
+    its stopping rule (or max_iter) ends it."""
+    from gpusvm import PegasosSVC
+    from gpusvm.datasets import load_adult
+
+    X, y, X_test, y_test = load_adult()
+    n = 20_000 if quick else 1_000_000
+    adult = (X[:8_000], y[:8_000], X_test, y_test) if quick else (X, y, X_test, y_test)
+    problems = [("adult", adult, 2_000 if quick else 5_000), ("synthetic", synthetic_problem(n), n // 10)]
+    rows = []
+    for data, (X, y, X_test, y_test), chunk_rows in problems:
+        chunks = [(X[i:i + chunk_rows], y[i:i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
+        for how, fit in (("in memory", lambda m: m.fit(X, y)),
+                         (f"streamed, chunks of {chunk_rows}", lambda m: m.fit_chunks(chunks))):
+            model = PegasosSVC(random_state=0, backend="numpy")
+            started = time.perf_counter()
+            fit(model)
+            seconds = time.perf_counter() - started
+            weights = np.hstack([model.coef_, model.intercept_[:, None]])
+            rows.append({"data": data, "how": how, "epochs": model.n_iter_, "max_iter": model.max_iter,
+                         "stopped_by": "tol" if model.n_iter_ < model.max_iter else "max_iter",
+                         "rule_objective": "exact" if how == "in memory" else "progressive",
+                         "last_rule_objective": model.objective_curve_[-1], "seconds": seconds,
+                         "objective": binary_svm_objective(weights, X, y, model.lam_),
+                         "test_accuracy": float(model.score(X_test, y_test))})
+            print(rows[-1], flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gigabytes", type=float, default=2.0)
@@ -132,25 +173,34 @@ def main():
     gigabytes = 0.02 if args.quick else args.gigabytes
     large = large_file_rows(gigabytes, args.quick)
     results = objectives(args.quick)
+    stops = stopping(args.quick)
     table_large = ["| learner | parser | file (GiB) | rows | chunk CSR (MiB) | peak RSS (MiB) | fit (s) | rows/s |",
                    "|---|---|---|---|---|---|---|---|"]
     for row in large:
         table_large.append(f"| {row['learner']} | {row['parser']} | {row['file_bytes'] / 2**30:.2f} | {row['rows']:,} | "
                            f"{row['chunk_csr_bytes'] / 2**20:.0f} | {row['peak_rss_bytes'] / 2**20:.0f} | "
                            f"{row['seconds']:.1f} | {row['rows_per_second']:,.0f} |")
+    table_stops = markdown_table(
+        [("data", "data", "s"), ("how", "how", "s"), ("epochs", "epochs", "d"), ("stopped by", "stopped_by", "s"),
+         ("rule's objective", "rule_objective", "s"), ("its last value", "last_rule_objective", ".5f"),
+         ("fit (s)", "seconds", ".2f"), ("primal objective", "objective", ".5f"),
+         ("test accuracy", "test_accuracy", ".4f")], stops)
     columns = [("data", "data", "s"), ("how", "how", "s"), ("epochs", "epochs", "d"), ("fit (s)", "seconds", ".2f"),
                ("primal objective", "objective", ".5f"), ("test accuracy", "test_accuracy", ".4f")]
     report("streaming", ["numpy"], columns=columns,
            title="## Streamed training: one chunk in memory at a time\n\n"
                  f"One epoch from a svmlight file, {CHUNK_ROWS:,} rows per chunk, NumPy backend, "
                  "peak resident memory of the whole process:\n\n" + "\n".join(table_large) +
+                 "\n\nPegasosSVC with its defaults (tol=1e-3, n_iter_no_change=5, max_iter=1000), in memory (rule "
+                 "on the exact objective after each epoch) and streamed (rule on the progressive objective): "
+                 "epochs run and why it stopped:\n\n" + "\n".join(table_stops) +
                  "\n\nPegasosSVC streamed (steps within each chunk, chunks in a random order) against in memory, "
                  "equal epochs, tol=None:",
            payload={"dataset": {"large": "HashedStream: 40 fields, 2^20 columns, seed 0, written as svmlight",
                                 "adult": "UCI Adult (a9a encoding)",
                                 "synthetic": "linear_objective.py's make_data('linear', seed=1), 100,000 columns"},
                     "parameters": {"gigabytes": gigabytes, "chunk_rows": CHUNK_ROWS, "quick": args.quick},
-                    "large_file": large, "results": results})
+                    "large_file": large, "stopping": stops, "results": results})
 
 
 if __name__ == "__main__":

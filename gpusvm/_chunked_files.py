@@ -3,11 +3,13 @@
 Each reader is a re-iterable sequence of ``(X, y)`` chunks (a new pass over the file at
 every ``iter``), with ``len``, ``n_rows``, ``n_features`` and random access by chunk
 index (``reader[i]``), which the streamed trainers use to visit chunks in a random order.
-Memory is bounded by one chunk plus one integer per chunk, whatever the file's size.
+Memory is bounded by one chunk plus one integer per chunk, whatever the file's size (and,
+for a compressed ``.npz``, the checkpoints of its decompression: see :class:`NpzChunks`).
 """
 
 from __future__ import annotations
 
+import bisect
 import bz2
 import contextlib
 import functools
@@ -15,7 +17,10 @@ import gzip
 import io
 import itertools
 import lzma
+import math
 import numbers
+import os
+import threading
 import zipfile
 import zlib
 from pathlib import Path
@@ -423,11 +428,19 @@ def check_finite_rows(X, y, path, block, first_line):
 class NpzChunks:
     """``.npz`` files (one, or shards of one data set) as chunks of ``chunk_rows`` rows.
 
-    Each file holds ``X`` (a dense C-order array, as ``numpy.savez(path, X=X, y=y)``
-    writes it) or a CSR matrix written by :func:`scipy.sparse.save_npz`, and optionally
-    ``y`` in the same archive (the layouts :func:`gpusvm.data_files.read_data` reads).
-    Rows are read from the archive's members as a stream, never the whole ``X``; ``y``
-    and a CSR matrix's row pointers (one integer per row) are read whole.
+    Each file holds ``X`` (a dense C-order array, as ``numpy.savez(path, X=X, y=y)`` or
+    ``numpy.savez_compressed`` writes it) or a CSR matrix written by
+    :func:`scipy.sparse.save_npz`, and optionally ``y`` in the same archive (the layouts
+    :func:`gpusvm.data_files.read_data` reads).  Other sparse formats (CSC, COO, BSR,
+    DIA) cannot give rows without reading every one and are refused by name.
+
+    Nothing is read whole: chunk ``i`` (``reader[i]``, and each chunk of a pass) reads
+    its own rows of ``X`` and ``y`` (and of a CSR matrix's row pointers) straight out of
+    the archive's members, in time proportional to its size, whatever ``i``: a stored
+    member by seeking, a compressed one from the nearest of the checkpoints of its
+    decompression, one every MiB of its bytes (zlib's state, 39 KiB each, kept once
+    made: memory of 4% of the compressed members' uncompressed size, once a pass has
+    read them).  Each member's CRC-32 is checked whenever a read reaches its end.
 
     Parameters
     ----------
@@ -438,136 +451,233 @@ class NpzChunks:
     def __init__(self, paths, chunk_rows=100_000):
         if int(chunk_rows) < 1:
             raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows!r}.")
-        self.paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+        self.paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
         self.chunk_rows = int(chunk_rows)
-        self._shapes = None
+        self._shards, self._chunks = None, None
+
+    def __getstate__(self):  # the arrays are located again, and the checkpoints taken again, after unpickling
+        return {**self.__dict__, "_shards": None, "_chunks": None}
 
     def _scan(self):
-        if self._shapes is None:
-            self._shapes = [_npz_shape(path) for path in self.paths]
-            widths = {shape[1] for shape in self._shapes}
+        if self._shards is None:
+            shards = [_NpzShard(path) for path in self.paths]
+            widths = {shard.shape[1] for shard in shards}
             if len(widths) > 1:
                 raise ValueError(f"The .npz shards have different feature counts: {sorted(widths)}.")
+            # (shard, first row) of every chunk; chunks do not cross shards
+            self._chunks = [(shard, start) for shard in shards for start in range(0, shard.shape[0], self.chunk_rows)]
+            self._shards = shards
 
     @property
     def n_rows(self):
         self._scan()
-        return sum(shape[0] for shape in self._shapes)
+        return sum(shard.shape[0] for shard in self._shards)
 
     @property
     def n_features(self):
         self._scan()
-        return self._shapes[0][1]
-
-    def _index(self):
-        """``(shard, first row)`` of every chunk; chunks do not cross shards."""
-        self._scan()
-        return [(k, start) for k, shape in enumerate(self._shapes) for start in range(0, shape[0], self.chunk_rows)]
+        return self._shards[0].shape[1]
 
     def __len__(self):
-        return len(self._index())
+        self._scan()
+        return len(self._chunks)
 
     def __getitem__(self, index):
-        shard, start = self._index()[index]
-        with _NpzRows(self.paths[shard]) as rows:
-            rows.skip(start)
-            return rows.read(self.chunk_rows)
+        self._scan()
+        shard, start = self._chunks[index]
+        return shard.rows(start, min(start + self.chunk_rows, shard.shape[0]))
 
     def __iter__(self):
         self._scan()
-        for path in self.paths:
-            with _NpzRows(path) as rows:
-                while not rows.done:
-                    yield rows.read(self.chunk_rows)
+        for shard, start in self._chunks:
+            yield shard.rows(start, min(start + self.chunk_rows, shard.shape[0]))
 
 
-def _npz_shape(path):
-    with _NpzRows(path) as rows:
-        return rows.shape
+# A compressed member's decompression is checkpointed every this many of its bytes, so that
+# a read from any offset decompresses at most this much before it (about 2 ms); a checkpoint
+# keeps zlib's state and window, 39 KiB (4% of the bytes it spans).
+_CHECKPOINT_BYTES = 1 << 20
+_READ_BYTES = 1 << 18  # the most of a member's stored bytes read from the file at a time
+_SPARSE_MEMBERS = ("data.npy", "indices.npy", "indptr.npy", "shape.npy", "format.npy")
 
 
-class _NpzRows:
-    """Sequential row reads from one ``.npz`` archive (dense ``X`` or a save_npz CSR)."""
+class _NpzShard:
+    """One ``.npz`` file: its arrays located once, then rows read by range."""
 
     def __init__(self, path):
-        self.path = path
+        self.path, self.lock = path, threading.Lock()
         try:
-            self.archive = zipfile.ZipFile(path)
-            names = set(self.archive.namelist())
-            self.y = self._whole("y.npy") if "y.npy" in names else None
-            if "X.npy" in names:
-                self.sparse = False
-                self.stream = self.archive.open("X.npy")
-                self.shape, self.dtype = self._header(self.stream)
-            elif {"data.npy", "indices.npy", "indptr.npy", "shape.npy"} <= names:
-                self.sparse = True
-                self.indptr = self._whole("indptr.npy")
-                self.shape = tuple(int(n) for n in self._whole("shape.npy"))
-                self.data, self.indices = self.archive.open("data.npy"), self.archive.open("indices.npy")
-                (_, self.dtype), (_, self.index_dtype) = self._header(self.data), self._header(self.indices)
-            else:
-                raise ValueError(f"{path} holds {sorted(names)}; expected X.npy (and y.npy) or a save_npz matrix.")
-        except (OSError, zipfile.BadZipFile, KeyError) as error:
+            with open(path, "rb") as handle:
+                with zipfile.ZipFile(handle) as archive:
+                    infos = {info.filename: info for info in archive.infolist()}
+                self._locate(handle, infos)
+        except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as error:
             raise ValueError(f"{path} is not a readable .npz file (damaged or truncated?): {error}") from None
-        if len(self.shape) != 2:
-            raise ValueError(f"{path}: X must be 2-D, got shape {self.shape}.")
-        self.position = 0
 
-    def __enter__(self):
-        return self
+    def _locate(self, handle, infos):
+        path = self.path
 
-    def __exit__(self, *exc):
-        self.archive.close()
+        def array(name):
+            return _NpyMember(path, handle, infos[name], name[:-len(".npy")])
 
-    @property
-    def done(self):
-        return self.position >= self.shape[0]
-
-    def _whole(self, member):
-        with self.archive.open(member) as stream:
-            return np.lib.format.read_array(stream, allow_pickle=False)
-
-    def _header(self, stream):
-        version = np.lib.format.read_magic(stream)
-        readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-        if version not in readers:
-            raise ValueError(f"{self.path}: .npy format version {version} is not streamed; save with NumPy's default.")
-        shape, fortran_order, dtype = readers[version](stream)
-        if fortran_order and len(shape) > 1:
-            raise ValueError(f"{self.path}: X is stored in Fortran order; save it C-contiguous to stream it.")
-        if dtype.hasobject:
-            raise ValueError(f"{self.path}: X holds Python objects, which are not read (no pickle).")
-        return shape, dtype
-
-    def skip(self, n_rows):
-        """Move past ``n_rows`` rows (reading them: a compressed member cannot seek)."""
-        while n_rows > 0:
-            step = min(n_rows, 65_536)
-            self.read(step)
-            n_rows -= step
-
-    def read(self, n_rows):
-        """The next up to ``n_rows`` rows as ``(X, y)``."""
-        start, stop = self.position, min(self.position + n_rows, self.shape[0])
-        if self.sparse:
-            low, high = int(self.indptr[start]), int(self.indptr[stop])
-            data = _read_values(self.data, self.dtype, high - low, self.path)
-            indices = _read_values(self.indices, self.index_dtype, high - low, self.path)
-            X = sp.csr_matrix((data, indices, self.indptr[start:stop + 1] - low), shape=(stop - start, self.shape[1]))
+        self.y = array("y.npy") if "y.npy" in infos else None
+        if "X.npy" in infos:
+            self.sparse, self.X = False, array("X.npy")
+            self.shape = self.X.shape
+            if len(self.shape) != 2:
+                raise ValueError(f"{path}: X must be 2-D, got shape {self.shape}.")
+            if self.X.fortran_order:
+                raise ValueError(f"{path}: X is stored in Fortran order; save it C-contiguous to stream it.")
+        elif "format.npy" in infos:  # scipy.sparse.save_npz
+            matrix_format = array("format.npy").whole(handle).item()
+            matrix_format = matrix_format.decode("ascii") if isinstance(matrix_format, bytes) else str(matrix_format)
+            if matrix_format == "csr" and not set(_SPARSE_MEMBERS) <= set(infos):
+                raise ValueError(f"{path} holds {sorted(infos)}; a save_npz CSR matrix has {list(_SPARSE_MEMBERS)}.")
+            if matrix_format != "csr":
+                raise ValueError(
+                    f"{path} holds a {matrix_format.upper()} matrix (scipy.sparse.save_npz); NpzChunks reads the rows "
+                    f"of a CSR matrix or of a dense X, and a {matrix_format.upper()} matrix cannot give its rows "
+                    "without reading all of it. Convert the file once, e.g. scipy.sparse.save_npz(path, "
+                    "scipy.sparse.load_npz(path).tocsr()) (keeping y), or read it whole (without chunk_rows).")
+            self.sparse = True
+            self.shape = tuple(int(n) for n in array("shape.npy").whole(handle))
+            self.data, self.indices, self.indptr = array("data.npy"), array("indices.npy"), array("indptr.npy")
+            if len(self.shape) != 2 or self.indptr.shape != (self.shape[0] + 1,):
+                raise ValueError(f"{path}: a CSR matrix of shape {self.shape} has {self.indptr.shape} row pointers.")
         else:
-            X = _read_values(self.stream, self.dtype, (stop - start) * self.shape[1], self.path)
-            X = X.reshape(stop - start, self.shape[1])
-        self.position = stop
-        return X, (self.y[start:stop] if self.y is not None else None)
+            raise ValueError(f"{path} holds {sorted(infos)}; expected X.npy (and y.npy) or a save_npz matrix.")
+        if self.y is not None and self.y.shape != (self.shape[0],):
+            raise ValueError(f"{path}: y has shape {self.y.shape}, but X has {self.shape[0]} rows: "
+                             "one label a row is needed.")
+
+    def rows(self, start, stop):
+        """Rows ``start .. stop - 1`` as ``(X, y)``."""
+        with self.lock, open(self.path, "rb") as handle:
+            y = self.y.values(handle, start, stop) if self.y is not None else None
+            if not self.sparse:
+                width = self.shape[1]
+                return self.X.values(handle, start * width, stop * width).reshape(stop - start, width), y
+            indptr = self.indptr.values(handle, start, stop + 1)
+            low, high = int(indptr[0]), int(indptr[-1])
+            if not 0 <= low <= high <= self.data.shape[0]:
+                raise ValueError(f"{self.path}: the CSR row pointers of rows {start} to {stop - 1} are damaged "
+                                 f"({low} to {high}, of {self.data.shape[0]} entries).")
+            X = sp.csr_matrix((self.data.values(handle, low, high), self.indices.values(handle, low, high),
+                               indptr - indptr[0]), shape=(stop - start, self.shape[1]))
+            return X, y
 
 
-def _read_values(stream, dtype, count, path):
-    """The next ``count`` values of an ``.npy`` member, read straight into a new array."""
-    values = np.empty(count, dtype=dtype)
-    view, filled = memoryview(values).cast("B"), 0
-    while filled < view.nbytes:
-        read = stream.readinto(view[filled:])
-        if not read:
-            raise ValueError(f"{path} is truncated: an array ends early.")
-        filled += read
-    return values
+class _NpyMember:
+    """An ``.npy`` array in a zip archive: its header, and its values by flat index."""
+
+    def __init__(self, path, handle, info, name):
+        self.path, self.name = path, name
+        self.member = _ZipMember(path, handle, info)
+        prelude = bytes(self.member.read(handle, 0, min(12, self.member.size)))
+        stream = io.BytesIO(prelude)
+        try:
+            version = np.lib.format.read_magic(stream)
+            readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+            if version not in readers:
+                raise ValueError(f".npy format version {version} is not streamed; save with NumPy's default")
+            length_bytes = 2 if version == (1, 0) else 4
+            self.offset = 8 + length_bytes + int.from_bytes(prelude[8:8 + length_bytes], "little")
+            stream = io.BytesIO(bytes(self.member.read(handle, 0, min(self.offset, self.member.size))))
+            np.lib.format.read_magic(stream)
+            self.shape, self.fortran_order, self.dtype = readers[version](stream)
+        except ValueError as error:
+            raise ValueError(f"{path}: {name} is not a readable .npy array: {error}.") from None
+        if self.dtype.hasobject:
+            raise ValueError(f"{path}: {name} holds Python objects, which are not read (that would need pickle); "
+                             "save numbers or strings.")
+        expected = self.offset + math.prod(self.shape) * self.dtype.itemsize
+        if expected != self.member.size:
+            raise ValueError(f"{path}: {name} should take {expected} bytes for its shape {self.shape}, but takes "
+                             f"{self.member.size} (damaged or truncated?).")
+
+    def values(self, handle, start, stop):
+        """The values ``start .. stop - 1`` of the flattened array."""
+        size = self.dtype.itemsize
+        return np.frombuffer(self.member.read(handle, self.offset + start * size, (stop - start) * size), self.dtype)
+
+    def whole(self, handle):
+        return self.values(handle, 0, math.prod(self.shape)).reshape(self.shape)
+
+
+class _ZipMember:
+    """A member of a zip archive read from any offset in time proportional to the bytes
+    read: a stored member by seeking, a deflated one (``numpy.savez_compressed``,
+    ``save_npz``) from the nearest checkpoint of its decompression (one each
+    ``_CHECKPOINT_BYTES``, taken as reads first pass them), or from where the last read
+    ended.  Checkpoints carry the CRC-32 of the bytes before them, so every read that
+    reaches the member's end checks its CRC."""
+
+    def __init__(self, path, handle, info):
+        self.path, self.name, self.size, self.crc = path, info.filename, info.file_size, info.CRC
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
+            raise ValueError(f"{path}: {info.filename} is encrypted or compressed by zip method "
+                             f"{info.compress_type}; NpzChunks reads stored and deflated members (as numpy.savez, "
+                             "numpy.savez_compressed and scipy.sparse.save_npz write them).")
+        self.deflated = info.compress_type == zipfile.ZIP_DEFLATED
+        handle.seek(info.header_offset)
+        header = handle.read(30)  # the local file header, whose name and extra field lengths can differ
+        if len(header) < 30 or header[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"no local header for {info.filename}")
+        name_length, extra_length = int.from_bytes(header[26:28], "little"), int.from_bytes(header[28:], "little")
+        first = info.header_offset + 30 + name_length + extra_length
+        self.end = first + info.compress_size
+        # checkpoint k: the member's bytes from offsets[k] on come from the file at
+        # states[k] = (file offset, decompressor there, CRC-32 of the bytes before)
+        self.offsets, self.states = [0], [(first, self._decompressor(), 0)]
+        self.cursor = None  # where the last read ended: (offset, file offset, decompressor, CRC-32)
+
+    def _decompressor(self):
+        return zlib.decompressobj(-zlib.MAX_WBITS) if self.deflated else None
+
+    def read(self, handle, offset, size):
+        """``size`` bytes from ``offset`` on, as a bytearray."""
+        try:
+            return self._read(handle, offset, size)
+        except (OSError, zlib.error) as error:
+            raise ValueError(f"{self.path} is not a readable .npz file (damaged or truncated?): {self.name}: "
+                             f"{error}") from None
+
+    def _read(self, handle, offset, size):
+        out, stop = bytearray(size), offset + size
+        if not size:
+            return out
+        k = bisect.bisect_right(self.offsets, offset) - 1
+        position, (file_offset, decompressor, crc) = self.offsets[k], self.states[k]
+        if self.cursor is not None and position <= self.cursor[0] <= offset:
+            (position, file_offset, decompressor, crc), self.cursor = self.cursor, None
+        elif decompressor is not None:
+            decompressor = decompressor.copy()
+        handle.seek(file_offset)
+        pending = b""
+        while position < stop:
+            boundary = self.offsets[-1] + _CHECKPOINT_BYTES  # the next checkpoint (none is past it yet)
+            limit = min(stop, boundary) - position
+            if not pending:
+                pending = handle.read(max(0, min(_READ_BYTES, self.end - handle.tell())))
+                if not pending:
+                    raise ValueError(f"{self.path} is truncated: its member {self.name} ends early.")
+            if decompressor is None:
+                piece, pending = pending[:limit], pending[limit:]
+            else:
+                before = len(pending)
+                piece = decompressor.decompress(pending, limit)
+                pending = decompressor.unconsumed_tail
+                if not piece and (decompressor.eof or len(pending) == before):
+                    raise ValueError(f"{self.path} is truncated: its member {self.name} ends early.")
+            crc = zlib.crc32(piece, crc)
+            skip = max(0, offset - position)
+            if skip < len(piece):
+                out[position + skip - offset:position + len(piece) - offset] = piece[skip:]
+            position += len(piece)
+            if position == boundary:
+                self.offsets.append(position)
+                self.states.append((handle.tell() - len(pending), decompressor.copy() if decompressor else None, crc))
+        if position == self.size and crc != self.crc:
+            raise ValueError(f"{self.path} is damaged: its member {self.name} fails its CRC-32 check.")
+        self.cursor = (position, handle.tell() - len(pending), decompressor, crc)
+        return out

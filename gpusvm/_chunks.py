@@ -45,6 +45,19 @@ class ChunkSource:
         for number, chunk in enumerate(self.chunks):
             yield self._checked(chunk, number)
 
+    def check_passes(self, reasons):
+        """Refuse, before reading anything, a fit that needs more passes than the source
+        gives: ``reasons`` names what needs each pass (one entry a pass)."""
+        if not self.reiterable and len(reasons) > 1:
+            raise ValueError(
+                f"{reasons[-1]} needs another pass over the chunks, but they come from a one-shot iterator, "
+                f"read once; this fit reads them {len(reasons)} times ({', '.join(dict.fromkeys(reasons))}). "
+                "Pass a list or a re-iterable reader (gpusvm.data_files.SvmlightChunks, NpzChunks).")
+
+    def knows_n_rows(self):
+        """Whether the source tells its number of rows without a pass of ours."""
+        return getattr(self.chunks, "n_rows", None) is not None
+
     def n_rows(self):
         """The number of rows: the reader's ``n_rows`` when it knows it, else one pass."""
         known = getattr(self.chunks, "n_rows", None)
@@ -52,10 +65,21 @@ class ChunkSource:
             return int(known)
         return sum(X.shape[0] for X, _ in self.passes("counting the rows (for lam = 1 / (C n))"))
 
+    def label_counts(self, what="finding the classes (or pass classes=...)"):
+        """The sorted labels of every chunk and the rows of each (one pass)."""
+        labels, counts = [], []
+        for _, y in self.passes(what):
+            chunk_labels, chunk_counts = np.unique(y, return_counts=True)
+            labels.append(chunk_labels)
+            counts.append(chunk_counts)
+        if not labels:
+            return np.array([]), np.array([], dtype=np.int64)
+        classes, position = np.unique(np.concatenate(labels), return_inverse=True)
+        return classes, np.bincount(position, weights=np.concatenate(counts)).astype(np.int64)
+
     def classes(self):
         """The sorted labels of every chunk (one pass)."""
-        labels = [np.unique(y) for _, y in self.passes("finding the classes (or pass classes=...)")]
-        return np.unique(np.concatenate(labels)) if labels else np.array([])
+        return self.label_counts()[0]
 
     def random_access(self):
         """Whether chunk ``i`` can be read on its own (``len`` and ``source[i]``), cheaply

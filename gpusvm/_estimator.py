@@ -33,6 +33,7 @@ def scores_like_input(scores, X):
 
 
 _FINITE_CHECK_ROWS = 64  # training rows whose decision values must be finite after a fit
+_OWN = object()  # _targets_and_weights: the estimator's own class_weight
 
 
 @contextlib.contextmanager
@@ -100,13 +101,15 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         """The resolved backend for this fit (``backend_`` once a model exists)."""
         return getattr(self, "backend_", None) or resolve_backend(self.backend)
 
-    def _targets_and_weights(self, y, sample_weight, classes):
-        """One-vs-rest targets in {-1, +1} and per-sample weights (times class weights)."""
+    def _targets_and_weights(self, y, sample_weight, classes, class_weight=_OWN):
+        """One-vs-rest targets in {-1, +1} and per-sample weights (times class weights:
+        the estimator's ``class_weight``, or the one given)."""
+        class_weight = self.class_weight if class_weight is _OWN else class_weight
         targets = one_vs_rest_targets(y, classes)
         weights = check_weights(sample_weight, y.shape[0])
-        if self.class_weight is not None:
-            weights = weights * class_weight_per_sample(self.class_weight, y)
-            check_some_weight(weights, self.class_weight)
+        if class_weight is not None:
+            weights = weights * class_weight_per_sample(class_weight, y)
+            check_some_weight(weights, class_weight)
         return targets, weights
 
     def _classes_for_fit(self, y):

@@ -21,6 +21,39 @@ def progress_bar(total, desc, verbose, unit="step"):
                 mininterval=0.5, dynamic_ncols=True)
 
 
+class EpochBars:
+    """``verbose >= 1`` for a streamed fit: a bar over each epoch's rows, with its total
+    (``rows_per_epoch`` when the source tells it, else counted in the first epoch) and so
+    an estimate of the epoch's end, left on screen with the epoch's figure: a line an
+    epoch.  A no-op when ``verbose`` is 0."""
+
+    def __init__(self, desc, max_epochs, verbose, rows_per_epoch=None):
+        self.desc, self.max_epochs, self.verbose = desc, max_epochs, verbose
+        self.rows_per_epoch, self.bar, self.epoch, self.rows = rows_per_epoch, None, None, 0
+
+    def update(self, epoch, rows):
+        """``rows`` more rows trained in epoch ``epoch`` (0-based)."""
+        if epoch != self.epoch:
+            self.close()
+            self.epoch, self.rows = epoch, 0
+            self.bar = progress_bar(self.rows_per_epoch, f"{self.desc} epoch {epoch + 1}/{self.max_epochs}",
+                                    self.verbose, unit="row")
+        self.rows += rows
+        self.bar.update(rows)
+
+    def end_epoch(self, **figures):
+        """The epoch is over: its figures (``objective=...``) on its line."""
+        if self.bar is not None:
+            self.bar.set_postfix(figures, refresh=False)
+        self.close()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+            self.rows_per_epoch = self.rows_per_epoch or self.rows
+        self.bar = None
+
+
 def nvtx_range(name, color):
     """Decorate a method so that each call is the nvtx range ``name``.
 

@@ -132,7 +132,7 @@ def build_parser():
                        help="the number of features, when DATA (svmlight) may not use the last ones")
     train.add_argument("--chunk-rows", type=int, metavar="N",
                        help="read DATA (svmlight or .npz) N rows at a time, for a file larger than memory "
-                       "(linear and online solvers)")
+                       "(linear and online solvers); shows each epoch's progress on standard error")
     train.add_argument("-v", "--verbose", action="count", default=0, help="show a progress bar")
     train.add_argument("--force", action="store_true",
                        help="replace MODEL even when it exists and is not a gpusvm model file (never DATA)")
@@ -205,6 +205,8 @@ def _train_on_chunks(model, args, path, out):
     chunks = read_chunks(args.data, args.format, chunk_rows=args.chunk_rows, n_features=args.n_features)
     if chunks.n_rows == 0:  # (the scan that counts them is the one the fit needs first)
         raise DataFileError(f"{args.data} has no data rows to train on.")
+    if not model.verbose:  # a streamed fit can take long: a line an epoch, with its rows, rate and time left
+        model.set_params(verbose=1)
     how = {"format": data_format(args.data, args.format), "chunk_rows": args.chunk_rows}
     if how["format"] == "svmlight":
         how["zero_based"] = chunks.zero_based

@@ -19,7 +19,7 @@ from ._backend import get_namespace, namespace_of, resolve_backend, to_numpy
 from ._chunk_pipeline import prepared_chunk, ready_chunks
 from ._chunks import ChunkSource, aligned_chunks
 from ._estimator import GPUClassifierMixin, restore_on_error
-from ._instrumentation import progress_bar
+from ._instrumentation import EpochBars
 from ._linear_model import LinearModelMixin
 from ._random import seed_from_random_state
 from ._validation import check_X_y, class_positions, to_backend
@@ -113,7 +113,8 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         ----------
         chunks : iterable of (X, y)
             Re-iterable (a list, a reader) for ``max_iter > 1`` or when ``classes`` is
-            None; a one-shot iterator is read once.
+            None; a one-shot iterator is read once, and refused before it is read when
+            the fit would need another pass.
         classes : array-like, default=None
             Every class of the stream; None reads them from the chunks first (one pass).
 
@@ -123,6 +124,8 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         """
         self._validate_params()
         source = ChunkSource(chunks)
+        source.check_passes(["finding the classes (or pass classes=...)"] * (classes is None)
+                            + [f"max_iter={self.max_iter}"] * self.max_iter)
         with restore_on_error(self):
             self._forget_training_state()
             classes = self._partial_fit_classes(source.classes() if classes is None else classes)
@@ -133,13 +136,14 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             prepare = functools.partial(self._prepared_chunk, classes=classes, backend=backend)
             seed, n_models = seed_from_random_state(self.random_state), 1 if classes.shape[0] == 2 else classes.shape[0]
             state, stepper, chunk, losses, rows = None, None, None, [], 0
-            bar = progress_bar(None, f"{type(self).__name__} chunks", self.verbose, unit="row")
+            bars = EpochBars(type(self).__name__, self.max_iter, self.verbose)
             with ready_chunks(epochs, prepare, backend) as ready:
                 for chunk in ready:
                     if state is None:
                         state = OnlineState.zeros(n_models, chunk.X.shape[1], xp)
                     if chunk.epoch > len(losses):  # the first chunk of the next epoch
                         losses.append(stepper.epoch_loss_sum() / (rows * n_models))
+                        bars.end_epoch(loss=f"{losses[-1]:.5g}")
                         stepper, rows = None, 0
                     problem = OnlineProblem(
                         X=chunk.X, labels=chunk.rows["labels"], n_classes=classes.shape[0], rule=self._rule(),
@@ -151,12 +155,12 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
                     stepper.start_epoch(None, loss_so_far)
                     stepper.run_batches(range(0, chunk.n_rows, self.batch_size))
                     rows += chunk.n_rows
-                    bar.update(chunk.n_rows)
-                    bar.set_postfix(epoch=chunk.epoch + 1)
-            bar.close()
+                    bars.update(chunk.epoch, chunk.n_rows)
             if state is None:
+                bars.close()
                 raise ValueError("fit_chunks got no chunks with rows.")
             losses.append(stepper.epoch_loss_sum() / (rows * n_models))
+            bars.end_epoch(loss=f"{losses[-1]:.5g}")
             self._set_model(state, backend, classes, seed, chunk.X)
             self.n_iter_, self.loss_curve_ = self.max_iter, losses
         return self

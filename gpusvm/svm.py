@@ -13,7 +13,7 @@ from ._backend import get_namespace, to_numpy
 from ._chunk_pipeline import prepared_chunk, ready_chunks
 from ._chunks import ChunkSource
 from ._estimator import GPUClassifierMixin, restore_on_error
-from ._instrumentation import progress_bar
+from ._instrumentation import EpochBars
 from ._kernel_model import KernelModelMixin
 from ._linear_model import LinearModelMixin
 from ._random import seed_from_random_state
@@ -21,7 +21,15 @@ from ._validation import check_X_y, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
 from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
 from .solvers.online_logistic import shuffled_order
-from .solvers.pegasos import PegasosProblem, PegasosState, pegasos_stepper, run_pegasos, steps_per_epoch
+from .solvers.pegasos import (
+    NoImprovementStop,
+    PegasosProblem,
+    PegasosState,
+    ProgressiveObjective,
+    pegasos_stepper,
+    run_pegasos,
+    steps_per_epoch,
+)
 
 # The chunk order of PegasosSVC.fit_chunks comes from the model's seed xor this, so
 # that it is a random stream of its own, apart from the steps' draws.
@@ -75,8 +83,9 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
     tol : float or None, default=1e-3
         Stop when the primal objective (``lam/2 ||w||^2`` plus the mean weighted hinge
         loss, summed over classes; computed exactly after each epoch for the weights
-        the model returns) has not improved by ``tol`` for ``n_iter_no_change`` epochs.
-        None: run ``max_iter`` epochs.
+        the model returns) has not improved by ``tol`` for ``n_iter_no_change`` epochs
+        (:meth:`fit_chunks`: the same rule on the progressive objective, which needs no
+        pass of its own). None: run ``max_iter`` epochs.
     n_iter_no_change : int, default=5
     class_weight : dict, 'balanced' or None, default=None
         Multiplies the sample weights by a weight per class.
@@ -101,7 +110,8 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
     lam_ : float
         The lambda used.
     objective_curve_ : list of float
-        The epoch objective after each epoch of the last call.
+        The epoch objective after each epoch of the last call (of :meth:`fit_chunks`:
+        the progressive objective).
     backend_ : {'numpy', 'cupy'}
     n_features_in_ : int
 
@@ -189,8 +199,9 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         return self
 
     def fit_chunks(self, chunks, classes=None):
-        """Train from scratch on a stream of ``(X, y)`` chunks, ``max_iter`` epochs, with
-        at most two chunks in memory (on the device, with the cupy backend) at a time.
+        """Train from scratch on a stream of ``(X, y)`` chunks, with at most two chunks in
+        memory (on the device, with the cupy backend) at a time, until the progressive
+        objective stops improving or ``max_iter`` epochs.
 
         An epoch visits every chunk once and takes ``ceil(rows / batch_size)`` steps in
         each, drawn (uniformly, with replacement) from that chunk's rows alone: the
@@ -198,23 +209,35 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         can read a chunk on its own (a list, :class:`gpusvm.data_files.SvmlightChunks`,
         :class:`~gpusvm.data_files.NpzChunks`), the chunks come in a fresh random order
         every epoch (from the shared random stream); otherwise in the order given, so
-        that sorted data wants shuffled chunks. ``lam`` is ``1 / (C n)`` over all the rows
-        (counted first when the source does not know ``n_rows``). ``tol`` does not
-        apply: the exact objective would cost another pass over the data every epoch, so
-        the fit runs ``max_iter`` epochs and ``objective_curve_`` stays empty.
+        that sorted data wants shuffled chunks. Chunks without rows are skipped. ``lam``
+        is ``1 / (C n)`` over all the rows, and ``class_weight='balanced'`` weighs each
+        class by ``n / (n_classes * rows of the class)`` over the whole stream, as a fit
+        on the concatenated chunks would (both counted in a first pass when needed).
+
+        Stopping: ``tol`` and ``n_iter_no_change`` mean what they mean in :meth:`fit`
+        (stop once the epoch's objective has not improved on the best by ``tol`` for
+        ``n_iter_no_change`` epochs), applied to the *progressive* objective, which costs
+        no pass of its own: the primal objective of the weights the model would return,
+        each chunk's rows measured when the chunk comes, before its steps
+        (:class:`gpusvm.solvers.pegasos.ProgressiveObjective`); ``objective_curve_``
+        holds it, one value an epoch.  It differs from :meth:`fit`'s exact objective only
+        in that a chunk is measured with the weights of its moment in the epoch, so it
+        runs a little above it.  An epoch is judged when the next one's first chunk
+        arrives, so a fit that stops has read one chunk more than it trained on.
 
         On the cupy backend the next chunk is read and checked on a worker thread while
         the current one trains, then copied to the device from pinned host memory, on a
         stream of its own, while the current chunk's steps run (two device slots used in
-        turn); nothing is read back from the device until the end.  On the numpy backend
-        the chunks are read in turn, in the caller's thread (the parser and the steps both
-        hold Python's GIL).
+        turn); the host reads the device once an epoch (the progressive objective's two
+        sums).  On the numpy backend the chunks are read in turn, in the caller's thread
+        (the parser and the steps both hold Python's GIL).
 
         Parameters
         ----------
         chunks : iterable of (X, y)
             Re-iterable (a list, a reader) unless ``max_iter=1``, ``classes`` and ``lam``
-            are all given.
+            are all given and ``class_weight`` is not 'balanced'; a one-shot iterator
+            that would need more than one pass is refused before it is read.
         classes : array-like, default=None
             Every class of the stream; None reads them from the chunks first (one pass).
 
@@ -224,57 +247,96 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         """
         self._validate_params()
         source = ChunkSource(chunks)
+        balanced = isinstance(self.class_weight, str) and self.class_weight == "balanced"
+        counting = [what for what, needed in (
+            ("finding the classes (or pass classes=...)", classes is None),
+            ("counting the rows of each class (for class_weight='balanced')", balanced),
+            ("counting the rows (for lam = 1 / (C n))", self.lam is None and not source.knows_n_rows()),
+        ) if needed]
+        source.check_passes(counting[:1] + [f"max_iter={self.max_iter}"] * self.max_iter)
         with restore_on_error(self):
             self._forget_training_state()
-            classes = self._partial_fit_classes(source.classes() if classes is None else classes)
-            lam = _regularization(self.lam, self.C, source.n_rows() if self.lam is None else 1)
+            stream_classes, counts = source.label_counts(" and ".join(counting)) if counting else (None, None)
+            n_rows = int(counts.sum()) if counts is not None else (source.n_rows() if self.lam is None else None)
+            if n_rows == 0:
+                raise ValueError("fit_chunks got no chunks with rows.")
+            classes = self._partial_fit_classes(stream_classes if classes is None else classes)
+            class_weight = self._stream_class_weight(classes, stream_classes, counts) if balanced else self.class_weight
+            lam = _regularization(self.lam, self.C, n_rows if self.lam is None else 1)
             seed = seed_from_random_state(self.random_state)
             backend = self._fit_backend()
+            xp = get_namespace(backend)
             epochs = ((epoch, chunk) for epoch in range(self.max_iter)
                       for chunk in self._epoch_chunks(source, epoch, seed))
             dtype = {}  # the first chunk's, which later chunks are cast to
-            prepare = functools.partial(self._prepared_chunk, classes=classes, dtype=dtype, backend=backend)
-            state, chunk = None, None
-            bar = progress_bar(None, "PegasosSVC chunks", self.verbose, unit="row")
+            prepare = functools.partial(self._prepared_chunk, classes=classes, class_weight=class_weight,
+                                        dtype=dtype, backend=backend)
+            state, chunk, progress, objectives = None, None, None, []
+            stop = NoImprovementStop(self.tol, self.n_iter_no_change)
+            bars = EpochBars("PegasosSVC", self.max_iter, self.verbose, n_rows)
             with ready_chunks(epochs, prepare, backend) as ready:
                 for chunk in ready:
+                    if chunk.epoch > len(objectives):  # the first chunk of the next epoch: the last one is over
+                        objectives.append(progress.value())
+                        bars.end_epoch(objective=f"{objectives[-1]:.5g}")
+                        if stop(objectives[-1]):
+                            break
+                        progress = None
                     if state is None:
                         state = PegasosState.zeros(chunk.rows["targets"].shape[1],
-                                                   chunk.X.shape[1] + int(self.fit_intercept), chunk.X.dtype,
-                                                   get_namespace(backend))
-                    problem = self._problem(chunk.X, chunk.rows["targets"], chunk.rows["sample_weight"], lam, seed,
+                                                   chunk.X.shape[1] + int(self.fit_intercept), chunk.X.dtype, xp)
+                    if progress is None:
+                        progress = ProgressiveObjective(lam, self.fit_intercept, self.average is not False, xp)
+                    targets, sample_weight = chunk.rows["targets"], chunk.rows["sample_weight"]
+                    # No read from the device: the next chunk's copy overlaps this chunk's measure and steps.
+                    progress.add(chunk.X, targets, sample_weight, state)
+                    problem = self._problem(chunk.X, targets, sample_weight, lam, seed,
                                             mean_weight=chunk.facts["mean_weight"])
-                    # No objective and no read from the device: the next chunk's copy overlaps these steps.
-                    pegasos_stepper(problem, state, backend).run_steps(
-                        steps_per_epoch(chunk.n_rows, self.batch_size))
-                    bar.update(chunk.n_rows)
-                    bar.set_postfix(epoch=chunk.epoch + 1)
-            bar.close()
+                    pegasos_stepper(problem, state, backend).run_steps(steps_per_epoch(chunk.n_rows, self.batch_size))
+                    bars.update(chunk.epoch, chunk.n_rows)
+                else:
+                    if progress is not None:
+                        objectives.append(progress.value())
+                        bars.end_epoch(objective=f"{objectives[-1]:.5g}")
+            bars.close()
             if state is None:
                 raise ValueError("fit_chunks got no chunks with rows.")
             self._set_model(state, backend, classes, lam, seed, chunk.X)
-            self.n_iter_, self.objective_curve_ = self.max_iter, []
+            self.n_iter_, self.objective_curve_ = len(objectives), objectives
         return self
 
-    def _prepared_chunk(self, item, number, *, classes, dtype, backend):
+    @staticmethod
+    def _stream_class_weight(classes, stream_classes, counts):
+        """``class_weight='balanced'`` over the whole stream: scikit-learn's
+        ``n_samples / (n_classes * np.bincount(y))`` from the counts of the first pass."""
+        rows = dict(zip(stream_classes.tolist(), counts.tolist()))
+        missing = [label for label in classes.tolist() if not rows.get(label)]
+        if missing:
+            raise ValueError(f"class_weight='balanced' needs rows of every class, but the chunks have none of "
+                             f"class {missing[0]!r} (classes={classes.tolist()!r}).")
+        n_rows = sum(rows[label] for label in classes.tolist())
+        return {label: n_rows / (len(classes) * rows[label]) for label in classes.tolist()}
+
+    def _prepared_chunk(self, item, number, *, classes, class_weight, dtype, backend):
         """One streamed chunk checked and made ready (see ``fit_chunks``): the first one
         sets the number of features and the dtype, later ones follow."""
         epoch, (X, y) = item
         X, y = check_X_y(self, X, y, reset=number == 0)
         if X.dtype != dtype.setdefault("X", X.dtype):  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
             X = X.astype(dtype["X"])
-        targets, weights = self._targets_and_weights(y, None, classes)
+        targets, weights = self._targets_and_weights(y, None, classes, class_weight=class_weight)
         return prepared_chunk(X, {"targets": targets.astype(X.dtype), "sample_weight": weights.astype(X.dtype)},
                               backend, epoch, mean_weight=float(weights.mean()))
 
     def _epoch_chunks(self, source, epoch, seed):
         """The chunks of one streamed epoch: in a random order when the source allows it
         (a stream of its own, apart from the steps' draws)."""
-        if not source.random_access():
-            yield from source.passes(f"max_iter={self.max_iter}")
-            return
-        for index in shuffled_order(seed ^ _CHUNK_ORDER_STREAM, epoch, len(source.chunks)):
-            yield source.chunk(int(index))
+        if source.random_access():
+            chunks = (source.chunk(int(index))
+                      for index in shuffled_order(seed ^ _CHUNK_ORDER_STREAM, epoch, len(source.chunks)))
+        else:
+            chunks = source.passes(f"max_iter={self.max_iter}")
+        yield from ((X, y) for X, y in chunks if X.shape[0] or len(y))  # chunks without rows are skipped
 
     def _train(self, X, y, sample_weight, *, classes, n_epochs, tol):
         first = not hasattr(self, "classes_")

@@ -390,3 +390,41 @@ def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse, monkeypatch
     monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: True)
     given_fused = stepped(pegasos_stepper(problem(gathered_rows), start.copy(), backend, given_from=first))
     np.testing.assert_allclose(given_fused, drawn, rtol=1e-11, atol=1e-12 * np.abs(drawn).max())  # sums reordered
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_progressive_objective_is_the_primal_objective_of_the_weights_each_chunk_meets(backend, rng, sparse):
+    """A streamed epoch's objective: each chunk's rows measured with the weights of its
+    moment (the average when averaging), weighted by rows; with the same weights for
+    every chunk, the exact primal objective over all the rows."""
+    from gpusvm._backend import get_namespace
+    from gpusvm._validation import to_backend
+    from gpusvm.solvers.pegasos import PegasosState, ProgressiveObjective
+
+    X, y = random_problem(rng, n=90, d=7, n_classes=3, density=0.5 if sparse else 1.0)
+    X = sp.csr_matrix(X) if sparse else X
+    targets, weights = targets_of(y, np.unique(y)), rng.uniform(0.5, 2.0, size=y.shape[0])
+    xp, lam = get_namespace(backend), 0.05
+    states = []
+    for _ in range(2):
+        state = PegasosState.zeros(3, X.shape[1] + 1, np.float64, xp)
+        state.v, state.scale_a = xp.asarray(rng.normal(size=(3, X.shape[1] + 1))), xp.asarray(rng.uniform(0.5, 2, 3))
+        state.avg_p, state.avg_b = xp.asarray(rng.normal(size=(3, X.shape[1] + 1))), xp.asarray(rng.uniform(0, 1, 3))
+        state.avg_weight_sum = 3.0
+        states.append(state)
+    parts = [slice(0, 50), slice(50, 90)]
+
+    def measured(chunk_states, averaged):
+        progress = ProgressiveObjective(lam, True, averaged, xp)
+        for rows, state in zip(parts, chunk_states):
+            progress.add(to_backend(X[rows], backend), xp.asarray(targets[rows]), xp.asarray(weights[rows]), state)
+        return progress.value()
+
+    def exact(state, rows, averaged):
+        return primal_objective(X[rows], targets[rows], weights[rows], to_host(state.weights(averaged)), lam, True)
+
+    for averaged in (False, True):
+        assert measured([states[0]] * 2, averaged) == pytest.approx(exact(states[0], slice(0, 90), averaged),
+                                                                    rel=1e-12)
+        expected = (50 * exact(states[0], parts[0], averaged) + 40 * exact(states[1], parts[1], averaged)) / 90
+        assert measured(states, averaged) == pytest.approx(expected, rel=1e-12)

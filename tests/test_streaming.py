@@ -2,13 +2,14 @@
 fits (exact for the online learners), the memory bound, and the command line."""
 
 import io
+import re
 import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file, make_classification
 
 from gpusvm import (
     FOBOSClassifier,
@@ -26,6 +27,7 @@ from gpusvm._kernel_model import device_bytes_to_fit
 from gpusvm._linear_model import device_bytes_of
 from gpusvm.cli import main
 from gpusvm.data_files import NpzChunks, SvmlightChunks
+from gpusvm.solvers.pegasos import primal_objective
 
 from .conftest import assert_same_result, to_host
 from .simulated_streams import load_on_simulated_device
@@ -112,6 +114,109 @@ def test_npz_chunks_name_a_damaged_file(tmp_path):
         list(NpzChunks(tmp_path / "fortran.npz"))
 
 
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")  # a DIA matrix of random entries
+@pytest.mark.parametrize("matrix_format", ["csc", "coo", "bsr", "dia"])
+def test_npz_chunks_refuse_a_sparse_matrix_that_is_not_csr_by_name(tmp_path, matrix_format, capsys):
+    # save_npz writes each format's own arrays; a CSC matrix's column pointers once
+    # passed for row pointers (a wrong model), a BSR matrix gave a bare IndexError
+    X, y = sparse_data()
+    path = tmp_path / f"{matrix_format}.npz"
+    save_npz_with_labels(path, X.asformat(matrix_format), y)
+    with pytest.raises(ValueError, match=f"{matrix_format}.npz holds a {matrix_format.upper()} matrix.*CSR.*tocsr"):
+        list(NpzChunks(path, chunk_rows=400))
+    code = main(["train", "--solver", "pegasos", "--max-iter", "2", "--backend", "numpy", "--chunk-rows", "400",
+                 str(path), str(tmp_path / "m.model")])
+    assert code == 1 and f"holds a {matrix_format.upper()} matrix" in capsys.readouterr().err
+
+
+class ByteCounter:
+    """Counts the bytes read from the files under ``folder`` (through ``open`` and ``io.open``)."""
+
+    def __init__(self, monkeypatch, folder):
+        import builtins
+
+        self.total, real_open = 0, builtins.open
+
+        def counting_open(file, mode="r", *args, **kwargs):
+            handle = real_open(file, mode, *args, **kwargs)
+            return _Counted(handle, self) if "b" in mode and str(file).startswith(str(folder)) else handle
+
+        monkeypatch.setattr(builtins, "open", counting_open)
+        monkeypatch.setattr(io, "open", counting_open)
+
+
+class _Counted:
+    def __init__(self, handle, counter):
+        self._handle, self._counter = handle, counter
+
+    def read(self, *args):
+        data = self._handle.read(*args)
+        self._counter.total += len(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.close()
+
+
+@pytest.mark.parametrize("layout", ["stored dense", "compressed dense", "compressed csr"])
+def test_npz_chunks_read_a_chunk_in_time_proportional_to_its_size(tmp_path, monkeypatch, layout):
+    # PegasosSVC reads chunks in a random order: reading chunk i once re-read every row
+    # before it, so that an epoch of 80 chunks cost 41 plain passes
+    import gpusvm._chunked_files as chunked_files
+
+    monkeypatch.setattr(chunked_files, "_CHECKPOINT_BYTES", 1 << 13, raising=False)  # 8 KiB: many, on small data
+    rng = np.random.default_rng(0)
+    X = sp.random(4000, 50, density=0.2, format="csr", random_state=0, dtype=np.float64)
+    y = rng.integers(0, 2, size=4000)
+    path = tmp_path / "data.npz"
+    if layout == "compressed csr":
+        save_npz_with_labels(path, X, y)
+    else:
+        (np.savez if layout == "stored dense" else np.savez_compressed)(path, X=X.toarray(), y=y)
+    reader = NpzChunks(path, chunk_rows=100)
+    counter = ByteCounter(monkeypatch, tmp_path)
+    in_order = list(reader)  # a plain pass (the first also takes the checkpoints)
+    counter.total = 0
+    in_order = list(reader)
+    plain_pass = counter.total
+    counter.total = 0
+    order = rng.permutation(len(reader))
+    shuffled = [reader[int(i)] for i in order]
+    assert counter.total < 2 * plain_pass, (counter.total, plain_pass)
+    for i, (X_chunk, y_chunk) in zip(order, shuffled):
+        np.testing.assert_array_equal(sp.csr_matrix(X_chunk).toarray(), sp.csr_matrix(in_order[i][0]).toarray())
+        np.testing.assert_array_equal(y_chunk, in_order[i][1])
+    np.testing.assert_array_equal(sp.vstack([sp.csr_matrix(part[0]) for part in in_order]).toarray(), X.toarray())
+
+
+def test_npz_chunks_name_the_file_in_their_errors(tmp_path):
+    X, y = sparse_data()
+    np.savez(tmp_path / "stored.npz", X=X.toarray(), y=y)
+    data = bytearray((tmp_path / "stored.npz").read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a byte of X flipped: the member's CRC-32 no longer matches
+    (tmp_path / "flipped.npz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="flipped.npz is damaged: its member X.npy fails its CRC-32 check"):
+        list(NpzChunks(tmp_path / "flipped.npz", chunk_rows=400))
+    np.savez_compressed(tmp_path / "compressed.npz", X=X.toarray(), y=y)
+    data = bytearray((tmp_path / "compressed.npz").read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    (tmp_path / "compressed_flipped.npz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="compressed_flipped.npz"):
+        list(NpzChunks(tmp_path / "compressed_flipped.npz", chunk_rows=400))
+    np.savez(tmp_path / "objects.npz", X=X.toarray(), y=y.astype(object))
+    with pytest.raises(ValueError, match="objects.npz: y holds Python objects"):
+        list(NpzChunks(tmp_path / "objects.npz", chunk_rows=400))
+    np.savez(tmp_path / "short.npz", X=X.toarray(), y=y[:-5])
+    with pytest.raises(ValueError, match=r"short.npz: y has shape \(1495,\), but X has 1500 rows"):
+        list(NpzChunks(tmp_path / "short.npz", chunk_rows=400))
+
+
 # --- streamed fits -----------------------------------------------------------------
 
 
@@ -185,6 +290,103 @@ def test_streamed_pegasos_and_ftrl_from_a_file_on_both_backends(tmp_path, backen
     np.testing.assert_allclose(ftrl.coef_, reference.coef_, rtol=1e-9, atol=1e-12)
     pegasos = PegasosSVC(max_iter=3, random_state=0, backend=backend).fit_chunks(reader)
     assert pegasos.score(X, y) > 0.8 and pegasos.backend_ == backend
+
+
+def test_streamed_pegasos_stops_when_the_progressive_objective_stops_improving(backend):
+    # max_iter=1000 epochs used to run to the end (tol did not apply to a streamed fit)
+    X, y = make_classification(n_samples=3000, n_features=20, n_informative=8, flip_y=0.01, class_sep=2.0,
+                               random_state=0)
+    in_memory = PegasosSVC(random_state=0, backend=backend).fit(X, y)  # 67 epochs
+    streamed = PegasosSVC(random_state=0, backend=backend).fit_chunks(chunks_of(X, y, 500))
+    assert streamed.n_iter_ < streamed.max_iter and streamed.n_iter_ <= 2 * in_memory.n_iter_, (
+        streamed.n_iter_, in_memory.n_iter_)
+    assert len(streamed.objective_curve_) == streamed.n_iter_ and streamed.t_ == streamed.n_iter_ * 6 * 8
+    from gpusvm.solvers.pegasos import NoImprovementStop
+
+    stop = NoImprovementStop(streamed.tol, streamed.n_iter_no_change)  # the rule, replayed on the curve
+    assert [stop(value) for value in streamed.objective_curve_] == [False] * (streamed.n_iter_ - 1) + [True]
+    # it follows the exact objective: of the model returned, and of the in-memory fit
+    targets = np.where(y == 1, 1.0, -1.0)[:, None]
+    exact = primal_objective(X, targets, np.ones(len(y)), np.hstack([streamed.coef_, streamed.intercept_[:, None]]),
+                             streamed.lam_, True)
+    assert exact < streamed.objective_curve_[-1] < 1.05 * exact
+    assert streamed.objective_curve_[-1] < 1.1 * in_memory.objective_curve_[-1]
+    assert abs(streamed.score(X, y) - in_memory.score(X, y)) < 0.01
+    forced = PegasosSVC(max_iter=7, tol=None, random_state=0, backend=backend).fit_chunks(chunks_of(X, y, 500))
+    assert forced.n_iter_ == 7 == len(forced.objective_curve_)
+
+
+def test_streamed_pegasos_balances_classes_over_the_stream(backend):
+    # rows grouped by label: each chunk holds one class, so weights balanced per chunk are all 1
+    from sklearn.utils.class_weight import compute_class_weight
+
+    X, y = make_classification(n_samples=2400, n_features=10, weights=[0.8], random_state=0)
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    chunks = chunks_of(X, y, 400)
+    expected_weights = dict(zip([0, 1], compute_class_weight("balanced", classes=np.array([0, 1]), y=y)))
+    settings = dict(max_iter=3, tol=None, random_state=0, backend=backend)
+    balanced = PegasosSVC(class_weight="balanced", **settings).fit_chunks(chunks)
+    explicit = PegasosSVC(class_weight=expected_weights, **settings).fit_chunks(chunks)
+    assert_same_result(balanced.coef_, explicit.coef_, backend)
+    given_classes = PegasosSVC(class_weight="balanced", **settings).fit_chunks(chunks, classes=[0, 1])
+    assert_same_result(given_classes.coef_, explicit.coef_, backend)
+    with pytest.raises(ValueError, match="needs rows of every class.*class 2"):
+        PegasosSVC(class_weight="balanced", **settings).fit_chunks(chunks, classes=[0, 1, 2])
+
+
+def test_streamed_fits_skip_chunks_without_rows(tmp_path, backend):
+    X, y = sparse_data(n=1000)
+    chunks = chunks_of(X, y, 250)
+    with_empty = [chunks[0], (X[:0], y[:0]), chunks[1], (np.zeros((0, 40)), np.zeros(0)), chunks[2], chunks[3],
+                  (X[:0], y[:0])]
+    model = PegasosSVC(max_iter=2, random_state=0, backend=backend).fit_chunks(with_empty)
+    assert model.t_ == 2 * 4 * 4  # two epochs of four chunks of four steps
+    ftrl = FTRLClassifier(max_iter=2, random_state=0, backend=backend)
+    assert_same_result(ftrl.fit_chunks(with_empty).coef_, ftrl.fit_chunks(chunks).coef_, backend)
+    # svmlight: a blank line after rows that chunk_rows divides, a chunk of comments
+    path = tmp_path / "data.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=True)
+    with open(path, "a") as handle:
+        handle.write("\n")
+    model = PegasosSVC(max_iter=2, random_state=0, backend=backend).fit_chunks(SvmlightChunks(path, chunk_rows=250))
+    assert model.t_ == 2 * 4 * 4
+    dump_svmlight_file(X[:40], y[:40], str(path), zero_based=True, comment="a chunk\nof comments")
+    model = PegasosSVC(max_iter=2, random_state=0, backend=backend).fit_chunks(SvmlightChunks(path, chunk_rows=2))
+    assert model.t_ == 2 * 21  # 5 comment lines: chunks of 2, 2 and 1 comments, then 21 with rows
+
+
+@pytest.mark.parametrize("classes", [None, [1, 11]])
+def test_streamed_pegasos_on_a_source_without_rows_says_so(classes):
+    for chunks in ([], [(np.zeros((0, 3)), np.zeros(0))]):
+        with pytest.raises(ValueError, match="fit_chunks got no chunks with rows"):
+            PegasosSVC(backend="numpy").fit_chunks(chunks, classes=classes)
+
+
+@pytest.mark.parametrize(("Estimator", "settings", "classes", "needs"), [
+    (PegasosSVC, dict(max_iter=2, lam=1e-3), [1, 11], "max_iter=2"),
+    (PegasosSVC, dict(max_iter=1), [1, 11], "max_iter=1"),  # counting the rows for lam first
+    (PegasosSVC, dict(max_iter=1, lam=1e-3), None, "max_iter=1"),  # finding the classes first
+    (PegasosSVC, dict(max_iter=1, lam=1e-3, class_weight="balanced"), [1, 11], "max_iter=1"),
+    (FTRLClassifier, dict(max_iter=2), [1, 11], "max_iter=2"),
+])
+def test_a_one_shot_iterator_is_refused_before_it_is_read(Estimator, settings, classes, needs):
+    X, y = sparse_data()
+    read = []
+
+    def generator():
+        for chunk in chunks_of(X, y, 500):
+            read.append(1)
+            yield chunk
+
+    with pytest.raises(ValueError, match=f"{needs} needs another pass over the chunks.*one-shot iterator"):
+        Estimator(backend="numpy", **settings).fit_chunks(generator(), classes=classes)
+    assert read == []
+    one_pass = dict(settings, max_iter=1, lam=1e-3, class_weight=None)
+    if Estimator is FTRLClassifier:
+        one_pass = dict(max_iter=1)
+    Estimator(backend="numpy", **one_pass).fit_chunks(generator(), classes=[1, 11])  # one pass suffices
+    assert read == [1, 1, 1]
 
 
 def _contents(X, labels):
@@ -276,6 +478,22 @@ def test_train_with_chunk_rows_on_the_command_line(tmp_path, capsys):
     (tmp_path / "data.csv").write_text("1,0.5\n0,0.1\n")
     assert main(["train", "--solver", "ftrl", "--chunk-rows", "300", str(tmp_path / "data.csv")]) == 1
     assert "csv files are read whole" in capsys.readouterr().err
+
+
+def test_streamed_training_on_the_command_line_shows_each_epoch(tmp_path, capsys):
+    # it printed nothing without -v, and -v gave a bar without a total or an end
+    X, y = make_classification(n_samples=2000, n_features=20, n_informative=8, flip_y=0.05, random_state=0)
+    data = tmp_path / "data.svm"
+    dump_svmlight_file(X, y, str(data), zero_based=True)
+    code = main(["train", "--solver", "pegasos", "--max-iter", "4", "--random-state", "0", "--backend", "numpy",
+                 "--chunk-rows", "500", str(data), str(tmp_path / "m.model")])
+    captured = capsys.readouterr()
+    assert code == 0 and "4 epoch(s)" in captured.out
+    for epoch in range(1, 5):  # a line an epoch, with its total of rows and its objective
+        assert re.search(f"PegasosSVC epoch {epoch}/4: 100%.* 2000/2000 .*objective=", captured.err)
+    assert main(["train", "--solver", "ftrl", "--max-iter", "2", "--backend", "numpy", "--chunk-rows", "500",
+                 str(data), str(tmp_path / "m.model")]) == 0
+    assert re.search("FTRLClassifier epoch 2/2: 100%.* 2000/2000 .*loss=", capsys.readouterr().err)
 
 
 # --- kernel solvers: an early error instead of an out-of-memory crash -------------------

@@ -424,16 +424,73 @@ def primal_objective(X, targets, sample_weight, weights, lam, fit_intercept):
     return float(0.5 * lam * (weights**2).sum() + hinge_sum / X.shape[0])
 
 
-def weighted_hinge_sum(X, targets, sample_weight, weights, fit_intercept):
-    """``sum_c sum_i s_i max(0, 1 - y_ic <w_c, x_i>)`` over the rows of X (a float): the
-    loss part of :func:`primal_objective`, which ``gpusvm.dask`` sums over its shards."""
+def weighted_hinge_sum(X, targets, sample_weight, weights, fit_intercept, to_float=True):
+    """``sum_c sum_i s_i max(0, 1 - y_ic <w_c, x_i>)`` over the rows of X (a float, or a
+    0-d array on X's backend when not ``to_float``): the loss part of
+    :func:`primal_objective`, which ``gpusvm.dask`` sums over its shards."""
     d = X.shape[1]
     # in X's dtype: a float64 right-hand side would make SciPy and CuPy copy a float32 X
     scores = (X @ weights[:, :d].T.astype(X.dtype)).astype(np.float64)
     if fit_intercept:
         scores = scores + weights[:, d]
     hinge = (1.0 - targets * scores).clip(0.0, None)
-    return float((sample_weight[:, None] * hinge).sum())
+    total = (sample_weight[:, None] * hinge).sum()
+    return float(total) if to_float else total
+
+
+class ProgressiveObjective:
+    """The objective of a streamed epoch, each chunk's rows measured once, when the chunk
+    arrives and before its steps, with the weights the model would return then.
+
+    For the chunks ``j`` of an epoch (``n_j`` rows; ``N`` in all) and ``w_j`` the
+    weights (the average, when averaging) before chunk ``j``'s steps::
+
+        1/N sum_j [ n_j lam/2 sum_c ||w_jc||^2 + sum_{i in j} sum_c s_i max(0, 1 - y_ic <w_jc, x_i>) ]
+
+    That is :func:`primal_objective` over all the rows, except that a row is measured
+    with the weights of the moment its chunk comes: progressive validation at chunk
+    granularity (as Vowpal Wabbit's average loss, measured on each example before it
+    trains on it), which needs no pass of its own, since the chunk is in memory for its
+    steps anyway, and costs one product ``X_j w_j`` a chunk, as ``fit``'s exact
+    objective costs one ``X w`` an epoch.  It measures the weights the model returns and
+    every row, so it falls and flattens with ``fit``'s objective, a fraction of an epoch
+    behind it.  The sums stay on the training backend (no read from the device) until
+    :meth:`value`.
+    """
+
+    def __init__(self, lam, fit_intercept, averaged, xp):
+        self.lam, self.fit_intercept, self.averaged = lam, fit_intercept, averaged
+        self.sums, self.rows = xp.zeros(2), 0  # the loss sum, and n_j-weighted sum of ||w_j||^2
+
+    def add(self, X, targets, sample_weight, state):
+        """Measure chunk ``(X, targets, sample_weight)`` with ``state``'s weights (before its steps)."""
+        weights = state.weights(self.averaged)
+        self.sums[0] += weighted_hinge_sum(X, targets, sample_weight, weights, self.fit_intercept, to_float=False)
+        self.sums[1] += X.shape[0] * (weights**2).sum()
+        self.rows += X.shape[0]
+
+    def value(self):
+        """The epoch's objective (one read from the device)."""
+        hinge_sum, sq_norm_sum = (float(total) for total in to_numpy(self.sums))
+        return (0.5 * self.lam * sq_norm_sum + hinge_sum) / self.rows
+
+
+class NoImprovementStop:
+    """scikit-learn's SGDClassifier rule: stop once an epoch's objective has not improved
+    on the best so far by ``tol`` for ``n_iter_no_change`` epochs in a row (``tol=None``:
+    never)."""
+
+    def __init__(self, tol, n_iter_no_change):
+        self.tol, self.n_iter_no_change = tol, n_iter_no_change
+        self.best, self.stale = math.inf, 0
+
+    def __call__(self, objective):
+        """Whether to stop after an epoch whose objective is ``objective``."""
+        if self.tol is None:
+            return False
+        self.stale = self.stale + 1 if objective > self.best - self.tol else 0
+        self.best = min(self.best, objective)
+        return self.stale >= self.n_iter_no_change
 
 
 def fits_fused_steps(batch_size, n_classes):
@@ -475,7 +532,7 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
     stepper = pegasos_stepper(problem, state.copy(), backend)
     n_steps = steps_per_epoch(problem.n_samples, problem.batch_size)
     averaged = problem.average_start is not None
-    best, stale, objectives = math.inf, 0, []
+    stop, objectives = NoImprovementStop(tol, n_iter_no_change), []
     bar = progress_bar(n_epochs * n_steps, "Pegasos", verbose)
     for _ in range(n_epochs):
         with nvtx.annotate("pegasos.epoch", color="purple"):
@@ -488,10 +545,7 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
             )
         objectives.append(objective)
         bar.set_postfix(objective=f"{objective:.5g}")
-        if tol is not None:
-            stale = stale + 1 if objective > best - tol else 0
-            best = min(best, objective)
-            if stale >= n_iter_no_change:
-                break
+        if stop(objective):
+            break
     bar.close()
     return stepper.state, len(objectives), objectives
