@@ -21,13 +21,18 @@ streamed fit, and what streaming does to Pegasos' objective.
    exact objective of the model returned and its test accuracy.  ``--quick`` runs Adult's
    first 8,000 rows in chunks of 2,000 and 20,000 synthetic rows.
 
-    python bench/streaming.py [--gigabytes 2] [--quick]
+``--only-stopping`` runs part 3 alone and keeps parts 1 and 2 from the recorded result
+of this machine (``results/streaming-<device>.json``), marked in the file
+(``rerun``: the parts run this time, ``kept_from``: the date of the others).
+
+    python bench/streaming.py [--gigabytes 2] [--quick | --only-stopping]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import sys
 import tempfile
@@ -39,7 +44,7 @@ from sklearn.datasets import dump_svmlight_file
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import binary_svm_objective, in_fresh_process, markdown_table, report  # noqa: E402
+from _common import RESULTS, binary_svm_objective, in_fresh_process, markdown_table, report, result_stem  # noqa: E402
 from _hashed_stream import HashedStream  # noqa: E402
 
 CHUNK_ROWS = 100_000
@@ -168,11 +173,21 @@ def stopping(quick):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gigabytes", type=float, default=2.0)
-    parser.add_argument("--quick", action="store_true", help="a 0.02 GB file and 1 to 2 epochs (a smoke run)")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--quick", action="store_true", help="a 0.02 GB file and 1 to 2 epochs (a smoke run)")
+    how.add_argument("--only-stopping", action="store_true",
+                     help="part 3 alone; parts 1 and 2 kept from this machine's recorded result")
     args = parser.parse_args()
     gigabytes = 0.02 if args.quick else args.gigabytes
-    large = large_file_rows(gigabytes, args.quick)
-    results = objectives(args.quick)
+    if args.only_stopping:
+        recorded = json.loads((RESULTS / f"{result_stem('streaming', ['numpy'])}.json").read_text())
+        large, results = recorded["large_file"], recorded["results"]
+        gigabytes = recorded["parameters"]["gigabytes"]
+        kept = {"rerun": ["stopping"], "kept_from": recorded["date"]}
+    else:
+        large = large_file_rows(gigabytes, args.quick)
+        results = objectives(args.quick)
+        kept = {"rerun": ["large_file", "objectives", "stopping"]}
     stops = stopping(args.quick)
     table_large = ["| learner | parser | file (GiB) | rows | chunk CSR (MiB) | peak RSS (MiB) | fit (s) | rows/s |",
                    "|---|---|---|---|---|---|---|---|"]
@@ -199,7 +214,7 @@ def main():
            payload={"dataset": {"large": "HashedStream: 40 fields, 2^20 columns, seed 0, written as svmlight",
                                 "adult": "UCI Adult (a9a encoding)",
                                 "synthetic": "linear_objective.py's make_data('linear', seed=1), 100,000 columns"},
-                    "parameters": {"gigabytes": gigabytes, "chunk_rows": CHUNK_ROWS, "quick": args.quick},
+                    "parameters": {"gigabytes": gigabytes, "chunk_rows": CHUNK_ROWS, "quick": args.quick, **kept},
                     "large_file": large, "stopping": stops, "results": results})
 
 
