@@ -4,7 +4,7 @@ steps on the current chunk overlap.
 On the cupy backend, the next chunk is read and checked (parsed, validated, its targets
 made) on a worker thread while the device trains on the current one, then copied to the
 device on a stream of its own, out of pinned host buffers, into one of two device slots
-(double buffering, :class:`gpusvm._staging_cuda.DeviceStaging`): the copy runs while the
+(double buffering, :class:`gpusvm._device.staging.DeviceStaging`): the copy runs while the
 device still computes on the other slot, and the solver's stream waits for it only when
 it needs the chunk.  Nothing here reads the device, so the solver can queue a chunk's
 steps and come back for the next one at once.
@@ -127,7 +127,7 @@ def ready_chunks(items, prepare, backend):
     if backend != "cupy":  # one thread: reading and NumPy's steps both hold the GIL (see above)
         yield (prepare(item, number) for number, item in enumerate(items))
         return
-    from ._staging_cuda import DeviceStaging
+    from ._device.staging import DeviceStaging
 
     chunks = read_ahead(items, prepare)
     with contextlib.closing(chunks):

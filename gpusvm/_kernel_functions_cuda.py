@@ -5,7 +5,7 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from ._kernels import get_kernel
+from ._device.cuda_modules import get_cuda_kernel
 
 _THREADS = 256
 
@@ -16,7 +16,7 @@ def kernel_from_dots_cuda(dots, row_sq_norms, col_sq_norms, kind, gamma, coef0, 
     n_rows, n_cols = dots.shape
     if row_sq_norms is None:  # not read unless kind is rbf
         row_sq_norms = col_sq_norms = cupy.empty(1, dtype=dots.dtype)
-    kernel = get_kernel("kernel_functions.cu", "kernel_from_dots", dots.dtype)
+    kernel = get_cuda_kernel("kernel_functions.cu", "kernel_from_dots", dots.dtype)
     blocks = max(1, min(65535, (dots.size + _THREADS - 1) // _THREADS))
     kernel(
         (blocks,),

@@ -15,7 +15,7 @@ import numpy as np
 import nvtx
 
 from . import _backend
-from ._kernels import get_kernel
+from ._device.cuda_modules import get_cuda_kernel
 from .kernel_functions import KERNEL_CODES, inner_products
 from .solvers.row_cache import KernelRowCache
 
@@ -241,7 +241,7 @@ class DrawnRowProducts:
         """``X[rows] X^T`` into ``dots`` (``rows``: device indices, one per slot)."""
         X = self.X
         if self.dense_rows is not None:
-            get_kernel("kernel_functions.cu", "dense_rows", X.dtype)((rows.size,), (_DENSE_ROW_THREADS,), (
+            get_cuda_kernel("kernel_functions.cu", "dense_rows", X.dtype)((rows.size,), (_DENSE_ROW_THREADS,), (
                 X.data, X.indices, X.indptr, rows, np.int32(X.shape[1]), self.dense_rows))
         for start in range(0, rows.size, self.rows_at_once):
             stop = min(rows.size, start + self.rows_at_once)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernels import get_kernel, multiprocessor_count
+from ._device.cuda_modules import get_cuda_kernel, multiprocessor_count
 
 _SOURCE = "sbp_level.cu"
 WINDOW = 2048  # LEVEL_WINDOW in sbp_level.cu
@@ -87,8 +87,8 @@ class DeviceLevels:
         self.windows = cupy.empty((self.k, 2, WINDOW), dtype=np.float64)
         self.gather_blocks = int(max(1, min(4 * multiprocessor_count() // max(1, self.k) + 1,
                                             -(-self.n // (GATHER_THREADS * 8)))))
-        self._gather = get_kernel(_SOURCE, "sbp_level_gather")
-        self._solve = get_kernel(_SOURCE, "sbp_level_solve")
+        self._gather = get_cuda_kernel(_SOURCE, "sbp_level_gather")
+        self._solve = get_cuda_kernel(_SOURCE, "sbp_level_solve")
 
     def launch_search(self, responses, launch):
         """Issue the search of ``responses`` (CuPy float64 of shape (k, n), rows C-contiguous

@@ -8,7 +8,7 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from ._kernels import get_kernel, multiprocessor_count
+from ._device.cuda_modules import get_cuda_kernel, multiprocessor_count
 
 _SOURCE = "water_level.cu"
 _ROUNDS = 6
@@ -33,9 +33,9 @@ class DeviceWaterLevel:
         """The level of float64 device ``values`` (contiguous, ``size <= n``) as a 0-d device array."""
         if volume == 0:
             return values.min()
-        start = get_kernel(_SOURCE, "water_level_start")
-        histogram = get_kernel(_SOURCE, "water_level_histogram")
-        select = get_kernel(_SOURCE, "water_level_select")
+        start = get_cuda_kernel(_SOURCE, "water_level_start")
+        histogram = get_cuda_kernel(_SOURCE, "water_level_histogram")
+        select = get_cuda_kernel(_SOURCE, "water_level_select")
         start((1,), (_THREADS,), (self.state, np.float64(volume), self.hist_count, self.hist_sum))
         counts = [self.state[6:], self.state[7:]]
         null = np.uint64(0)
@@ -52,7 +52,7 @@ class DeviceWaterLevel:
                 source, np.int64(values.size), source_count, self.state, np.int32(r),
                 self.hist_count, self.hist_sum, target, target_count))
             select((1,), (1024,), (self.state, np.int32(r), self.hist_count, self.hist_sum))
-        get_kernel(_SOURCE, "water_level_result")((1,), (1,), (self.state, self.level))
+        get_cuda_kernel(_SOURCE, "water_level_result")((1,), (1,), (self.state, self.level))
         return self.level[0]
 
 

@@ -250,7 +250,7 @@ def _loaded_backend(model, backend):
 
 
 def _gpusvm_version():
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 

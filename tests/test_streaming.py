@@ -198,7 +198,7 @@ def test_device_staging_keeps_each_chunk_until_its_steps_have_read_it(monkeypatc
     # simulated device that runs queued work in a random order (tests/simulated_streams.py):
     # each chunk's steps (a kernel queued on the solver's stream) read exactly that chunk.
     # Without any one of the staging's waits, some seeds read another chunk's data.
-    device, staging = load_on_simulated_device("gpusvm._staging_cuda", monkeypatch, seed)
+    device, staging = load_on_simulated_device("gpusvm._device.staging", monkeypatch, seed)
     rng = np.random.default_rng(seed)
     chunks = []
     for number, rows in enumerate([5, 9, 3, 12, 12, 4, 30, 2, 7]):

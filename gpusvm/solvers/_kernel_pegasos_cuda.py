@@ -5,7 +5,7 @@ updates, then the responses' update from the violating rows' kernel values, read
 the whole kernel matrix when it fits in ``kernel_cache`` (computed once, in X's dtype),
 else from the drawn rows' inner products with every row (one product a step, or
 several of a bounded size for a large batch, between the two launches).  The step
-number and scale are a schedule on the device (:mod:`gpusvm._step_blocks`), so a block
+number and scale are a schedule on the device (:mod:`gpusvm._device.step_blocks`), so a block
 of steps is the same launches every time: with the resident matrix it can be replayed
 as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with a product each step, which runs cuBLAS
 or cuSPARSE and allocates, the launches stay direct. No value comes back to the host
@@ -18,10 +18,10 @@ import cupy
 import numpy as np
 import nvtx
 
-from .. import _step_blocks
+from .._device import step_blocks
 from .._kernel_matrix_cuda import (DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments,
                                    resident_kernel_matrix)
-from .._kernels import get_kernel
+from .._device.cuda_modules import get_cuda_kernel
 
 _THREADS = 256
 
@@ -41,7 +41,7 @@ class DeviceSteps:
         Device memory for the whole kernel matrix
         (:func:`~gpusvm._kernel_matrix_cuda.kernel_cache_bytes`).
     mode : {'direct', 'graph', 'replay'} or None
-        How blocks of steps are issued (:class:`~gpusvm._step_blocks.StepBlocks`); None:
+        How blocks of steps are issued (:class:`~gpusvm._device.step_blocks.StepBlocks`); None:
         the default. 'graph' runs direct without the resident matrix.
     """
 
@@ -62,10 +62,10 @@ class DeviceSteps:
                                              else (self.products.dots, "products"))
         self.kernel_values = kernel_value_arguments(source, self.kernel_values_source, sq_norms, problem.kernel,
                                                     problem.gamma, problem.coef0, problem.degree)
-        self.violations = get_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
-        self.update = get_kernel("kernel_pegasos.cu", "kernel_pegasos_update", X.dtype)
+        self.violations = get_cuda_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
+        self.update = get_cuda_kernel("kernel_pegasos.cu", "kernel_pegasos_update", X.dtype)
         # cuBLAS / cuSPARSE products and their allocations are not captured
-        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode, capturable=self.products is None)
+        self.blocks = step_blocks.StepBlocks(self._launch_steps, mode=mode, capturable=self.products is None)
 
     def run(self, schedule):
         """One step per row ``(t, scale)`` of ``schedule`` (a host array), asynchronously."""

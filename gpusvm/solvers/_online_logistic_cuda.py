@@ -5,7 +5,7 @@ order, the running loss and the touched-column list stay on the device.  The val
 change from batch to batch (the example counter ``t``, the penalty ``level``, the batch's
 rows) are a schedule the host computes before the batches run (:func:`online_schedule`),
 so the launches of a block of batches are the same at every block and can be replayed as
-a CUDA graph (:mod:`gpusvm._step_blocks`).  Nothing is copied back until the epoch ends.
+a CUDA graph (:mod:`gpusvm._device.step_blocks`).  Nothing is copied back until the epoch ends.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import cupyx.scipy.sparse as cusparse
 import numpy as np
 import nvtx
 
-from .._kernels import get_kernel, row_view_arguments
-from .._step_blocks import StepBlocks
+from .._device.cuda_modules import get_cuda_kernel, row_view_arguments
+from .._device.step_blocks import StepBlocks
 from .._validation import canonical_csr
 
 _KINDS = {"ftrl": 0, "tg": 1, "fobos": 2, "rda": 3}
@@ -79,9 +79,9 @@ class CupyOnlineSteps:
         self.identity = cupy.arange(n_samples, dtype=np.int64)
         self.order = self.identity.copy()  # one buffer for every epoch: the recorded launches point at it
         self.blocks = StepBlocks(self._launch_batches)
-        self.margins = get_kernel("online_logistic.cu", "online_margins", dtype)
-        self.gradients = get_kernel("online_logistic.cu", "online_gradients", dtype)
-        self.update = get_kernel("online_logistic.cu", "online_update")
+        self.margins = get_cuda_kernel("online_logistic.cu", "online_margins", dtype)
+        self.gradients = get_cuda_kernel("online_logistic.cu", "online_gradients", dtype)
+        self.update = get_cuda_kernel("online_logistic.cu", "online_update")
 
     def start_epoch(self, order, loss_so_far=0.0):
         """Visit the rows in ``order`` (None: as given) during the coming epoch; the epoch's

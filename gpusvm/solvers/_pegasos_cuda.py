@@ -7,7 +7,7 @@ random stream, and the scalars ``a``, ``||v||^2`` and the average's ``B`` live o
 device.  The per-step values are a schedule computed on the host before the steps run
 (:func:`gpusvm.solvers.pegasos.pegasos_schedule`), so the launches of a block of steps
 are the same at every block and can be replayed as a CUDA graph
-(:mod:`gpusvm._step_blocks`).
+(:mod:`gpusvm._device.step_blocks`).
 
 With fused steps on (``GPUSVM_FUSED_STEPS=1``) and a batch small enough, a block of
 steps is instead one launch of ``pegasos_fused_steps``: one thread block that takes the
@@ -20,9 +20,9 @@ import cupy
 import numpy as np
 import nvtx
 
-from .._kernels import get_kernel, row_view_arguments
+from .._device.cuda_modules import get_cuda_kernel, row_view_arguments
 from .._random import check_draw_range
-from .._step_blocks import StepBlocks
+from .._device.step_blocks import StepBlocks
 from .pegasos import FOLD_RATIO, FUSED_MAX_BATCH, RENORMALIZE_BELOW, fits_fused_steps, pegasos_schedule
 
 _THREADS = 128
@@ -46,10 +46,10 @@ class CupyPegasosSteps:
         self.sample_weight = cupy.ascontiguousarray(problem.sample_weight, dtype=dtype)
         self.batch_index = cupy.empty(problem.batch_size, dtype=np.int64)
         self.coef = cupy.empty((problem.batch_size, n_classes), dtype=np.float64)
-        self.margins = get_kernel("pegasos.cu", "pegasos_margins", dtype)
-        self.accumulate = get_kernel("pegasos.cu", "pegasos_accumulate", dtype)
-        self.finish = get_kernel("pegasos.cu", "pegasos_finish", dtype)
-        self.fused_steps = get_kernel("pegasos.cu", "pegasos_fused_steps", dtype)
+        self.margins = get_cuda_kernel("pegasos.cu", "pegasos_margins", dtype)
+        self.accumulate = get_cuda_kernel("pegasos.cu", "pegasos_accumulate", dtype)
+        self.finish = get_cuda_kernel("pegasos.cu", "pegasos_finish", dtype)
+        self.fused_steps = get_cuda_kernel("pegasos.cu", "pegasos_fused_steps", dtype)
         self.renormalize_below = RENORMALIZE_BELOW[np.dtype(dtype)]
         fused = self._launch_fused if fits_fused_steps(problem.batch_size, n_classes) else None
         self.blocks = StepBlocks(self._launch_steps, launch_fused=fused)

@@ -26,7 +26,7 @@ Kernel values come from, in order of preference:
   all problems, or several of a bounded size when their rows are many; sparse rows made
   dense on the device, so no synchronisation) and the kernel values from them.
 
-The step number and size are a schedule on the device (``_step_blocks.py``), so a block
+The step number and size are a schedule on the device (``_device/step_blocks.py``), so a block
 of steps is the same launches every time: with the resident matrix it can be replayed
 as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with the cache's bookkeeping or products
 each step, which run cuBLAS or cuSPARSE and allocate, the launches stay direct.
@@ -40,9 +40,9 @@ import cupy
 import numpy as np
 import nvtx
 
-from .. import _step_blocks
+from .._device import step_blocks
 from .._kernel_matrix_cuda import StepKernelValues, kernel_cache_bytes
-from .._kernels import get_kernel
+from .._device.cuda_modules import get_cuda_kernel
 from .._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
 from ..kernel_functions import squared_row_norms
 from .sbp import PREFETCH_MAX_COVERED, LocalModel
@@ -82,18 +82,18 @@ class DeviceSBPLaunches:
         self.n_tiles = max(1, -(-width // _TILE_ROWS))
         self.tile_counts = cupy.zeros((k, self.n_tiles), dtype=np.int64)
         self.kernel_values = kernel_values
-        self.blocks = _step_blocks.StepBlocks(self._launch_steps, mode=mode, capturable=capturable)
+        self.blocks = step_blocks.StepBlocks(self._launch_steps, mode=mode, capturable=capturable)
 
     def _launch_steps(self, length, launch):
         """The launches of ``length`` steps (StepBlocks' ``launch_steps``)."""
         (k, width), batch = self.labels.shape, self.batch_size
         stride, holdout_width = np.int64(width), np.int64(self.H.shape[1])
         two_basins = np.int32(self.two_basins)
-        count = get_kernel("sbp.cu", "sbp_count_covered")
-        draw = get_kernel("sbp.cu", "sbp_draw")
+        count = get_cuda_kernel("sbp.cu", "sbp_count_covered")
+        draw = get_cuda_kernel("sbp.cu", "sbp_draw")
         dtype = self.kernel_values[0].dtype
-        norm_step = get_kernel("sbp.cu", "sbp_norm_step", dtype)
-        update = get_kernel("sbp.cu", "sbp_update", dtype)
+        norm_step = get_cuda_kernel("sbp.cu", "sbp_norm_step", dtype)
+        update = get_cuda_kernel("sbp.cu", "sbp_update", dtype)
         update_blocks = max(1, min(65535, -(-(width + self.H.shape[1]) // _THREADS)))
         values = (*self.kernel_values, self.column_rows, self.column_stride)
         for offset in range(length):
@@ -156,7 +156,7 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
         Device memory for the whole kernel matrix (:func:`kernel_cache_bytes`); when
         it needs more, for a cache of its rows, or kernel values are computed at every step.
     mode : {'direct', 'graph', 'replay'} or None
-        How blocks of steps are issued (:class:`~gpusvm._step_blocks.StepBlocks`); None:
+        How blocks of steps are issued (:class:`~gpusvm._device.step_blocks.StepBlocks`); None:
         the default. 'graph' runs direct without the resident matrix.
     """
 

@@ -58,7 +58,7 @@ class CupyPairSteps(DeviceSBPLaunches):
         Device memory for the kernel matrix, or else a cache of its rows
         (:func:`pair_kernel_values` must not be None).
     mode : {'direct', 'graph', 'replay'} or None
-        How blocks of steps are issued (:class:`~gpusvm._step_blocks.StepBlocks`);
+        How blocks of steps are issued (:class:`~gpusvm._device.step_blocks.StepBlocks`);
         'graph' runs direct with the row cache.
     """
 

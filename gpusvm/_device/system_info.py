@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import platform
 
-from ._backend import ENV_VARIABLE, MIN_COMPUTE_CAPABILITY, cupy_device_count, resolve_backend
+from .._backend import ENV_VARIABLE, MIN_COMPUTE_CAPABILITY, cupy_device_count, resolve_backend
 
 
 def system_info(backend="auto"):
@@ -29,7 +29,7 @@ def system_info(backend="auto"):
     import scipy
     import sklearn
 
-    from . import __version__
+    from .._version import __version__
 
     info = {
         "gpusvm": __version__,
@@ -94,12 +94,12 @@ def _cuda_version(number):
 
 def kernel_compile_report():
     """Compile every ``kernels/*.cu`` on the current device; ``{file: 'ok' | error}``."""
-    from ._kernels import get_module, kernel_dir
+    from .cuda_modules import cuda_source_dir, get_cuda_module
 
     report = {}
-    for source in sorted(kernel_dir().glob("*.cu")):
+    for source in sorted(cuda_source_dir().glob("*.cu")):
         try:
-            get_module(source.name)
+            get_cuda_module(source.name)
             report[source.name] = "ok"
         except Exception as error:  # a compile error names the file and line
             report[source.name] = f"error: {error}"

@@ -36,7 +36,7 @@ import os
 
 import numpy as np
 
-from ._kernels import get_kernel
+from .cuda_modules import get_cuda_kernel
 
 GRAPH_ENV_VARIABLE = "GPUSVM_CUDA_GRAPHS"
 FUSED_ENV_VARIABLE = "GPUSVM_FUSED_STEPS"
@@ -100,7 +100,7 @@ class StepBlocks:
         if self.mode == "graph" and not capturable:
             self.mode = "direct"
         self.block_steps = BLOCK_STEPS if block_steps is None else block_steps
-        self._advance = get_kernel("step_blocks.cu", "advance_position")
+        self._advance = get_cuda_kernel("step_blocks.cu", "advance_position")
         self._recorded = {}  # block length -> a graph, or the recorded launches
 
     def at(self, offset):

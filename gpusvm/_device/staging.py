@@ -27,7 +27,7 @@ import cupyx
 import cupyx.scipy.sparse as cusparse
 import numpy as np
 
-from ._backend import is_cupy_array, issparse
+from .._backend import is_cupy_array, issparse
 
 SLOTS = 2
 

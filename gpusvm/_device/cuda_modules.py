@@ -1,4 +1,4 @@
-"""Find, assemble and compile the CUDA sources in ``kernels/``.
+"""Find, assemble and compile the CUDA sources in ``kernels/``, and fetch their CUDA kernels.
 
 Each ``kernels/NAME.cu`` is compiled once per device and kept (``cupy.memoize``).
 Template kernels (``template <typename real> __global__ void f(...)``) are instantiated
@@ -28,13 +28,13 @@ _C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 COMPILE_OPTIONS = ("-std=c++17",)
 
 
-def kernel_dir():
+def cuda_source_dir():
     """The folder that holds the ``.cu`` sources.
 
     A wheel carries them as ``gpusvm/_kernels_src``; a source checkout or an editable
     install has them in ``kernels/`` beside the package.
     """
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     for candidate in (package / "_kernels_src", package.parent / "kernels"):
         if (candidate / "common.cuh").is_file():
             return candidate
@@ -59,7 +59,7 @@ def assemble_source(file_name, directory=None, _seen=None):
     including file resumes with one naming it again, so compiler messages point at the
     original file and line.  A header is inlined once (``#pragma once`` semantics).
     """
-    directory = Path(directory) if directory is not None else kernel_dir()
+    directory = Path(directory) if directory is not None else cuda_source_dir()
     seen = set() if _seen is None else _seen
     seen.add(file_name)
     text = (directory / file_name).read_text()
@@ -108,7 +108,7 @@ def _compile_module(file_name):
 _module_cache = None
 
 
-def get_module(file_name):
+def get_cuda_module(file_name):
     """The compiled module of ``kernels/<file_name>`` on the current device."""
     global _module_cache
     if _module_cache is None:
@@ -121,7 +121,7 @@ def get_module(file_name):
 _kernel_cache = None
 
 
-def get_kernel(file_name, kernel_name, dtype=None):
+def get_cuda_kernel(file_name, kernel_name, dtype=None):
     """A compiled kernel: ``kernel_name<float|double>`` for a template, else by name.
     Looked up once per device (the solvers ask for their kernels at every step)."""
     global _kernel_cache
@@ -134,7 +134,7 @@ def get_kernel(file_name, kernel_name, dtype=None):
 
 def _fetch_kernel(file_name, kernel_name, c_name):
     name = kernel_name if c_name is None else f"{kernel_name}<{c_name}>"
-    return get_module(file_name).get_function(name)
+    return get_cuda_module(file_name).get_function(name)
 
 
 def multiprocessor_count():
