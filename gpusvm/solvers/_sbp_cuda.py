@@ -5,7 +5,7 @@ The same algorithm as ``NumpySBPSteps`` (see ``sbp.py``), with the state kept pl
 response anyway) and every array on the device.  Every launch covers all problems
 (one-vs-rest classes here, one-vs-one pairs in ``_sbp_pairs_cuda.py``) at once, so a
 step is a fixed number of launches whatever their number: the level search (four,
-``_sbp_level_cuda.py``), a count and a draw of the covered rows, then the norm step and
+``water_level/_sbp_level_cuda.py``), a count and a draw of the covered rows, then the norm step and
 the fused update.  Each problem's rows, volume, stream and step scale are its row of a
 problem table on the device (``SBPShape``), which :class:`DeviceSBPLaunches` passes to
 every launch.
@@ -43,7 +43,7 @@ import nvtx
 from .._device import step_blocks
 from .._kernel_matrix_cuda import StepKernelValues, kernel_cache_bytes
 from .._device.cuda_modules import get_cuda_kernel
-from .._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
+from ..water_level._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
 from ..kernel_functions import squared_row_norms
 from .sbp import PREFETCH_MAX_COVERED, LocalModel
 
@@ -60,7 +60,7 @@ class DeviceSBPLaunches:
     Problem ``p``'s training columns are the first ``n_train`` of row p of the
     ``(k, train_width)`` arrays, its holdout columns the first ``n_holdout`` of row p of
     the ``(k, holdout_width)`` ones (``problems``, a
-    :func:`~gpusvm._sbp_level_cuda.problem_table`); ``column_rows`` gives the row of X
+    :func:`~gpusvm.water_level._sbp_level_cuda.problem_table`); ``column_rows`` gives the row of X
     at each position (training column j at j, holdout column v at ``train_width + v``),
     None: the position itself.
     """

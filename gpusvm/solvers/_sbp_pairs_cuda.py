@@ -30,7 +30,7 @@ import numpy as np
 import nvtx
 
 from .._kernel_matrix_cuda import StepKernelValues, kernel_cache_bytes, kernel_values_source
-from .._sbp_level_cuda import ACTIVE_WORD, problem_table
+from ..water_level._sbp_level_cuda import ACTIVE_WORD, problem_table
 from ..kernel_functions import kernel_rows, squared_row_norms
 from ._sbp_cuda import DeviceSBPLaunches
 

@@ -1,6 +1,6 @@
 """Launchers of ``kernels/water_level.cu``: ``find_gamma_cuda`` runs its radix select,
 14 launches, no host synchronisation, the answer a device scalar.  The level with the
-bias, and the levels of many problems at once, are ``_sbp_level_cuda.py``'s.
+bias, and the levels of many problems at once, are ``_sbp_level_cuda.py``'s (``kernels/sbp_level.cu``).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from ._device.cuda_modules import get_cuda_kernel, multiprocessor_count
+from .._device.cuda_modules import get_cuda_kernel, multiprocessor_count
 
 _SOURCE = "water_level.cu"
 _ROUNDS = 6
@@ -60,3 +60,31 @@ def find_gamma_cuda(values, volume):
     """The water level of a float64 CuPy array, as a 0-d device array."""
     values = cupy.ascontiguousarray(values, dtype=np.float64)
     return DeviceWaterLevel(values.size)(values, volume)
+
+
+# --- checks of device input (one synchronisation each, for the public functions) -----
+
+def check_device_responses(responses, volume):
+    """Float64 device values of ``responses`` and ``volume`` as a float, checked as
+    ``water_level``'s host input is (one synchronisation)."""
+    values = cupy.asarray(responses, dtype=cupy.float64).ravel()
+    if values.size == 0:
+        raise ValueError("responses is empty; the water level needs at least one response.")
+    if not bool(cupy.isfinite(values).all()):
+        raise ValueError("responses contains NaN or infinity.")
+    volume = float(volume)
+    if not volume >= 0 or not np.isfinite(volume):
+        raise ValueError(f"volume must be a finite number >= 0 (n * nu), got {volume!r}.")
+    return values, volume
+
+
+def check_device_labels(y, values):
+    """``y`` on the device with its counts of +1 and -1 labels, checked against ``values``
+    (one synchronisation; the caller checks that both classes are present)."""
+    labels = cupy.asarray(y).ravel()
+    if labels.shape != values.shape:
+        raise ValueError(f"y has shape {labels.shape} but responses has shape {values.shape}.")
+    n_positive, n_negative = int((labels == 1).sum()), int((labels == -1).sum())
+    if n_positive + n_negative != labels.size:
+        raise ValueError(f"y must hold labels in {{-1, +1}}, got {cupy.unique(labels)[:5].tolist()!r}.")
+    return labels, n_positive, n_negative

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from ._device.cuda_modules import get_cuda_kernel
+from .._device.cuda_modules import get_cuda_kernel
 
 _THREADS = 256
 

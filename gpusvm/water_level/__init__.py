@@ -28,8 +28,8 @@ in ``k``, so ``k*`` can be found
    search bounds the worst case.
 
 CuPy input runs on the GPU: a radix select over the responses' bits for ``find_gamma``
-(``gpusvm/_water_level_cuda.py``), and for ``find_gamma_and_bias`` the solvers' search
-(``gpusvm/_sbp_level_cuda.py``: sorted windows around a previous level, or a bisection
+(``water_level/_cuda.py``), and for ``find_gamma_and_bias`` the solvers' search
+(``water_level/_sbp_level_cuda.py``: sorted windows around a previous level, or a bisection
 over ranks by radix selects; no sort of the whole array).
 """
 
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._backend import is_cupy_array, to_numpy
+from .._backend import is_cupy_array, to_numpy
 
 # Newton steps tried from a warm start before the partition search takes over.
 MAX_NEWTON_STEPS = 8
@@ -535,9 +535,9 @@ def find_gamma(responses, volume, *, start=None):
     float
     """
     if is_cupy_array(responses):
-        from ._water_level_cuda import find_gamma_cuda
+        from ._cuda import check_device_responses, find_gamma_cuda
 
-        return float(find_gamma_cuda(*_check_device_responses(responses, volume)))
+        return float(find_gamma_cuda(*check_device_responses(responses, volume)))
     return level_of(*_check_responses(responses, volume), start=start)
 
 
@@ -568,10 +568,12 @@ def find_gamma_and_bias(y, responses, volume):
         The level (unique) and a bias (the midpoint of the optimal interval).
     """
     if is_cupy_array(responses):
+        from ._cuda import check_device_labels, check_device_responses
         from ._sbp_level_cuda import find_gamma_and_bias_cuda
 
-        values, volume = _check_device_responses(responses, volume)
-        labels, n_positive, n_negative = _check_device_labels(y, values)
+        values, volume = check_device_responses(responses, volume)
+        labels, n_positive, n_negative = check_device_labels(y, values)
+        _check_both_classes(n_positive, n_negative)
         gamma, bias = find_gamma_and_bias_cuda(labels, values, volume, n_positive, n_negative)
         return float(gamma), float(bias)
     return find_gamma_and_bias_partition(y, responses, volume)
@@ -589,35 +591,6 @@ def _level_bias_edges(positive, negative, volume):
     p_k, p_next = _kth_and_next(positive, covered)
     m_k, m_next = _kth_and_next(negative, covered)
     return two_gamma / 2, *_bias_and_edges(two_gamma, p_k, p_next, m_k, m_next)
-
-
-# --- checks of device input (one synchronisation each, public functions only) ---------
-
-def _check_device_responses(responses, volume):
-    import cupy
-
-    values = cupy.asarray(responses, dtype=cupy.float64).ravel()
-    if values.size == 0:
-        raise ValueError("responses is empty; the water level needs at least one response.")
-    if not bool(cupy.isfinite(values).all()):
-        raise ValueError("responses contains NaN or infinity.")
-    volume = float(volume)
-    if not volume >= 0 or not np.isfinite(volume):
-        raise ValueError(f"volume must be a finite number >= 0 (n * nu), got {volume!r}.")
-    return values, volume
-
-
-def _check_device_labels(y, values):
-    import cupy
-
-    labels = cupy.asarray(y).ravel()
-    if labels.shape != values.shape:
-        raise ValueError(f"y has shape {labels.shape} but responses has shape {values.shape}.")
-    n_positive, n_negative = int((labels == 1).sum()), int((labels == -1).sum())
-    if n_positive + n_negative != labels.size:
-        raise ValueError(f"y must hold labels in {{-1, +1}}, got {cupy.unique(labels)[:5].tolist()!r}.")
-    _check_both_classes(n_positive, n_negative)
-    return labels, n_positive, n_negative
 
 
 __all__ = [

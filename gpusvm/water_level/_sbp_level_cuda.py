@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._device.cuda_modules import get_cuda_kernel, multiprocessor_count
+from .._device.cuda_modules import get_cuda_kernel, multiprocessor_count
 
 _SOURCE = "sbp_level.cu"
 WINDOW = 2048  # LEVEL_WINDOW in sbp_level.cu

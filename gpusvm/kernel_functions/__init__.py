@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from ._backend import issparse, namespace_of
+from .._backend import issparse, namespace_of
 
 KERNELS = ("linear", "rbf", "poly")
 KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2}
@@ -169,7 +169,7 @@ def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y
         X_sq_norms = squared_row_norms(X) if X_sq_norms is None else X_sq_norms
         Y_sq_norms = squared_row_norms(Y) if Y_sq_norms is None else Y_sq_norms
     if namespace_of(dots) is not np:
-        from ._kernel_functions_cuda import kernel_from_dots_cuda
+        from ._cuda import kernel_from_dots_cuda
 
         return kernel_from_dots_cuda(
             dots, X_sq_norms, Y_sq_norms, KERNEL_CODES[kernel], gamma, coef0, degree
