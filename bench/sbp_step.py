@@ -118,7 +118,7 @@ def make_steps(problem, backend, kernel_values):
     n, k, row_bytes = problem.n_train, problem.n_problems, problem.n_rows * np.dtype(problem.X.dtype).itemsize
     if backend == "cupy":
         from gpusvm._backend import free_device_bytes
-        from gpusvm.solvers._sbp_cuda import CupySBPSteps
+        from gpusvm.solvers.sbp._cuda import CupySBPSteps
 
         room = 0.9 * free_device_bytes()
         budget = {"matrix": n * row_bytes, "rows": 0,

@@ -57,7 +57,7 @@ def largest_blocks():
     their launcher sets it (a kernel that needs more registers is checked at that size)."""
     warp_per_row = 32 * 4  # the online kernels' blocks: a warp for each of 4 batch rows
     try:
-        from gpusvm.solvers import _online_logistic_cuda as online
+        from gpusvm.solvers.online_logistic import _cuda as online
     except ImportError:  # no CuPy: the launcher cannot be imported to confirm the size
         pass
     else:

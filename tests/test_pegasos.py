@@ -269,7 +269,7 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeyp
 
     if cupy_device_count() == 0:
         pytest.skip(NO_DEVICE)
-    from gpusvm.solvers import _pegasos_cuda
+    from gpusvm.solvers.pegasos import _cuda as _pegasos_cuda
 
     fused_lengths = []  # the steps each fused launch runs
     launch_fused = _pegasos_cuda.CupyPegasosSteps._launch_fused

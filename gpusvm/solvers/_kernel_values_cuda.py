@@ -1,4 +1,7 @@
-"""Kernel values on the device for the kernel solvers' steps (``kernels/kernel_values.cuh``).
+"""Kernel values on the device for the kernel solvers' steps (kernel_values.cuh, kernel_functions.cu).
+
+What the CUDA steps of kernel Pegasos and SBP share (``kernels/kernel_values.cuh``, and
+``dense_rows`` of ``kernels/kernel_functions.cu``).
 
 When the whole kernel matrix fits in ``kernel_cache``, a step reads its drawn rows of the
 matrix (a few hundred kilobytes) instead of computing them from X (a pass over X): the
@@ -14,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 import nvtx
 
-from . import _backend
-from ._device.cuda_modules import get_cuda_kernel
-from .kernel_functions import KERNEL_CODES, inner_products
-from .solvers.row_cache import KernelRowCache
+from .. import _backend
+from .._device.cuda_modules import get_cuda_kernel
+from ..kernel_functions import KERNEL_CODES, inner_products
+from .row_cache import KernelRowCache
 
 _DENSE_ROW_THREADS = 256
 

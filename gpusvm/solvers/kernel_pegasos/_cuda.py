@@ -18,10 +18,10 @@ import cupy
 import numpy as np
 import nvtx
 
-from .._device import step_blocks
-from .._kernel_matrix_cuda import (DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments,
+from ..._device import step_blocks
+from ..._device.cuda_modules import get_cuda_kernel
+from .._kernel_values_cuda import (DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments,
                                    resident_kernel_matrix)
-from .._device.cuda_modules import get_cuda_kernel
 
 _THREADS = 256
 
@@ -39,7 +39,7 @@ class DeviceSteps:
         X's squared row norms.
     kernel_cache : 'auto', float or int
         Device memory for the whole kernel matrix
-        (:func:`~gpusvm._kernel_matrix_cuda.kernel_cache_bytes`).
+        (:func:`~gpusvm._kernel_values_cuda.kernel_cache_bytes`).
     mode : {'direct', 'graph', 'replay'} or None
         How blocks of steps are issued (:class:`~gpusvm._device.step_blocks.StepBlocks`); None:
         the default. 'graph' runs direct without the resident matrix.

@@ -15,9 +15,9 @@ import cupyx.scipy.sparse as cusparse
 import numpy as np
 import nvtx
 
-from .._device.cuda_modules import get_cuda_kernel, row_view_arguments
-from .._device.step_blocks import StepBlocks
-from .._validation import canonical_csr
+from ..._device.cuda_modules import get_cuda_kernel, row_view_arguments
+from ..._device.step_blocks import StepBlocks
+from ..._validation import canonical_csr
 
 _KINDS = {"ftrl": 0, "tg": 1, "fobos": 2, "rda": 3}
 _ROWS_PER_BLOCK = 4  # one warp per batch row

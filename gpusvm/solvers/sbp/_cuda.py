@@ -1,9 +1,9 @@
 """SBP steps on the GPU: the launches of ``kernels/sbp_level.cu`` and ``kernels/sbp.cu``.
 
-The same algorithm as ``NumpySBPSteps`` (see ``sbp.py``), with the state kept plainly
+The same algorithm as ``NumpySBPSteps`` (see ``_numpy.py``), with the state kept plainly
 (no shared scale: the projection is part of the fused update, which touches every
 response anyway) and every array on the device.  Every launch covers all problems
-(one-vs-rest classes here, one-vs-one pairs in ``_sbp_pairs_cuda.py``) at once, so a
+(one-vs-rest classes here, one-vs-one pairs in ``_pairs_cuda.py``) at once, so a
 step is a fixed number of launches whatever their number: the level search (four,
 ``water_level/_sbp_level_cuda.py``), a count and a draw of the covered rows, then the norm step and
 the fused update.  Each problem's rows, volume, stream and step scale are its row of a
@@ -17,7 +17,7 @@ Kernel values come from, in order of preference:
   by matrix products; a step then reads its ``B`` rows per problem and nothing else, and
   no value comes back to the host;
 * else a row cache in ``kernel_cache`` when it holds twice a step's rows
-  (:class:`~gpusvm._kernel_matrix_cuda.DeviceRowCache`, the host cache's semantics): the
+  (:class:`~gpusvm._kernel_values_cuda.DeviceRowCache`, the host cache's semantics): the
   host reads each step's drawn rows (a synchronisation), computes the missing ones with
   the lowest covered rows of every problem (the next draws) by one product (several,
   of a bounded size, when more rows miss than one holds), and the step reads its rows
@@ -40,12 +40,12 @@ import cupy
 import numpy as np
 import nvtx
 
-from .._device import step_blocks
-from .._kernel_matrix_cuda import StepKernelValues, kernel_cache_bytes
-from .._device.cuda_modules import get_cuda_kernel
-from ..water_level._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
-from ..kernel_functions import squared_row_norms
-from .sbp import PREFETCH_MAX_COVERED, LocalModel
+from ..._device import step_blocks
+from ..._device.cuda_modules import get_cuda_kernel
+from ...kernel_functions import squared_row_norms
+from ...water_level._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
+from .._kernel_values_cuda import StepKernelValues, kernel_cache_bytes
+from ._problem import PREFETCH_MAX_COVERED, LocalModel
 
 _THREADS = 256
 _TILE_ROWS = 2048  # SBP_TILE_ROWS in sbp.cu

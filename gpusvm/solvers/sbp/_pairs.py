@@ -23,7 +23,7 @@ checkpoints at the same steps and the steps between run as long blocks
 (``tests/test_sbp.py`` fits each pair alone at that cadence, and trains the pairs one
 after another at it, as on a device whose kernel matrix does not fit).
 :func:`run_pair_stack` also drives the device's twin,
-:class:`~gpusvm.solvers._sbp_pairs_cuda.CupyPairSteps`, in blocks of steps.
+:class:`~gpusvm.solvers.sbp._pairs_cuda.CupyPairSteps`, in blocks of steps.
 """
 
 from __future__ import annotations
@@ -35,23 +35,22 @@ import time
 import numpy as np
 import nvtx
 
-from .._instrumentation import PhaseClock, progress_bar
-from .._random import random_positions_of_streams
-from ..kernel_functions import kernel_block, squared_row_norms
-from ..water_level import class_offsets, levels_of_rows, lowest_needed
-from .row_cache import KernelRowCache, weighted_row_sums
-from .sbp import (
+from ..._instrumentation import PhaseClock, progress_bar
+from ..._random import random_positions_of_streams
+from ...kernel_functions import kernel_block, squared_row_norms
+from ...water_level import class_offsets, levels_of_rows, lowest_needed
+from ..row_cache import KernelRowCache, weighted_row_sums
+from ._problem import (
     RENORMALIZE_BELOW,
     STEP_PHASES,
     SBPResult,
     checkpoint_interval,
     checkpoint_patience,
-    history_record,
     largest_self_kernel,
     positive_level,
     step_size_for,
-    step_schedule,
 )
+from ._run import history_record, step_schedule
 
 # Ranks of each class sorted first by the level search before anything is known.
 FIRST_WINDOW = 64

@@ -21,6 +21,10 @@ kept up to date so projection is O(1).  The weighted average of the iterates fro
 ``d`` of ``v``: the weight of an implicit constant feature of value 1, regularized and
 projected like any other weight (as LIBLINEAR's ``intercept_scaling=1``).
 
+The math, with the paper's notation: ``docs/algorithms.md``, section 1.  This folder:
+the problem, the state and the NumPy steps (the reference) here, the CUDA steps in
+``_cuda.py`` (``kernels/pegasos.cu``), and :func:`make_steps`, which picks one of them.
+
 References
 ----------
 S. Shalev-Shwartz, Y. Singer, N. Srebro, A. Cotter. Pegasos: primal estimated
@@ -40,9 +44,9 @@ import numpy as np
 import nvtx
 import scipy.sparse as sp
 
-from .._backend import to_numpy
-from .._instrumentation import progress_bar
-from .._random import random_index_block
+from ..._backend import get_namespace, on_device, to_numpy
+from ..._instrumentation import progress_bar
+from ..._random import random_index_block
 
 # Renormalize v (v *= a, a = 1) when a falls below this, so that v stays in range.
 RENORMALIZE_BELOW = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-9}
@@ -183,7 +187,7 @@ class PegasosProblem:
 
 def pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from=None):
     """The values of Pegasos steps ``first_step .. first_step + n_steps - 1``, for the CUDA
-    steps (``gpusvm/solvers/_pegasos_cuda.py``).
+    steps (``gpusvm/solvers/pegasos/_cuda.py``).
 
     Parameters
     ----------
@@ -448,14 +452,20 @@ def steps_per_epoch(n_samples, batch_size):
     return max(1, math.ceil(n_samples / batch_size))
 
 
+def make_steps(problem, state, xp, given_from=None):
+    """The steps of ``problem`` over ``state`` (modified in place) on the array module
+    ``xp``: :class:`NumpyPegasosSteps` (the reference) or ``_cuda.CupyPegasosSteps``, the
+    one place where the backend is chosen; see :class:`NumpyPegasosSteps` for ``given_from``."""
+    if on_device(xp):
+        from ._cuda import CupyPegasosSteps
+
+        return CupyPegasosSteps(problem, state, given_from)
+    return NumpyPegasosSteps(problem, state, given_from)
+
+
 def pegasos_stepper(problem, state, backend, given_from=None):
-    """The backend's stepper over ``state`` (modified in place); see :class:`NumpyPegasosSteps`
-    for ``given_from``."""
-    if backend == "cupy":
-        from ._pegasos_cuda import CupyPegasosSteps as Steps
-    else:
-        Steps = NumpyPegasosSteps
-    return Steps(problem, state, given_from)
+    """:func:`make_steps` on the array module of a resolved ``backend`` name."""
+    return make_steps(problem, state, get_namespace(backend), given_from)
 
 
 def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, verbose=0):
