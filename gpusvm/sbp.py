@@ -12,9 +12,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import get_namespace, is_cupy_array, on_device, to_numpy
-from ._estimator import GPUClassifierMixin, restore_on_error
-from ._kernel_model import KernelModelMixin
-from ._one_vs_one import class_pairs, ovr_scores, pair_seed, share
+from ._estimator.base import GPUClassifierMixin, restore_on_error
+from ._estimator.kernel_model import KernelModelMixin
+from ._estimator.one_vs_one import class_pairs, ovr_scores, pair_seed, share
 from ._random import seed_from_random_state
 from ._validation import check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
@@ -346,7 +346,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                        average=self.average, verbose=self.verbose)
 
     def _fit_pairs(self, X, X_dev, order, n_train, labels, classes, gamma, seed, rules, backend):
-        """One binary SBP per pair of classes on those classes' rows (:mod:`._one_vs_one`).
+        """One binary SBP per pair of classes on those classes' rows (:mod:`._estimator.one_vs_one`).
 
         A pair's rows are its first class's training rows, then its second's, then
         their holdout rows in the same order. On the host the pairs step together in

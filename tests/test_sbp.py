@@ -543,7 +543,7 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept, monkeypatch):
     first class's, then its second's), with the first class positive, the pair's stream
     seed, and the pair's checkpoint cadence (up to rounding: on the host the pairs step
     together, their levels found and kernel rows combined for all pairs at once)."""
-    from gpusvm._one_vs_one import class_pairs, pair_seed
+    from gpusvm._estimator.one_vs_one import class_pairs, pair_seed
     from gpusvm.solvers.sbp import pair_checkpoint_steps
 
     X, y, X_test, _ = four_classes(rng, n_test=50)
@@ -605,7 +605,7 @@ def test_one_vs_one_pairs_stepping_together_equal_pairs_one_after_another(rng, f
 def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed=5, nu=0.05):
     """The PairStack of every pair of classes of X's rows (training rows first, as
     SBPClassifier lays them out), with X on ``backend``."""
-    from gpusvm._one_vs_one import class_pairs, pair_seed
+    from gpusvm._estimator.one_vs_one import class_pairs, pair_seed
     from gpusvm.solvers.sbp import PairStack
 
     n_classes = int(labels.max()) + 1
@@ -719,7 +719,7 @@ def test_one_vs_one_scores_and_votes_are_svcs(rng):
     """The pairs' order and signs, the 'ovr' scores and the votes, as SVC's: SVC's own
     pair scores through ``ovr_scores`` give its 'ovr' scores; the SBP model predicts the
     highest, and about as well as SVC."""
-    from gpusvm._one_vs_one import ovr_scores
+    from gpusvm._estimator.one_vs_one import ovr_scores
 
     X, y, X_test, y_test = four_classes(rng)
     svc = SVC(gamma=0.2, decision_function_shape="ovo").fit(X, y)

@@ -21,9 +21,9 @@ from gpusvm import (
     load,
 )
 from gpusvm._backend import check_device_memory
-from gpusvm._chunk_pipeline import prepared_chunk, read_ahead
-from gpusvm._kernel_model import device_bytes_to_fit
-from gpusvm._linear_model import device_bytes_of
+from gpusvm._stream.pipeline import prepared_chunk, read_ahead
+from gpusvm._estimator.kernel_model import device_bytes_to_fit
+from gpusvm._estimator.linear_model import device_bytes_of
 from gpusvm.cli import main
 from gpusvm.data_files import NpzChunks, SvmlightChunks
 
@@ -293,7 +293,7 @@ def test_the_device_memory_check_names_what_is_needed_and_the_way_out():
 
 @pytest.mark.parametrize("Estimator", [KernelPegasosSVC, SBPClassifier])
 def test_kernel_solvers_check_device_memory_before_training(Estimator, backend, monkeypatch):
-    import gpusvm._kernel_model as kernel_model
+    import gpusvm._estimator.kernel_model as kernel_model
 
     def no_memory(needed, what, free=None):
         raise MemoryError(f"{what} needs {needed}")

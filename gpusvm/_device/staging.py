@@ -69,7 +69,7 @@ class DeviceStaging:
         self._count = 0
 
     def staged(self, chunks):
-        """Each :class:`gpusvm._chunk_pipeline.ReadyChunk` of ``chunks`` with its arrays
+        """Each :class:`gpusvm._stream.pipeline.ReadyChunk` of ``chunks`` with its arrays
         on the device; a chunk's slot is released when the next chunk is asked for."""
         for chunk in chunks:
             slot = self._slots[self._count % len(self._slots)]

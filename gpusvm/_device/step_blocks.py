@@ -1,4 +1,4 @@
-"""Blocks of solver steps issued with no Python per step: a CUDA graph per block.
+"""Blocks of solver steps issued with no Python per step: a CUDA graph per block (step_blocks.cu).
 
 A stepper that uses :class:`StepBlocks` writes each step's launches with arguments that
 are the same at every step.  What changes from step to step (the step counter, the step

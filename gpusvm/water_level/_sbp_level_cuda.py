@@ -1,5 +1,6 @@
-"""Water levels of many SBP problems at once on the GPU, with or without the bias, and
-no sort: the launchers of ``kernels/sbp_level.cu``.
+"""The launchers of ``kernels/sbp_level.cu``: water levels of many SBP problems at once.
+
+On the GPU, with or without the bias, and no sort.
 
 Each problem keeps a window of values per basin (positives and negatives with the bias,
 all rows without) around its last level; a search is two rounds of a gather over the

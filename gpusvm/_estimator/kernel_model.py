@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._backend import check_device_memory, issparse
-from ._estimator import scores_like_input
-from ._instrumentation import nvtx_range
-from ._validation import to_backend
-from .kernel_functions import compute_layout, kernel_block, squared_row_norms
+from .._backend import check_device_memory, issparse
+from .._instrumentation import nvtx_range
+from .._validation import to_backend
+from ..kernel_functions import compute_layout, kernel_block, squared_row_norms
+from .base import scores_like_input
 
 _PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
 

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from ._svmlight_arrow import joined, parse_plain_block
+from .svmlight_arrow import joined, parse_plain_block
 
 
 class SvmlightChunks:

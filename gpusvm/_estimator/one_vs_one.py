@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 from sklearn.utils.multiclass import _ovr_decision_function
 
-from ._random import splitmix64
+from .._random import splitmix64
 
 
 def class_pairs(n_classes):

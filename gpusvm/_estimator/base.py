@@ -9,8 +9,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend, to_numpy
-from ._validation import (
+from .._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend, to_numpy
+from .._validation import (
     check_classes,
     check_is_fitted,
     check_some_weight,

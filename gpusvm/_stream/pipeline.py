@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import sklearn
 
-from ._backend import is_cupy_array, issparse
-from ._validation import canonical_csr, check_int32_indexable, to_backend
+from .._backend import is_cupy_array, issparse
+from .._validation import canonical_csr, check_int32_indexable, to_backend
 
 
 @dataclasses.dataclass
@@ -127,7 +127,7 @@ def ready_chunks(items, prepare, backend):
     if backend != "cupy":  # one thread: reading and NumPy's steps both hold the GIL (see above)
         yield (prepare(item, number) for number, item in enumerate(items))
         return
-    from ._device.staging import DeviceStaging
+    from .._device.staging import DeviceStaging
 
     chunks = read_ahead(items, prepare)
     with contextlib.closing(chunks):

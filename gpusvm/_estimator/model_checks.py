@@ -14,10 +14,10 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernel_model import KernelModelMixin
-from ._linear_model import LinearModelMixin
-from .solvers.online_logistic import OnlineState
-from .solvers.pegasos import PegasosState
+from ..solvers.online_logistic import OnlineState
+from ..solvers.pegasos import PegasosState
+from .kernel_model import KernelModelMixin
+from .linear_model import LinearModelMixin
 
 FLOAT_KINDS = (np.dtype(np.float32), np.dtype(np.float64))
 

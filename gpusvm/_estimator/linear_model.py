@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ._backend import check_device_memory, is_cupy_array, issparse
-from ._estimator import scores_like_input
-from ._instrumentation import nvtx_range
+from .._backend import check_device_memory, is_cupy_array, issparse
+from .._instrumentation import nvtx_range
+from .base import scores_like_input
 
 STREAMING_WAYS_OUT = (
     "This solver needs only a mini-batch at a time: train from host memory with fit_chunks, two chunks on "

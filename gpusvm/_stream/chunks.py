@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._backend import is_cupy_array, issparse, namespace_of, to_numpy
+from .._backend import is_cupy_array, issparse, namespace_of, to_numpy
 
 
 class ChunkSource:
