@@ -31,7 +31,7 @@ def cpu_model():
 def gpu_facts():
     """Device 0's name and memory, the CUDA runtime and driver, CuPy's version (the facts
     of ``gpusvm info``) and the driver release, or None without a device."""
-    from gpusvm._system_info import cuda_facts
+    from gpusvm._device.system_info import cuda_facts
 
     found = cuda_facts(check_kernels=False)
     if not found.get("devices"):

@@ -48,7 +48,7 @@ from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # no
 from scaling import make_data  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
-from gpusvm._step_blocks import FUSED_ENV_VARIABLE  # noqa: E402
+from gpusvm._device.step_blocks import FUSED_ENV_VARIABLE  # noqa: E402
 from gpusvm.datasets import load_adult  # noqa: E402
 
 C = 1.0
@@ -81,7 +81,7 @@ def load(name, rows, quick):
 
 class WithFusedSteps:
     """A PegasosSVC whose fits run with ``GPUSVM_FUSED_STEPS=1``: on CuPy, a block of steps
-    is one launch of the fused kernel (:mod:`gpusvm._step_blocks`)."""
+    is one launch of the fused kernel (:mod:`gpusvm._device.step_blocks`)."""
 
     def __init__(self, model):
         self.model = model

@@ -16,7 +16,7 @@ touches read and written once: Pegasos ``v`` (X's dtype) and the average's ``P``
 (float64); FTRL ``z`` and ``n`` (float64).  So 44 bytes a nonzero for float64 Pegasos,
 40 for float32 FTRL.  The copy bandwidth is that of copying a 512 MiB array (read plus
 write), best of 5.  On the GPU each batch size runs with direct launches, where CuPy
-can capture with CUDA graphs (``GPUSVM_CUDA_GRAPHS``; :mod:`gpusvm._step_blocks`), and
+can capture with CUDA graphs (``GPUSVM_CUDA_GRAPHS``; :mod:`gpusvm._device.step_blocks`), and
 for PegasosSVC at the batch sizes its fused kernel takes (up to 1,024 rows), with fused
 steps: a block of steps in one launch (``GPUSVM_FUSED_STEPS``).
 
@@ -39,7 +39,7 @@ from _hashed_stream import HashedStream  # noqa: E402
 from scaling import make_data  # noqa: E402
 
 from gpusvm._backend import get_namespace  # noqa: E402
-from gpusvm._step_blocks import FUSED_ENV_VARIABLE, GRAPH_ENV_VARIABLE  # noqa: E402
+from gpusvm._device.step_blocks import FUSED_ENV_VARIABLE, GRAPH_ENV_VARIABLE  # noqa: E402
 from gpusvm._validation import to_backend  # noqa: E402
 from gpusvm.solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper  # noqa: E402
 from gpusvm.solvers.pegasos import (PegasosProblem, PegasosState, fits_fused_steps, pegasos_stepper,  # noqa: E402

@@ -118,7 +118,7 @@ def make_steps(problem, backend, kernel_values):
     n, k, row_bytes = problem.n_train, problem.n_problems, problem.n_rows * np.dtype(problem.X.dtype).itemsize
     if backend == "cupy":
         from gpusvm._backend import free_device_bytes
-        from gpusvm.solvers._sbp_cuda import CupySBPSteps
+        from gpusvm.solvers.sbp._cuda import CupySBPSteps
 
         room = 0.9 * free_device_bytes()
         budget = {"matrix": n * row_bytes, "rows": 0,
@@ -161,10 +161,10 @@ def graph_launch_seconds():
 
     if not hasattr(getattr(cupy.cuda, "Stream", None), "begin_capture"):
         return None
-    from gpusvm._kernels import get_kernel
+    from gpusvm._device.cuda_modules import get_cuda_kernel
 
     position = cupy.zeros(1, dtype=np.int64)
-    advance = get_kernel("step_blocks.cu", "advance_position")
+    advance = get_cuda_kernel("step_blocks.cu", "advance_position")
     advance((1,), (1,), (position, np.int64(1)))
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:

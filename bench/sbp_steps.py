@@ -184,7 +184,7 @@ def one_vs_one_table(rows):
     return ["", "## One-vs-one SBP, by phase (seconds over the whole fit)", "",
             *markdown_table(columns, rows), "",
             "Other: checkpoints (the averaged model's levels) and setup. Before: the pairs trained one after "
-            "another; after: every pair stepping together (gpusvm/solvers/sbp_pairs.py); sums in the cache: a "
+            "another; after: every pair stepping together (gpusvm/solvers/sbp/_pairs.py); sums in the cache: a "
             "step's drawn rows summed where they lie in the row cache (KernelRowCache.combine)."]
 
 

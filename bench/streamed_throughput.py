@@ -9,7 +9,7 @@ For each backend and solver, one epoch over the same rows, timed end to end:
 * **streamed**: ``fit_chunks`` on a list of host CSR chunks of ``--chunk-rows`` rows
   (already parsed, so that reading a file does not bound the speed). On cupy each chunk
   is copied from pinned host buffers on a copy stream while the steps of the previous
-  chunk run (``gpusvm._staging_cuda``).
+  chunk run (``gpusvm._device.staging``).
 
 Data: FTRLClassifier (defaults, batch 1,024) on the hashed click stream (``--rows`` rows,
 20 fields hashed into 2**20 columns, float32); PegasosSVC (defaults, batch 64, and

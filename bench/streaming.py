@@ -7,7 +7,7 @@ streamed fit, and what streaming does to Pegasos' objective.
    ``fit_chunks(SvmlightChunks(path, chunk_rows=100_000))``, one epoch, each in a fresh
    process whose peak resident memory (VmHWM) is recorded beside the file's size
    and the size of one chunk as CSR; each twice, with the file's chunks parsed through
-   pyarrow (``parser='auto'``, gpusvm._svmlight_arrow) and by scikit-learn's reader
+   pyarrow (``parser='auto'``, gpusvm._stream.svmlight_arrow) and by scikit-learn's reader
    (``parser='scikit-learn'``, as where pyarrow is not installed).
    The file is deleted afterwards.
 2. Streamed PegasosSVC (chunks in a random order, steps drawn within each chunk) against

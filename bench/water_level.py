@@ -71,7 +71,7 @@ def gpu_rows(n, repeats):
     import cupy
     from cupyx.profiler import benchmark
 
-    from gpusvm._water_level_cuda import DeviceWaterLevel
+    from gpusvm.water_level._cuda import DeviceWaterLevel
 
     rng = np.random.default_rng(n)
     values_host = rng.standard_normal(n)

@@ -3,7 +3,7 @@
 - Device memory to ask about: the CuPy paths that size their buffers by the free device
   memory (SBP's kernel_cache, the early memory checks) are told 64 GiB are free.
 - Streams, events and pinned host memory (the streamed fits' copies,
-  ``gpusvm._staging_cuda``): the stand-in runs everything at once, in order, so a stream
+  ``gpusvm._device.staging``): the stand-in runs everything at once, in order, so a stream
   here is a context that makes itself current, an event is always complete, and pinned
   memory is ordinary host memory.  This lets the staging's data flow (slots, growth,
   views) run; the order of events on a real device is checked by

@@ -6,13 +6,12 @@ gpusvm never imports CuPy.
 """
 
 from ._backend import config_context, get_config, resolve_backend
+from ._version import __version__
 from .linear_model import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier
 from .model_io import ModelFileError, load, save
 from .sbp import SBPClassifier, nu_from_svc
 from .svm import KernelPegasosSVC, PegasosSVC
 from .water_level import find_gamma, find_gamma_and_bias
-
-__version__ = "0.1.0"
 
 __all__ = [
     "FOBOSClassifier",

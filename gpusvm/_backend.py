@@ -155,6 +155,13 @@ def get_namespace(backend_name):
     return np
 
 
+def on_device(xp):
+    """Whether the array module ``xp`` (from :func:`get_namespace` or :func:`namespace_of`)
+    is CuPy: the one test by which code that was given ``xp`` takes its device path
+    (each solver's ``make_steps``)."""
+    return xp is not np
+
+
 def is_cupy_array(x):
     """True for a CuPy array or ``cupyx.scipy.sparse`` matrix, without importing CuPy."""
     if "cupy" not in sys.modules:

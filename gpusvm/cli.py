@@ -302,7 +302,7 @@ def _label_text(label):
 
 
 def info_command(args, out):
-    from ._system_info import system_info
+    from ._device.system_info import system_info
 
     info = system_info(args.backend)
     if args.json:

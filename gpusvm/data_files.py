@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ._chunked_files import NpzChunks, SvmlightChunks, line_of_row, row_of_entry
+from ._stream.readers import NpzChunks, SvmlightChunks, line_of_row, row_of_entry
 from .datasets import load_svmlight
 
 __all__ = ["DataFileError", "FORMATS", "NpzChunks", "SvmlightChunks", "data_format", "read_chunks", "read_data"]

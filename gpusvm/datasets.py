@@ -7,7 +7,7 @@ from importlib import resources
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
-from ._chunked_files import open_svmlight, read_svmlight_in_blocks
+from ._stream.readers import open_svmlight, read_svmlight_in_blocks
 
 
 def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto"):

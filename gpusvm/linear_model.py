@@ -16,11 +16,11 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, Options
 
 from ._backend import get_namespace, namespace_of, resolve_backend, to_numpy
-from ._chunk_pipeline import prepared_chunk, ready_chunks
-from ._chunks import ChunkSource, aligned_chunks
-from ._estimator import GPUClassifierMixin, restore_on_error
+from ._stream.pipeline import prepared_chunk, ready_chunks
+from ._stream.chunks import ChunkSource, aligned_chunks
+from ._estimator.base import GPUClassifierMixin, restore_on_error
 from ._instrumentation import EpochBars
-from ._linear_model import LinearModelMixin
+from ._estimator.linear_model import LinearModelMixin
 from ._random import seed_from_random_state
 from ._validation import check_X_y, class_positions, to_backend
 from .solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, run_online

@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._backend import cupy_device_count, is_cupy_array, resolve_backend, to_numpy
-from ._model_checks import InconsistentModel, check_model_parts
+from ._estimator.model_checks import InconsistentModel, check_model_parts
 from ._output_files import check_output_path, write_target
 from ._registry import SOLVERS, solver_name
 from .solvers.online_logistic import OnlineState
@@ -250,7 +250,7 @@ def _loaded_backend(model, backend):
 
 
 def _gpusvm_version():
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 

@@ -11,15 +11,25 @@ from sklearn.base import _fit_context
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._backend import get_namespace, is_cupy_array, to_numpy
-from ._estimator import GPUClassifierMixin, restore_on_error
-from ._kernel_model import KernelModelMixin
-from ._one_vs_one import class_pairs, ovr_scores, pair_seed, share
+from ._backend import get_namespace, is_cupy_array, on_device, to_numpy
+from ._estimator.base import GPUClassifierMixin, restore_on_error
+from ._estimator.kernel_model import KernelModelMixin
+from ._estimator.one_vs_one import class_pairs, ovr_scores, pair_seed, share
 from ._random import seed_from_random_state
 from ._validation import check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
-from .solvers.sbp import NumpySBPSteps, SBPProblem, StoppingRules, positive_level, run_sbp
-from .solvers.sbp_pairs import NumpyPairSteps, PairStack, pair_checkpoint_steps, run_pair_stack
+from .solvers.sbp import (
+    PairStack,
+    SBPProblem,
+    StoppingRules,
+    make_pair_steps,
+    make_steps,
+    pair_checkpoint_steps,
+    pairs_step_together,
+    positive_level,
+    run_pair_stack,
+    run_sbp,
+)
 
 
 # validation_fraction='auto': no holdout below this many rows, and at most this many held out
@@ -336,17 +346,17 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                        average=self.average, verbose=self.verbose)
 
     def _fit_pairs(self, X, X_dev, order, n_train, labels, classes, gamma, seed, rules, backend):
-        """One binary SBP per pair of classes on those classes' rows (:mod:`._one_vs_one`).
+        """One binary SBP per pair of classes on those classes' rows (:mod:`._estimator.one_vs_one`).
 
         A pair's rows are its first class's training rows, then its second's, then
         their holdout rows in the same order. On the host the pairs step together in
-        stacks of similar widths (:mod:`.solvers.sbp_pairs`); on a device all of them
+        stacks of similar widths (:mod:`.solvers.sbp._pairs`); on a device all of them
         step together when ``kernel_cache`` holds the kernel matrix or a cache of twice
-        a step's rows (:mod:`.solvers._sbp_pairs_cuda`), else they train one after
+        a step's rows (:mod:`.solvers.sbp._pairs_cuda`), else they train one after
         another. Either way each pair has its share (by rows) of ``max_kernel_evals``,
         fixed at the start, the stacks or pairs share the time left in turn, and each pair
         checkpoints at its multiple of a cadence common to all the pairs
-        (:func:`.solvers.sbp_pairs.pair_checkpoint_steps`)."""
+        (:func:`.solvers.sbp.pair_checkpoint_steps`)."""
         pairs = class_pairs(classes.size)
         class_rows = [np.flatnonzero(labels == c) for c in range(classes.size)]  # training rows first, as in X_dev
         class_train = np.array([np.searchsorted(rows, n_train) for rows in class_rows])
@@ -359,7 +369,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         if not together:
             groups = [[p] for p in range(len(pairs))]
         else:  # a device steps every pair in each launch; the host in stacks of similar widths
-            groups = [list(range(len(pairs)))] if backend == "cupy" else _stacks_by_width(sizes)
+            groups = [list(range(len(pairs)))] if on_device(get_namespace(backend)) else _stacks_by_width(sizes)
         started, rows_left = time.perf_counter(), sum(sizes)
         results, histories = [None] * len(pairs), [None] * len(pairs)
         for group in groups:
@@ -393,12 +403,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             seeds=np.array(seeds, dtype=np.uint64), nu=float(self.nu), batch_size=self.batch_size,
             kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
         )
-        if backend == "cupy":
-            from .solvers._sbp_pairs_cuda import CupyPairSteps
-
-            steps = CupyPairSteps(stack, kernel_cache=self.kernel_cache)
-        else:
-            steps = NumpyPairSteps(stack, cache_bytes=int(self.cache_size * 2**20))
+        steps = make_pair_steps(stack, get_namespace(backend), kernel_cache=self.kernel_cache,
+                                cache_bytes=int(self.cache_size * 2**20))
         return run_pair_stack(stack, steps, rules, checkpoint_every=checkpoint_every,
                               kernel_evals=None if kernel_evals is None else np.array(kernel_evals),
                               average=self.average, verbose=self.verbose)
@@ -408,11 +414,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         always on the host; on a device, when ``kernel_cache`` holds the kernel matrix of
         the ``n_train`` training rows by all ``n_rows`` rows, or a cache of twice the
         rows all pairs draw in a step (the pairs read their kernel values from it)."""
-        if backend == "numpy":
-            return True
-        from .solvers._sbp_pairs_cuda import pair_kernel_values
-
-        return pair_kernel_values(n_train, n_rows, dtype, self.kernel_cache, n_pairs * self.batch_size) is not None
+        return pairs_step_together(get_namespace(backend), n_train, n_rows, dtype, self.kernel_cache,
+                                   n_pairs * self.batch_size)
 
     def _solve_pair(self, X_dev, class_rows, class_train, pair, gamma, seed, rules, checkpoint_every, backend):
         """The SBP run of one pair on its own: its rows as :meth:`_fit_pairs` lays them out,
@@ -499,11 +502,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         return min(AUTO_HOLDOUT_MAX_ROWS, n_rows // 10)
 
     def _steps(self, problem, backend):
-        if backend == "cupy":
-            from .solvers._sbp_cuda import CupySBPSteps
-
-            return CupySBPSteps(problem, kernel_cache=self.kernel_cache)
-        return NumpySBPSteps(problem, cache_bytes=int(self.cache_size * 2**20))
+        return make_steps(problem, get_namespace(backend), kernel_cache=self.kernel_cache,
+                          cache_bytes=int(self.cache_size * 2**20))
 
     def _set_model(self, result, X, y, train, targets, classes):
         """Support vectors and coefficients of the averaged model, scaled to margin 1."""

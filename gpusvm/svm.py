@@ -10,12 +10,12 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import get_namespace, to_numpy
-from ._chunk_pipeline import prepared_chunk, ready_chunks
-from ._chunks import ChunkSource
-from ._estimator import GPUClassifierMixin, restore_on_error
+from ._stream.pipeline import prepared_chunk, ready_chunks
+from ._stream.chunks import ChunkSource
+from ._estimator.base import GPUClassifierMixin, restore_on_error
 from ._instrumentation import EpochBars
-from ._kernel_model import KernelModelMixin
-from ._linear_model import LinearModelMixin
+from ._estimator.kernel_model import KernelModelMixin
+from ._estimator.linear_model import LinearModelMixin
 from ._random import seed_from_random_state
 from ._validation import check_X_y, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma

@@ -1,5 +1,5 @@
 // Kernelized Pegasos on the GPU, every class in each launch
-// (gpusvm/solvers/_kernel_pegasos_cuda.py). A step is two launches:
+// (gpusvm/solvers/kernel_pegasos/_cuda.py). A step is two launches:
 //   kernel_pegasos_violations  thread (b, c) draws row b of the step from the shared
 //                              random stream (lane b at step t, as gpusvm/_random.py's
 //                              random_index_block), tests class c's margin

@@ -60,7 +60,7 @@ struct KernelValues {
 };
 
 // The parameters that make a KernelValues (CuPy passes scalars and arrays, not structs),
-// in the order gpusvm/_kernel_matrix_cuda.py's kernel_value_arguments gives them.
+// in the order gpusvm/solvers/_kernel_values_cuda.py's kernel_value_arguments gives them.
 #define KERNEL_VALUE_PARAMETERS                                                                  \
     const real *__restrict__ kernel_source, long long slot_stride, long long column_stride,      \
         int source, const long long *__restrict__ store_rows, const real *__restrict__ sq_norms, \

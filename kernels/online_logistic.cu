@@ -1,7 +1,7 @@
 // Online sparse logistic regression on the device: one mini-batch in three launches.
 // The math (the merged mini-batch rule, the lazy FOBOS/TG penalties, the state layout)
-// is in gpusvm/solvers/online_logistic.py, whose NumPy steps these kernels mirror; the
-// launch order is in gpusvm/solvers/_online_logistic_cuda.py.
+// is in gpusvm/solvers/online_logistic/, whose NumPy steps these kernels mirror; the
+// launch order is in gpusvm/solvers/online_logistic/_cuda.py.
 //
 //   1. online_margins:   one warp per batch row: its margin under the current weights,
 //                        its residual p - y for every one-vs-rest model, its loss.
@@ -21,7 +21,7 @@
 #define ONLINE_RDA 3
 
 // A batch's values, a row of the schedule that the host computes before the batches run
-// (gpusvm/solvers/_online_logistic_cuda.py, online_schedule); batch `offset` of a block
+// (gpusvm/solvers/online_logistic/_cuda.py, online_schedule); batch `offset` of a block
 // of batches reads row position[0] + offset (gpusvm/_step_blocks.py).
 #define ONLINE_EXAMPLES 0    // examples seen before the batch (RDA's t)
 #define ONLINE_LEVEL 1       // FOBOS/TG: penalties applied up to the batch start
@@ -35,7 +35,7 @@ __device__ inline const double* online_batch_row(const double* __restrict__ sche
     return gpusvm_schedule_row(schedule, ONLINE_SCHEDULE_COLUMNS, position, offset);
 }
 
-// Hyperparameters in the order of `params` (see _online_logistic_cuda.RULE_PARAMETERS).
+// Hyperparameters in the order of `params` (see gpusvm/solvers/online_logistic/_cuda.py, rule_parameters).
 struct OnlineRule {
     int kind;
     double l1, l2, alpha, beta, theta, gamma;

@@ -1,5 +1,5 @@
 // One mini-batch Pegasos step on the device, in three launches (see
-// gpusvm/solvers/_pegasos_cuda.py for the order and docs/algorithms.md section 1 for the math).
+// gpusvm/solvers/pegasos/_cuda.py for the order and docs/algorithms.md section 1 for the math).
 //
 // The weights of class c are w_c = a_c * v_c (the `w = a*v` trick): shrinking w by
 // (1 - 1/t) changes only the scalar a_c, and adding the violators' y*x touches only their
@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 // A step's values, a row of the schedule that the host computes before the steps run
-// (gpusvm/solvers/pegasos.py, pegasos_schedule); step `offset` of a block of
+// (gpusvm/solvers/pegasos/__init__.py, pegasos_schedule); step `offset` of a block of
 // steps reads row position[0] + offset (gpusvm/_step_blocks.py).
 #define PEGASOS_STEP 0             // t, counted over the model's life
 #define PEGASOS_ETA_OVER_K 1       // 1 / (lambda t k)
@@ -206,7 +206,7 @@ __global__ void pegasos_finish(
 //    update), so a step's margins wait on the weights alone for short rows.  Needs
 //    batch_size <= blockDim.x, batch_size <= PEGASOS_FUSED_MAX_BATCH, n_classes <=
 //    PEGASOS_FUSED_MAX_CLASSES and their product <= PEGASOS_FUSED_MAX_PAIRS (the launcher
-//    checks: gpusvm/solvers/pegasos.py, fits_fused_steps); blockDim.x a multiple of 32.
+//    checks: gpusvm/solvers/pegasos/__init__.py, fits_fused_steps); blockDim.x a multiple of 32.
 #define PEGASOS_FUSED_MAX_BATCH 1024
 #define PEGASOS_FUSED_MAX_CLASSES 64
 #define PEGASOS_FUSED_MAX_PAIRS 2048

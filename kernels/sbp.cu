@@ -1,5 +1,5 @@
 // Stochastic Batch Perceptron steps on the GPU, every problem in each launch
-// (gpusvm/solvers/_sbp_cuda.py). After the water level (sbp_level.cu), a step is:
+// (gpusvm/solvers/sbp/_cuda.py). After the water level (sbp_level.cu), a step is:
 //   sbp_count_covered  (tiles, k): the rows at or under their basin's edge, per tile;
 //   sbp_draw           (draws / 8, k): B rows per problem, uniformly among the covered
 //                      ones in index order, one warp a draw, from the shared random

@@ -1,5 +1,5 @@
 // SBP water levels of every problem at once, with or without the bias, and no sort
-// (gpusvm/_sbp_level_cuda.py).
+// (gpusvm/water_level/_sbp_level_cuda.py).
 //
 // Problem p's responses are the first n_train (its SBPShape) of row p of a (k, stride)
 // array; a stopped problem (not active) is skipped. With the bias they fall in two

@@ -1,5 +1,5 @@
 // The state of one problem's SBP water-level search (kernels/sbp_level.cu), read by the
-// steps that use its answer (kernels/sbp.cu) and by gpusvm/_sbp_level_cuda.py.
+// steps that use its answer (kernels/sbp.cu) and by gpusvm/water_level/_sbp_level_cuda.py.
 #pragma once
 
 struct SBPLevelState {
@@ -12,9 +12,9 @@ struct SBPLevelState {
     int done, pad;            // settled by an earlier round of this search
     long long settled_by[2];  // searches settled by a window, by the bisection
 };
-static_assert(sizeof(SBPLevelState) == 18 * 8, "gpusvm/_sbp_level_cuda.py reads 18 words");
+static_assert(sizeof(SBPLevelState) == 18 * 8, "gpusvm/water_level/_sbp_level_cuda.py reads 18 words");
 
-// One problem of an SBP launch (gpusvm/_sbp_level_cuda.py's problem_table). Its
+// One problem of an SBP launch (gpusvm/water_level/_sbp_level_cuda.py's problem_table). Its
 // training columns are the first n_train of its row of the responses and labels, its
 // holdout columns the first n_holdout of its row of the holdout responses: one-vs-rest
 // problems have every row, one-vs-one pairs their two classes' (and rows of padding).
@@ -25,7 +25,7 @@ struct SBPShape {
     double eta_scale;                     // its step size over the schedule's
     long long active;                     // 0: stopped; no launch reads or writes its state
 };
-static_assert(sizeof(SBPShape) == 7 * 8, "gpusvm/_sbp_level_cuda.py writes 7 words");
+static_assert(sizeof(SBPShape) == 7 * 8, "gpusvm/water_level/_sbp_level_cuda.py writes 7 words");
 
 // The basin of row j: 1 for a negative label when there are two (the bias), else 0.
 __device__ inline int level_basin(const double* labels, long long j, int two_basins) {

@@ -45,10 +45,10 @@ def rng(request):
 
 @pytest.fixture(params=["replay", "graph"])
 def step_block_mode(request, monkeypatch):
-    """Runs a CuPy stepper's blocks of steps (``gpusvm._step_blocks``) in the mode named,
+    """Runs a CuPy stepper's blocks of steps (``gpusvm._device.step_blocks``) in the mode named,
     three steps a block so that full and partial blocks both recur; the graph case is
     skipped where CuPy cannot capture (the CPU emulation of CUDA)."""
-    import gpusvm._step_blocks as step_blocks
+    import gpusvm._device.step_blocks as step_blocks
 
     if cupy_device_count() == 0:
         pytest.skip(NO_DEVICE)

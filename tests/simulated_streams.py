@@ -1,6 +1,6 @@
 """A simulated CUDA device for testing the order of copies and kernels across streams.
 
-Stands in for the few CuPy names ``gpusvm._staging_cuda`` uses (streams, events,
+Stands in for the few CuPy names ``gpusvm._device.staging`` uses (streams, events,
 ``cupy.empty``, ``ndarray.set``, ``cupyx.empty_pinned``, ``cupyx.scipy.sparse.csr_matrix``).
 Work queued on a stream does not run when it is queued: it runs when the simulated device
 gets to it, in an order drawn from a seeded random generator among the streams whose

@@ -182,12 +182,12 @@ def test_sbp_one_vs_one_on_a_cluster_is_a_clear_error(client):
 
 def test_sbp_renormalizing_and_asking_again_keep_the_model(client, monkeypatch):
     from gpusvm.dask import _sbp as cluster_sbp
-    from gpusvm.solvers import sbp as sbp_solver
+    from gpusvm.solvers.sbp import _numpy as sbp_numpy  # NumpySBPSteps reads RENORMALIZE_BELOW here
 
     X, y = overlapping(3, n=1200)
     params = dict(nu=0.05, batch_size=8, max_iter=2, multi_class="ovr", random_state=1, validation_fraction=0.25,
                   backend="numpy")
-    monkeypatch.setattr(sbp_solver, "RENORMALIZE_BELOW", 0.99)  # fold the scale in at almost every step
+    monkeypatch.setattr(sbp_numpy, "RENORMALIZE_BELOW", 0.99)  # fold the scale in at almost every step
     monkeypatch.setattr(cluster_sbp, "RENORMALIZE_BELOW", 0.99)
     monkeypatch.setattr(cluster_sbp, "INITIAL_LOWEST", 2)  # too few lowest at first: the workers are asked again
     model = gd.SBPClassifier(**params).fit(*chunked(X, y, chunks=(600, 600)))

@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from gpusvm import FTRLClassifier, PegasosSVC, RDAClassifier
-from gpusvm._chunks import ChunkSource
+from gpusvm._stream.chunks import ChunkSource
 from gpusvm.cli import main
 from gpusvm.data_files import SvmlightChunks, read_chunks, read_data
 from gpusvm.datasets import load_svmlight

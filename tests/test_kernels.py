@@ -7,13 +7,13 @@ import subprocess
 
 import pytest
 
-from gpusvm._kernels import COMPILE_OPTIONS, assemble_source, c_type, kernel_dir, name_expressions, template_kernels
+from gpusvm._device.cuda_modules import COMPILE_OPTIONS, assemble_source, c_type, cuda_source_dir, name_expressions, template_kernels
 
 from .conftest import needs_device
 
 nvcc = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(nvcc is None, reason="nvcc is not on the PATH")
-SOURCES = sorted(p.name for p in kernel_dir().glob("*.cu"))
+SOURCES = sorted(p.name for p in cuda_source_dir().glob("*.cu"))
 
 
 def instantiate_all(source):
@@ -57,7 +57,7 @@ def largest_blocks():
     their launcher sets it (a kernel that needs more registers is checked at that size)."""
     warp_per_row = 32 * 4  # the online kernels' blocks: a warp for each of 4 batch rows
     try:
-        from gpusvm.solvers import _online_logistic_cuda as online
+        from gpusvm.solvers.online_logistic import _cuda as online
     except ImportError:  # no CuPy: the launcher cannot be imported to confirm the size
         pass
     else:
@@ -108,7 +108,7 @@ def ptxas_stack_frames(report):
 
 def test_sources_found():
     assert {"common.cuh", "pegasos.cu", "kernel_functions.cu", "random.cu"} <= {
-        p.name for p in kernel_dir().iterdir()
+        p.name for p in cuda_source_dir().iterdir()
     }
     assert template_kernels(assemble_source("pegasos.cu")) == [
         "pegasos_accumulate", "pegasos_finish", "pegasos_fused_steps", "pegasos_margins",
@@ -231,8 +231,8 @@ def test_kernel_compiles_with_nvrtc(name):
 def test_modules_compile_through_cupy():
     for name in SOURCES:
         module_kernels = template_kernels(assemble_source(name))
-        from gpusvm._kernels import get_kernel
+        from gpusvm._device.cuda_modules import get_cuda_kernel
 
         for kernel in module_kernels:
             for dtype in ("float32", "float64"):
-                assert get_kernel(name, kernel, dtype) is not None
+                assert get_cuda_kernel(name, kernel, dtype) is not None

@@ -217,7 +217,7 @@ def test_cupy_matches_numpy(kind, sparse, dtype, n_classes, rng):
 def test_blocks_of_batches_replayed_give_the_direct_model(step_block_mode, kind, rng, monkeypatch):
     """The launches of a block of batches, replayed with the arguments of their first run
     (as a CUDA graph replays them), train the model that direct launches train."""
-    import gpusvm._step_blocks as step_blocks
+    import gpusvm._device.step_blocks as step_blocks
 
     Estimator, params = CASES[kind]
     X, _ = sparse_problem(rng, n=78, d=30, density=0.2)

@@ -239,7 +239,7 @@ def test_blocks_of_steps_replayed_give_the_direct_model(step_block_mode, rng, mo
     """The launches of a block of steps, replayed with the arguments of their first run
     (as a CUDA graph replays them), train the model that direct launches train: no launch
     argument changes from step to step, and the blocks' position counter advances."""
-    import gpusvm._step_blocks as step_blocks
+    import gpusvm._device.step_blocks as step_blocks
 
     X, y = random_problem(rng, n=50, n_classes=3, density=0.5 if sparse else 1.0)
     X = sp.csr_matrix(X) if sparse else X
@@ -265,11 +265,11 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeyp
     the steps of the per-step launches: the reference's model, and the direct launches'
     to rounding, across blocks, partial blocks, partial_fit, lane groups of every width
     and the maintenance (at batch 4, lam = 1e-3 folds the average a few times)."""
-    import gpusvm._step_blocks as step_blocks
+    import gpusvm._device.step_blocks as step_blocks
 
     if cupy_device_count() == 0:
         pytest.skip(NO_DEVICE)
-    from gpusvm.solvers import _pegasos_cuda
+    from gpusvm.solvers.pegasos import _cuda as _pegasos_cuda
 
     fused_lengths = []  # the steps each fused launch runs
     launch_fused = _pegasos_cuda.CupyPegasosSteps._launch_fused
@@ -304,10 +304,10 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeyp
 
 def test_fused_steps_limits_are_the_kernels():
     """The launcher's limits on fused steps are the shared-memory sizes the kernel declares."""
-    from gpusvm._kernels import kernel_dir
+    from gpusvm._device.cuda_modules import cuda_source_dir
     from gpusvm.solvers import pegasos
 
-    source = (kernel_dir() / "pegasos.cu").read_text()
+    source = (cuda_source_dir() / "pegasos.cu").read_text()
     declared = {name: int(value) for name, value in re.findall(r"#define PEGASOS_FUSED_(MAX_\w+) (\d+)", source)}
     assert declared == {"MAX_BATCH": pegasos.FUSED_MAX_BATCH, "MAX_CLASSES": pegasos.FUSED_MAX_CLASSES,
                         "MAX_PAIRS": pegasos.FUSED_MAX_PAIRS}
@@ -355,7 +355,7 @@ def test_schedule_equals_the_scalar_step_values(lam, batch_size, average_start, 
 def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse, monkeypatch):
     """gpusvm.dask's stepper over rows gathered in draw order (``given_from``) takes the
     steps the drawing stepper takes over all the rows; on CuPy also with fused steps."""
-    import gpusvm._step_blocks as step_blocks
+    import gpusvm._device.step_blocks as step_blocks
     from gpusvm._backend import get_namespace
     from gpusvm._random import random_index_block
     from gpusvm._validation import to_backend

@@ -4,7 +4,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from gpusvm._kernels import kernel_dir
+from gpusvm._device.cuda_modules import cuda_source_dir
 from gpusvm._random import (
     random_bits,
     random_index_block,
@@ -85,13 +85,13 @@ def test_seed_from_random_state():
 def test_cupy_stream_matches_numpy(rng):
     import cupy
 
-    from gpusvm._kernels import get_kernel
+    from gpusvm._device.cuda_modules import get_cuda_kernel
 
     seed, step, n = int(rng.integers(2**63)), int(rng.integers(2**40)), int(rng.integers(1, 2**31))
     expected = random_indices(seed, step, 4096, n)
     assert np.array_equal(random_indices(seed, step, 4096, n, xp=cupy).get(), expected)
     out = cupy.empty(4096, dtype=np.int64)
-    kernel = get_kernel("random.cu", "random_indices")
+    kernel = get_cuda_kernel("random.cu", "random_indices")
     kernel((16,), (256,), (np.uint64(seed), np.uint64(step), np.int64(4096), np.uint64(n), out))
     assert np.array_equal(out.get(), expected)
 
@@ -114,7 +114,7 @@ def test_cuda_header_stream_matches_numpy(tmp_path):
     source = tmp_path / "stream.cu"
     source.write_text(HOST_PROGRAM)
     binary = tmp_path / "stream"
-    subprocess.run(["nvcc", "-std=c++17", f"-I{kernel_dir()}", "-o", str(binary), str(source)],
+    subprocess.run(["nvcc", "-std=c++17", f"-I{cuda_source_dir()}", "-o", str(binary), str(source)],
                    check=True, capture_output=True, timeout=120)
     seed, step, n = 2**62 + 11, 987654321, 32561
     lines = subprocess.run([str(binary), str(seed), str(step), str(n)], check=True,

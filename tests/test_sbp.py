@@ -17,6 +17,7 @@ from gpusvm._backend import get_namespace
 from gpusvm._validation import one_vs_rest_targets, to_backend
 from gpusvm.kernel_functions import kernel_block, squared_row_norms
 from gpusvm.solvers import sbp as sbp_solver
+from gpusvm.solvers.sbp import _numpy as sbp_numpy  # NumpySBPSteps reads RENORMALIZE_BELOW here
 from gpusvm.solvers import row_cache
 from gpusvm.solvers.row_cache import KernelRowCache
 from gpusvm.solvers.sbp import NumpySBPSteps, SBPProblem
@@ -48,7 +49,7 @@ def make_problem(rng, backend, *, n_train=40, n_holdout=7, n_classes=2, sparse=F
 
 def solver_steps(problem, backend, cache_bytes=2**30):
     if backend == "cupy":
-        from gpusvm.solvers._sbp_cuda import CupySBPSteps
+        from gpusvm.solvers.sbp._cuda import CupySBPSteps
 
         return CupySBPSteps(problem)
     return NumpySBPSteps(problem, cache_bytes=cache_bytes)
@@ -80,7 +81,7 @@ def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, 
     """Blocks of steps replayed (or CUDA graphs) read each step's number and size from the
     schedule; with the whole kernel matrix resident, a cache of 26 of its 30 rows (rows
     evicted, prefetched), or the drawn rows' products each step."""
-    from gpusvm.solvers._sbp_cuda import CupySBPSteps
+    from gpusvm.solvers.sbp._cuda import CupySBPSteps
 
     problem, K, targets = make_problem(rng, "cupy", n_classes=3, sparse=sparse, batch_size=4, n_train=30,
                                        n_holdout=5, nu=0.01)  # few rows under the level: they are prefetched
@@ -117,7 +118,7 @@ def test_small_cache_and_renormalization_change_nothing(rng, monkeypatch):
     row_bytes = problem.X.shape[0] * 8
     small_cache = NumpySBPSteps(problem, cache_bytes=4 * row_bytes)
     assert small_cache.cache.capacity == 4
-    monkeypatch.setattr(sbp_solver, "RENORMALIZE_BELOW", 0.9)  # fold the scale in almost every step
+    monkeypatch.setattr(sbp_numpy, "RENORMALIZE_BELOW", 0.9)  # fold the scale in almost every step
     tiny = run_steps(small_cache, 80)
     for a, b in zip(full, tiny, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
@@ -254,7 +255,7 @@ def test_device_row_cache_computes_a_large_miss_in_products_of_bounded_memory(rn
     the rows kept are those of one product (up to the products' rounding)."""
     import cupy
 
-    from gpusvm import _kernel_matrix_cuda
+    from gpusvm.solvers import _kernel_values_cuda
 
     problem, _, _ = make_problem(rng, "cupy", sparse=sparse, n_train=30, n_holdout=5)
     X, n_columns = problem.X, problem.X.shape[0]
@@ -265,10 +266,10 @@ def test_device_row_cache_computes_a_large_miss_in_products_of_bounded_memory(rn
         calls.append(int(rows.size))
         return problem.kernel_rows(rows, sq_norms)
 
-    per_row = _kernel_matrix_cuda.product_row_bytes(n_columns, X.shape[1], X.dtype)
+    per_row = _kernel_values_cuda.product_row_bytes(n_columns, X.shape[1], X.dtype)
     assert per_row == (2 * n_columns + X.shape[1]) * X.dtype.itemsize
-    monkeypatch.setattr(_kernel_matrix_cuda, "BLOCK_BYTES", 4 * per_row + 1)
-    cache = _kernel_matrix_cuda.DeviceRowCache(compute_rows, 30, n_columns, X.dtype, 30 * n_columns * 8, 22,
+    monkeypatch.setattr(_kernel_values_cuda, "BLOCK_BYTES", 4 * per_row + 1)
+    cache = _kernel_values_cuda.DeviceRowCache(compute_rows, 30, n_columns, X.dtype, 30 * n_columns * 8, 22,
                                                n_features=X.shape[1])
     assert cache.product_rows == 4
     drawn = rng.permutation(30)[:22]
@@ -286,20 +287,20 @@ def test_device_drawn_row_products_in_blocks_of_bounded_memory(rng, monkeypatch,
     the rows of one product (up to the products' rounding), drawn rows repeated or not."""
     import cupy
 
-    from gpusvm import _kernel_matrix_cuda
+    from gpusvm.solvers import _kernel_values_cuda
 
     problem, _, _ = make_problem(rng, "cupy", sparse=sparse, n_train=30, n_holdout=5)
     X = problem.X
-    per_row = _kernel_matrix_cuda.product_row_bytes(X.shape[0], X.shape[1], X.dtype)
-    monkeypatch.setattr(_kernel_matrix_cuda, "BLOCK_BYTES", 3 * per_row)
-    inner_products, calls = _kernel_matrix_cuda.inner_products, []
+    per_row = _kernel_values_cuda.product_row_bytes(X.shape[0], X.shape[1], X.dtype)
+    monkeypatch.setattr(_kernel_values_cuda, "BLOCK_BYTES", 3 * per_row)
+    inner_products, calls = _kernel_values_cuda.inner_products, []
 
     def recorded(drawn, Y):
         calls.append(drawn.shape[0])
         return inner_products(drawn, Y)
 
-    monkeypatch.setattr(_kernel_matrix_cuda, "inner_products", recorded)
-    products = _kernel_matrix_cuda.DrawnRowProducts(X, 10)
+    monkeypatch.setattr(_kernel_values_cuda, "inner_products", recorded)
+    products = _kernel_values_cuda.DrawnRowProducts(X, 10)
     assert products.rows_at_once == 3
     rows = cupy.asarray(rng.integers(0, X.shape[0], size=10))
     products.compute(rows)
@@ -542,8 +543,8 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept, monkeypatch):
     first class's, then its second's), with the first class positive, the pair's stream
     seed, and the pair's checkpoint cadence (up to rounding: on the host the pairs step
     together, their levels found and kernel rows combined for all pairs at once)."""
-    from gpusvm._one_vs_one import class_pairs, pair_seed
-    from gpusvm.solvers.sbp_pairs import pair_checkpoint_steps
+    from gpusvm._estimator.one_vs_one import class_pairs, pair_seed
+    from gpusvm.solvers.sbp import pair_checkpoint_steps
 
     X, y, X_test, _ = four_classes(rng, n_test=50)
     params = dict(nu=0.05, gamma=0.2, batch_size=4, max_iter=4, validation_fraction=0.0, fit_intercept=fit_intercept,
@@ -604,8 +605,8 @@ def test_one_vs_one_pairs_stepping_together_equal_pairs_one_after_another(rng, f
 def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed=5, nu=0.05):
     """The PairStack of every pair of classes of X's rows (training rows first, as
     SBPClassifier lays them out), with X on ``backend``."""
-    from gpusvm._one_vs_one import class_pairs, pair_seed
-    from gpusvm.solvers.sbp_pairs import PairStack
+    from gpusvm._estimator.one_vs_one import class_pairs, pair_seed
+    from gpusvm.solvers.sbp import PairStack
 
     n_classes = int(labels.max()) + 1
     class_rows = tuple(np.flatnonzero(labels == c) for c in range(n_classes))
@@ -627,9 +628,9 @@ def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_interc
     errors, levels and coefficients; kernel values from the resident matrix, or from a
     cache of 24 of its 46 rows, twice a step's draws (rows evicted; stopped pairs' draws
     not looked up). A checkpoint's evaluation is one copy to the host."""
-    from gpusvm.solvers import _sbp_pairs_cuda
-    from gpusvm.solvers._sbp_pairs_cuda import CupyPairSteps
-    from gpusvm.solvers.sbp_pairs import NumpyPairSteps, run_pair_stack
+    from gpusvm.solvers.sbp import _pairs_cuda as _sbp_pairs_cuda
+    from gpusvm.solvers.sbp._pairs_cuda import CupyPairSteps
+    from gpusvm.solvers.sbp import NumpyPairSteps, run_pair_stack
 
     X, y, _, _ = four_classes(rng, n=60, n_test=0)
     y = y.copy()
@@ -674,7 +675,7 @@ def test_stacked_pairs_of_different_sizes_checkpoint_together_in_long_blocks(rng
     times an epoch; a checkpoint evaluates every pair due there in one call, so blocks
     of steps end only at the common cadence's multiples or at a pair's last step (which
     its budget of kernel evaluations may put between checkpoints)."""
-    from gpusvm.solvers import sbp_pairs
+    from gpusvm.solvers.sbp import _pairs as sbp_pairs
 
     sizes = [250, 90, 40, 12, 8]
     labels = rng.permutation(np.repeat(np.arange(5), sizes))
@@ -718,7 +719,7 @@ def test_one_vs_one_scores_and_votes_are_svcs(rng):
     """The pairs' order and signs, the 'ovr' scores and the votes, as SVC's: SVC's own
     pair scores through ``ovr_scores`` give its 'ovr' scores; the SBP model predicts the
     highest, and about as well as SVC."""
-    from gpusvm._one_vs_one import ovr_scores
+    from gpusvm._estimator.one_vs_one import ovr_scores
 
     X, y, X_test, y_test = four_classes(rng)
     svc = SVC(gamma=0.2, decision_function_shape="ovo").fit(X, y)

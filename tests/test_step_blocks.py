@@ -1,6 +1,6 @@
 import pytest
 
-from gpusvm import _step_blocks
+from gpusvm._device import step_blocks as _step_blocks
 
 
 @pytest.mark.parametrize(("variable", "read", "on", "off"), [

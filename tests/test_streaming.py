@@ -22,9 +22,9 @@ from gpusvm import (
     load,
 )
 from gpusvm._backend import check_device_memory
-from gpusvm._chunk_pipeline import prepared_chunk, read_ahead
-from gpusvm._kernel_model import device_bytes_to_fit
-from gpusvm._linear_model import device_bytes_of
+from gpusvm._stream.pipeline import prepared_chunk, read_ahead
+from gpusvm._estimator.kernel_model import device_bytes_to_fit
+from gpusvm._estimator.linear_model import device_bytes_of
 from gpusvm.cli import main
 from gpusvm.data_files import NpzChunks, SvmlightChunks
 from gpusvm.solvers.pegasos import primal_objective
@@ -400,7 +400,7 @@ def test_device_staging_keeps_each_chunk_until_its_steps_have_read_it(monkeypatc
     # simulated device that runs queued work in a random order (tests/simulated_streams.py):
     # each chunk's steps (a kernel queued on the solver's stream) read exactly that chunk.
     # Without any one of the staging's waits, some seeds read another chunk's data.
-    device, staging = load_on_simulated_device("gpusvm._staging_cuda", monkeypatch, seed)
+    device, staging = load_on_simulated_device("gpusvm._device.staging", monkeypatch, seed)
     rng = np.random.default_rng(seed)
     chunks = []
     for number, rows in enumerate([5, 9, 3, 12, 12, 4, 30, 2, 7]):
@@ -511,7 +511,7 @@ def test_the_device_memory_check_names_what_is_needed_and_the_way_out():
 
 @pytest.mark.parametrize("Estimator", [KernelPegasosSVC, SBPClassifier])
 def test_kernel_solvers_check_device_memory_before_training(Estimator, backend, monkeypatch):
-    import gpusvm._kernel_model as kernel_model
+    import gpusvm._estimator.kernel_model as kernel_model
 
     def no_memory(needed, what, free=None):
         raise MemoryError(f"{what} needs {needed}")

@@ -1,4 +1,4 @@
-"""Plain svmlight blocks parsed through Arrow (gpusvm._svmlight_arrow) give scikit-learn's
+"""Plain svmlight blocks parsed through Arrow (gpusvm._stream.svmlight_arrow) give scikit-learn's
 reader's arrays, and every other block is left to that reader, errors included."""
 
 import io
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
-from gpusvm._chunked_files import SvmlightChunks, _parse
-from gpusvm import _svmlight_arrow as svmlight_arrow
-from gpusvm._svmlight_arrow import _arrow_numbers, parse_plain_block
+from gpusvm._stream.readers import SvmlightChunks, _parse
+from gpusvm._stream import svmlight_arrow
+from gpusvm._stream.svmlight_arrow import _arrow_numbers, parse_plain_block
 
 pytest.importorskip("pyarrow")
 
@@ -183,7 +183,7 @@ def whole_file_cases(tmp_path):
     dict(zero_based=False, n_features=40),
 ])
 def test_load_svmlight_gives_scikit_learns_result(tmp_path, monkeypatch, arguments, block_bytes):
-    from gpusvm import _chunked_files
+    from gpusvm._stream import readers as _chunked_files
     from gpusvm.datasets import load_svmlight
 
     reading = _chunked_files.read_svmlight_in_blocks

@@ -340,7 +340,7 @@ def test_device_levels_of_many_problems_follow_drifting_responses(two_basins, vo
     bisection does), ties at the start (all zero) and of integer values."""
     import cupy
 
-    from gpusvm._sbp_level_cuda import DeviceLevels
+    from gpusvm.water_level._sbp_level_cuda import DeviceLevels
 
     rng = np.random.default_rng(7)
     n, k = 300, 3
@@ -372,7 +372,7 @@ def test_device_levels_read_each_problems_own_rows_and_skip_stopped_ones(two_bas
     its state from the search before."""
     import cupy
 
-    from gpusvm._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
+    from gpusvm.water_level._sbp_level_cuda import ACTIVE_WORD, DeviceLevels, problem_table
 
     rng = np.random.default_rng(11)
     k, width = 4, 200

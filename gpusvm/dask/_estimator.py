@@ -10,7 +10,7 @@ from dask.array import Array
 from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 
-from .._estimator import restore_on_error
+from .._estimator.base import restore_on_error
 from .._validation import check_is_fitted
 from ._cluster import ShardSet, current_client
 

@@ -1,0 +1,192 @@
+"""Kernel functions as blocks ``K(X, Y)``, on NumPy or CuPy, dense or CSR.
+
+The inner products come from BLAS / cuBLAS / cuSPARSE; on the GPU a RawKernel
+(``kernels/kernel_functions.cu``) turns them into kernel values in place.  Conventions
+follow scikit-learn's SVC:
+
+* ``'linear'``: ``<x, y>``
+* ``'rbf'``: ``exp(-gamma ||x - y||^2)``
+* ``'poly'``: ``(gamma <x, y> + coef0) ** degree``
+
+``gamma='scale'`` is ``1 / (n_features * X.var())`` and ``'auto'`` is ``1 / n_features``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .._backend import issparse, namespace_of
+
+KERNELS = ("linear", "rbf", "poly")
+KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2}
+
+
+def resolve_gamma(gamma, X):
+    """The numeric ``gamma`` for ``'scale'``, ``'auto'`` or a positive float."""
+    n_features = X.shape[1]
+    if isinstance(gamma, str):
+        if gamma == "auto":
+            return 1.0 / n_features
+        if gamma == "scale":
+            if issparse(X):
+                mean = float(X.sum()) / (X.shape[0] * n_features)
+                variance = float(X.multiply(X).sum()) / (X.shape[0] * n_features) - mean**2
+            else:
+                variance = float(X.var())
+            return 1.0 / (n_features * variance) if variance > 0 else 1.0
+        raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
+    if not isinstance(gamma, numbers.Real) or not 0 < gamma < math.inf:
+        raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
+    return float(gamma)
+
+
+def check_kernel_range(X, *, kernel, gamma, degree=3, coef0=0.0):
+    """Refuse kernel settings whose values overflow X's dtype on X, before training.
+
+    By Cauchy-Schwarz ``|<x, y>| <= m`` with ``m`` the largest squared row norm, so
+    ``|K| <= (gamma m + |coef0|) ** degree`` for 'poly', ``m`` for 'linear', and the rbf
+    distances are at most ``4 m``: when that bound is finite, every kernel value is.
+    """
+    if not np.isfinite(coef0):
+        raise ValueError(f"coef0 must be a finite number, got {coef0!r}.")
+    largest = float(squared_row_norms(X).max()) if X.shape[0] else 0.0
+    limit = float(np.finfo(X.dtype).max)
+    if kernel == "poly":
+        base = gamma * largest + abs(coef0)
+        bound = math.inf if base > 1 and degree * math.log(base) > math.log(limit) else base**degree
+    else:
+        bound = largest if kernel == "linear" else 4.0 * largest
+    if not bound <= limit:
+        raise ValueError(
+            f"The {kernel!r} kernel overflows {X.dtype} on this X (gamma={gamma!r}, coef0={coef0!r}, "
+            f"degree={degree!r}; the largest squared row norm is {largest:.3g}): its values reach about "
+            f"{bound:.3g}, above {limit:.3g}. Scale the features (e.g. sklearn.preprocessing.StandardScaler) "
+            "or lower gamma."
+        )
+
+
+def squared_row_norms(X):
+    """``||x_i||^2`` for every row, in X's dtype and on X's backend."""
+    if issparse(X):
+        return namespace_of(X).asarray(X.multiply(X).sum(axis=1)).ravel().astype(X.dtype)
+    return (X * X).sum(axis=1)
+
+
+# Prediction densifies a sparse matrix at least this dense whose dense copy is this
+# small: BLAS on blocks of a dense copy beats sparse products there (Adult: 11% dense).
+# Training keeps the input's layout: a step reads all of X once, and a sparse X is fewer
+# bytes.
+DENSIFY_MIN_DENSITY = 0.05
+DENSIFY_MAX_BYTES = 2**30
+
+
+# inner_products densifies the smaller side of a sparse-by-sparse product when its dense
+# copy holds at most this many times as many values as the output plus the other side's
+# nonzeros.
+DENSIFY_SIDE_FACTOR = 4
+
+
+def compute_layout(X):
+    """X as kernel products run fastest on it: a dense copy when it is dense enough and
+    small enough (see ``DENSIFY_*``), else X itself."""
+    if not issparse(X):
+        return X
+    n_rows, n_cols = X.shape
+    dense_bytes = n_rows * n_cols * X.dtype.itemsize
+    if dense_bytes <= DENSIFY_MAX_BYTES and X.nnz >= DENSIFY_MIN_DENSITY * n_rows * n_cols:
+        return X.toarray()
+    return X
+
+
+def _dense(X):
+    return X.toarray() if issparse(X) else X
+
+
+def inner_products(X, Y):
+    """``X @ Y.T`` as a dense array.
+
+    Sparse by sparse, the side with fewer rows is densified (a dense product is fastest)
+    when its dense copy is no larger than the work the product does anyway: the output
+    block plus the other side's nonzeros. On wide data (say 2^24 hashed columns) both
+    sides are first narrowed to the columns they share, so that memory stays
+    O(nnz + output) however many columns X has.
+    """
+    if issparse(X) and issparse(Y):
+        if _dense_side_too_large(X, Y):
+            X, Y = _shared_columns(X, Y)
+        if _dense_side_too_large(X, Y):
+            return (X @ Y.T).toarray()
+        if X.shape[0] <= Y.shape[0]:
+            return (Y @ _dense(X).T).T.copy()
+        return X @ _dense(Y).T
+    if issparse(Y):
+        return (Y @ X.T).T.copy()
+    return X @ Y.T  # dense @ dense, or sparse @ dense: a dense array either way
+
+
+def _dense_side_too_large(X, Y):
+    small, large = (X, Y) if X.shape[0] <= Y.shape[0] else (Y, X)
+    return small.shape[0] * small.shape[1] > DENSIFY_SIDE_FACTOR * (X.shape[0] * Y.shape[0] + large.nnz)
+
+
+def _shared_columns(X, Y):
+    """X and Y (CSR) restricted to the columns both use, renumbered from 0: the same
+    inner products, over at most ``min(X.nnz, Y.nnz)`` columns."""
+    xp = namespace_of(X.data)
+    columns = xp.unique(X.indices)
+    columns = columns[xp.isin(columns, Y.indices)]
+    return _restrict_columns(X, columns, xp), _restrict_columns(Y, columns, xp)
+
+
+def _restrict_columns(M, columns, xp):
+    """M's entries in the sorted ``columns``, as a CSR matrix of ``len(columns)`` columns."""
+    keep = xp.isin(M.indices, columns)
+    kept_before = xp.concatenate([xp.zeros(1, dtype=M.indptr.dtype), xp.cumsum(keep, dtype=M.indptr.dtype)])
+    indices = xp.searchsorted(columns, M.indices[keep]).astype(M.indices.dtype)
+    return type(M)((M.data[keep], indices, kept_before[M.indptr]), shape=(M.shape[0], columns.shape[0]))
+
+
+def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y_sq_norms=None):
+    """The kernel matrix ``K(X, Y)`` of shape ``(len(X), len(Y))``.
+
+    Parameters
+    ----------
+    X, Y : array or CSR matrix, NumPy/SciPy or CuPy/cupyx (both on the same backend)
+    kernel : {'linear', 'rbf', 'poly'}
+    gamma : float
+        Already resolved (see :func:`resolve_gamma`).
+    degree, coef0 : as in scikit-learn's SVC.
+    X_sq_norms, Y_sq_norms : array, optional
+        Precomputed :func:`squared_row_norms` (rbf only); computed when missing.
+    """
+    if kernel not in KERNEL_CODES:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}.")
+    dots = inner_products(X, Y).astype(X.dtype, copy=False)
+    if kernel == "rbf":
+        X_sq_norms = squared_row_norms(X) if X_sq_norms is None else X_sq_norms
+        Y_sq_norms = squared_row_norms(Y) if Y_sq_norms is None else Y_sq_norms
+    if namespace_of(dots) is not np:
+        from ._cuda import kernel_from_dots_cuda
+
+        return kernel_from_dots_cuda(
+            dots, X_sq_norms, Y_sq_norms, KERNEL_CODES[kernel], gamma, coef0, degree
+        )
+    if kernel == "rbf":  # in place: a block is often the largest array in use
+        sq_dist = np.multiply(dots, -2, out=dots if dots.flags.writeable and dots.flags.owndata else None)
+        sq_dist += X_sq_norms[:, None]
+        sq_dist += Y_sq_norms[None, :]
+        np.maximum(sq_dist, 0, out=sq_dist)  # rounding can make it slightly negative
+        sq_dist *= -gamma
+        return np.exp(sq_dist, out=sq_dist)
+    if kernel == "poly":
+        return (gamma * dots + coef0) ** degree
+    return dots
+
+
+def kernel_rows(X, rows, sq_norms, *, kernel, gamma, degree=3, coef0=0.0):
+    """Rows ``K(X[rows], X)`` of X's kernel matrix, from X's precomputed squared norms."""
+    return kernel_block(X[rows], X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
+                        X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms)

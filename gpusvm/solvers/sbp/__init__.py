@@ -1,0 +1,120 @@
+"""The kernelized Stochastic Batch Perceptron (Cotter, Shalev-Shwartz and Srebro 2012).
+
+Algorithm 1 of the paper (``docs/algorithms.md``, section 2), one-vs-rest, with mini-batches.
+Per binary problem the state is ``w = sum_i alpha_i y_i Phi(x_i)``, kept through the
+responses ``c_j = y_j <w, Phi(x_j)>`` of every training row, the squared norm
+``r2 = ||w||^2``, and the holdout responses ``h_v = <w, Phi(x_v)>``.  Step ``t``:
+
+1. the water level ``gamma`` of ``c`` (and with an intercept, the bias ``b``): the
+   examples below it, ``c_j + y_j b <= gamma``, carry the subgradient ``p*``;
+2. draw ``B`` of them uniformly (lane ``k B + b`` of the shared random stream at step
+   ``t`` for problem ``k``), so each class draws from its own set;
+3. step along the mean ``u = 1/B sum_b y_b Phi(x_b)`` with ``eta_t = eta_0 / sqrt(t)``:
+   one combined kernel row ``g = 1/B sum_b y_b K(x_b, .)`` updates every response, and
+   ``r2 += 2 eta <w, u> + eta^2 ||u||^2``, read off the old responses and ``g``;
+4. project back onto the unit ball when ``r2 > 1``.
+
+The iterates are averaged uniformly (the paper's ``alpha_bar``); the model is the
+average divided by the level of the averaged responses.
+
+Cheap bookkeeping, so a step costs one combined kernel row plus O(n):
+
+* ``alpha = s A`` and the responses ``(c, h) = s R`` share a scale ``s``: a projection
+  is O(1).  Folded into ``A`` and ``R`` when ``s`` gets tiny (``RENORMALIZE_BELOW``).
+  The water level of ``s R`` is ``s`` times that of ``R`` with volume ``n nu / s``, so
+  the level search reads ``R`` as it is.
+* ``sum_t alpha^(t)`` is ``A S - stamps``, with ``S`` the running sum of ``s`` and
+  ``stamps`` each increment of ``A`` times ``S`` before it (``A`` changes in ``B``
+  places per step); the responses change everywhere anyway, and their sum ``R_sum`` is
+  added up directly.
+
+One-vs-one models step the binary problems of every pair of classes together
+(``_pairs.py`` on the host, ``_pairs_cuda.py`` on a device).
+
+This folder: the problem, the result, the stopping rules and what all steps share
+(``_problem.py``), the NumPy steps, the reference (``_numpy.py``), the CUDA steps
+(``_cuda.py``: ``kernels/sbp.cu``, with the levels of ``kernels/sbp_level.cu`` from
+``gpusvm/water_level/_sbp_level_cuda.py``), the driver (``_run.py``), the pairs
+(``_pairs.py``, ``_pairs_cuda.py``), and here :func:`make_steps` and
+:func:`make_pair_steps`, the one place where the backend is chosen.
+
+References
+----------
+A. Cotter, S. Shalev-Shwartz, N. Srebro. The kernelized stochastic batch perceptron.
+ICML 2012 (arXiv:1204.0566).
+"""
+
+from __future__ import annotations
+
+from ..._backend import on_device
+from ._numpy import NumpySBPSteps
+from ._pairs import (
+    FIRST_WINDOW,
+    MIN_CHECKPOINT_STEPS,
+    ClassBlockCache,
+    NumpyPairSteps,
+    PairStack,
+    pair_checkpoint_steps,
+    run_pair_block,
+    run_pair_stack,
+)
+from ._problem import (
+    CHECKPOINTS_PER_EPOCH,
+    PREFETCH_MAX_COVERED,
+    RENORMALIZE_BELOW,
+    STEP_PHASES,
+    LocalModel,
+    SBPProblem,
+    SBPResult,
+    StoppingRules,
+    checkpoint_interval,
+    checkpoint_patience,
+    holdout_error,
+    largest_self_kernel,
+    positive_level,
+    predicted_classes,
+    step_size_for,
+)
+from ._run import checkpoint, history_record, run_sbp, run_step_block, step_schedule
+
+__all__ = [
+    "CHECKPOINTS_PER_EPOCH", "FIRST_WINDOW", "MIN_CHECKPOINT_STEPS", "PREFETCH_MAX_COVERED", "RENORMALIZE_BELOW",
+    "STEP_PHASES", "ClassBlockCache", "LocalModel", "NumpyPairSteps", "NumpySBPSteps", "PairStack", "SBPProblem",
+    "SBPResult", "StoppingRules", "checkpoint", "checkpoint_interval", "checkpoint_patience", "history_record",
+    "holdout_error", "largest_self_kernel", "make_pair_steps", "make_steps", "pair_checkpoint_steps",
+    "pairs_step_together", "positive_level", "predicted_classes", "run_pair_block", "run_pair_stack", "run_sbp",
+    "run_step_block", "step_schedule", "step_size_for",
+]
+
+
+def make_steps(problem, xp, *, kernel_cache, cache_bytes):
+    """The steps of the binary and one-vs-rest ``problem`` on the array module ``xp``:
+    :class:`NumpySBPSteps` (the reference; a host row cache of ``cache_bytes``) or
+    ``_cuda.CupySBPSteps`` (kernel values as ``kernel_cache`` allows)."""
+    if on_device(xp):
+        from ._cuda import CupySBPSteps
+
+        return CupySBPSteps(problem, kernel_cache=kernel_cache)
+    return NumpySBPSteps(problem, cache_bytes=cache_bytes)
+
+
+def make_pair_steps(stack, xp, *, kernel_cache, cache_bytes):
+    """The steps of the one-vs-one pairs of ``stack``, stepping together, on the array
+    module ``xp``: :class:`NumpyPairSteps` (the reference) or ``_pairs_cuda.CupyPairSteps``."""
+    if on_device(xp):
+        from ._pairs_cuda import CupyPairSteps
+
+        return CupyPairSteps(stack, kernel_cache=kernel_cache)
+    return NumpyPairSteps(stack, cache_bytes=cache_bytes)
+
+
+def pairs_step_together(xp, n_train, n_rows, dtype, kernel_cache, slots):
+    """Whether one-vs-one pairs step together on the array module ``xp``: always on the
+    host; on a device, when ``kernel_cache`` holds the kernel matrix of the ``n_train``
+    training rows by all ``n_rows`` rows, or a cache of twice the ``slots`` rows that
+    all pairs draw in a step (``_pairs_cuda.pair_kernel_values``)."""
+    if not on_device(xp):
+        return True
+    from ._pairs_cuda import pair_kernel_values
+
+    return pair_kernel_values(n_train, n_rows, dtype, kernel_cache, slots) is not None

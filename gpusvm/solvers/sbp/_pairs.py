@@ -1,0 +1,493 @@
+"""One-vs-one SBP on the host: the binary problems of every pair of classes, stepped together.
+
+A one-vs-one model has one binary SBP problem per pair of classes, each on its pair's
+rows (KEEL letter: 325 pairs of about 1,200 rows). Stepped one pair after another, a step
+costs some fifty NumPy calls on arrays of a thousand values, so the calls, not the
+arithmetic, bound the fit (0.5 ms a step on letter). Here each pair's state is a row of a
+``(P, W)`` array (its first class's rows, its second's, then padding up to the widest
+pair), and one step of every pair costs the same few calls:
+
+* the water levels of all rows at once (:func:`~gpusvm.water_level.levels_of_rows`);
+* the draws of every pair's own stream at once
+  (:func:`~gpusvm._random.random_positions_of_streams`);
+* kernel rows cut by class (:class:`ClassBlockCache`): the part of row g over its own
+  class's rows is computed once for all the pairs of that class, which about halves the
+  kernel evaluations; one sparse product of the pairs' weights with the cached blocks,
+  read where they lie;
+* the updates of :class:`~gpusvm.solvers.sbp.NumpySBPSteps`, row-wise.
+
+Pair ``p`` is the binary SBP of :mod:`gpusvm.solvers.sbp` on its rows with its own
+stream and stopping rules, up to rounding, except that it checkpoints at its multiple of
+a cadence common to the pairs (:func:`pair_checkpoint_steps`), so that every pair
+checkpoints at the same steps and the steps between run as long blocks
+(``tests/test_sbp.py`` fits each pair alone at that cadence, and trains the pairs one
+after another at it, as on a device whose kernel matrix does not fit).
+:func:`run_pair_stack` also drives the device's twin,
+:class:`~gpusvm.solvers.sbp._pairs_cuda.CupyPairSteps`, in blocks of steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+import nvtx
+
+from ..._instrumentation import PhaseClock, progress_bar
+from ..._random import random_positions_of_streams
+from ...kernel_functions import kernel_block, squared_row_norms
+from ...water_level import class_offsets, levels_of_rows, lowest_needed
+from ..row_cache import KernelRowCache, weighted_row_sums
+from ._problem import (
+    RENORMALIZE_BELOW,
+    STEP_PHASES,
+    SBPResult,
+    checkpoint_interval,
+    checkpoint_patience,
+    largest_self_kernel,
+    positive_level,
+    step_size_for,
+)
+from ._run import history_record, step_schedule
+
+# Ranks of each class sorted first by the level search before anything is known.
+FIRST_WINDOW = 64
+# Steps between the checkpoints of pairs stepping together, at least: a checkpoint waits
+# for the device and copies to the host, so these are the shortest blocks of steps.
+MIN_CHECKPOINT_STEPS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class PairStack:
+    """The binary problems of several pairs of classes, on the host.
+
+    Pair ``p = (a, b)`` has the rows of classes a and b: its columns are class a's
+    block (its training rows, then its holdout rows), class b's block, then padding up
+    to the width of the widest pair. A class's rows are ``class_rows[c]``, its training
+    rows first; pair p's first class, a, is its positive one.
+    """
+
+    X: object  # (n_rows, n_features), dense or CSR: every row of the fit
+    class_rows: tuple  # per class: int64 array of rows of X, training rows first
+    class_train: np.ndarray  # (n_classes,) training rows of each class
+    pairs: np.ndarray  # (P, 2) the classes of each pair
+    seeds: np.ndarray  # (P,) uint64: each pair's stream
+    nu: float
+    batch_size: int
+    kernel: str
+    gamma: float
+    degree: int
+    coef0: float
+    fit_intercept: bool
+
+    @property
+    def n_pairs(self):
+        return self.pairs.shape[0]
+
+    @property
+    def block_widths(self):
+        """(P, 2): the rows of each pair's two classes."""
+        return np.array([rows.size for rows in self.class_rows])[self.pairs]
+
+    @property
+    def width(self):
+        return int(self.block_widths.sum(axis=1).max())
+
+    @property
+    def n_train(self):
+        """(P,) training rows of each pair."""
+        return self.class_train[self.pairs].sum(axis=1)
+
+    @property
+    def n_rows(self):
+        """(P,) training and holdout rows of each pair."""
+        return self.block_widths.sum(axis=1)
+
+    def training_rows(self, pair):
+        """The rows of X that pair ``pair`` trains on: its first class's training rows,
+        then its second's."""
+        a, b = self.pairs[pair]
+        return np.concatenate([self.class_rows[a][: self.class_train[a]], self.class_rows[b][: self.class_train[b]]])
+
+    def holdout_rows(self, pair):
+        """Pair ``pair``'s holdout rows of X, its first class's, then its second's."""
+        a, b = self.pairs[pair]
+        return np.concatenate([self.class_rows[a][self.class_train[a]:], self.class_rows[b][self.class_train[b]:]])
+
+    def first_step_sizes(self, sq_norms):
+        """(P,) each pair's ``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over its training rows,
+        from X's squared row norms (a host array)."""
+        return np.array([step_size_for(largest_self_kernel(sq_norms[self.training_rows(p)], self.kernel, self.gamma,
+                                                           self.degree, self.coef0)) for p in range(self.n_pairs)])
+
+    def columns(self):
+        """(P, W) the row of X in each column of each pair (-1: padding)."""
+        columns = np.full((self.n_pairs, self.width), -1, dtype=np.int64)
+        for p, (a, b) in enumerate(self.pairs):
+            rows = np.concatenate([self.class_rows[a], self.class_rows[b]])
+            columns[p, : rows.size] = rows
+        return columns
+
+
+class ClassBlockCache(KernelRowCache):
+    """Kernel rows cut by class: the key ``g * n_classes + c`` holds ``K(x_g, class c's
+    rows)``, zero-padded to the widest class. Pair (a, b)'s kernel row of row g is the
+    blocks of (g, a) and (g, b), so the block of g's own class serves every pair of that
+    class that draws g, computed once. Missing blocks are computed one kernel block per
+    class and written in place. Only :meth:`slots` (every block kept) is used."""
+
+    def __init__(self, stack, sq_norms, max_bytes):
+        self.n_classes = len(stack.class_rows)
+        width = max(rows.size for rows in stack.class_rows)
+        super().__init__(None, stack.X.shape[0] * self.n_classes, width, stack.X.dtype, max_bytes)
+        self.stack, self.sq_norms = stack, sq_norms
+
+    def _fill(self, keys, slots):
+        stack = self.stack
+        rows, classes = np.divmod(keys, self.n_classes)
+        order = np.argsort(classes, kind="stable")
+        starts = np.flatnonzero(np.diff(classes[order], prepend=-1))
+        for at in np.split(order, starts[1:]):
+            members = stack.class_rows[classes[at[0]]]
+            drawn = rows[at]
+            self.store[slots[at], : members.size] = kernel_block(
+                stack.X[drawn], stack.X[members], kernel=stack.kernel, gamma=stack.gamma, degree=stack.degree,
+                coef0=stack.coef0, X_sq_norms=self.sq_norms[drawn], Y_sq_norms=self.sq_norms[members])
+            self.store[slots[at], members.size:] = 0
+
+
+class NumpyPairSteps:
+    """SBP steps of every pair of a :class:`PairStack` at once; ``phases.seconds``
+    records the time of each part of the steps (``level``, ``draw``, ``rows``,
+    ``update``), over all pairs."""
+
+    kernel_values_source = "cache"  # a host cache of kernel rows, cut by class
+
+    def __init__(self, stack, cache_bytes):
+        self.stack = stack
+        n_pairs, batch = stack.n_pairs, stack.batch_size
+        self.n_train = stack.n_train  # (P,) training rows of each pair, read every step
+        self.columns = stack.columns()
+        column = np.arange(stack.width)
+        first_width = stack.block_widths[:, :1]
+        in_second = column - first_width  # position in the second class's block (< 0: in the first's)
+        train_first, train_second = (stack.class_train[stack.pairs[:, side]][:, None] for side in (0, 1))
+        self.first = column < first_width  # the pair's first (positive) class
+        self.train = (column < train_first) | ((in_second >= 0) & (in_second < train_second))
+        self.holdout = (self.columns >= 0) & ~self.train
+        self.labels = np.where(self.train, np.where(self.first, 1.0, -1.0), 0.0)
+        # y_j for training columns, 1 for holdout columns, 0 for padding: <u, Phi(x_j)> to a response
+        self.signs = self.labels + self.holdout
+        positive = self.train & self.first
+        classes = (positive, self.train & ~positive) if stack.fit_intercept else (self.train,)
+        self.classes = [class_offsets(mask) for mask in classes]  # as the level search takes them
+        self.sq_norms = squared_row_norms(stack.X)
+        self.eta0 = stack.first_step_sizes(self.sq_norms)
+        block_bytes = max(rows.size for rows in stack.class_rows) * stack.X.dtype.itemsize
+        # a step's blocks must all be kept: at least two batches of every pair (two blocks a row)
+        self.cache = ClassBlockCache(stack, self.sq_norms, max(cache_bytes, 4 * n_pairs * batch * block_bytes))
+        # where each column's value lies in the product of a step, rows (2 p, 2 p + 1) for
+        # pair p's two blocks: ``2 p * block width + block_position`` (padding: anything finite)
+        block_width = self.cache.store.shape[1]
+        self.block_position = np.where(self.first, column, np.where(self.columns >= 0, block_width + in_second, 0))
+        self.A, self.stamps = np.zeros((n_pairs, stack.width)), np.zeros((n_pairs, stack.width))
+        self.R, self.R_sum = np.zeros((n_pairs, stack.width)), np.zeros((n_pairs, stack.width))
+        self.scale, self.r2, self.scale_sum = np.ones(n_pairs), np.zeros(n_pairs), np.zeros(n_pairs)
+        self.n_steps = np.zeros(n_pairs, dtype=np.int64)
+        self.window = self.checkpoint_window = FIRST_WINDOW
+        self._work_rows = None  # the level search's room, kept from step to step
+        self.phases = PhaseClock(STEP_PHASES)
+
+    @property
+    def kernel_rows_computed(self):
+        """Class blocks computed so far (each a kernel row over one class's rows)."""
+        return self.cache.rows_computed
+
+    def step(self, step, eta, active):
+        """Step ``step`` (from 1) of the ``active`` pairs (int array) with step sizes ``eta``."""
+        with self.phases.phase("level", "sbp.water_level", "purple"):
+            covered = self._covered(active)
+        with self.phases.phase("draw", "sbp.draw", "yellow"):
+            drawn = self._draw(step, active, covered)
+        with self.phases.phase("rows", "sbp.kernel_row", "orange"):
+            direction = self._direction(active, drawn)
+        with self.phases.phase("update", "sbp.update", "green"):
+            self._update(active, drawn, direction, eta)
+        self.n_steps[active] = step
+
+    def _of(self, array, active):
+        """``array[active]``: the array itself (no copy) while every pair is active."""
+        return array if active.size == self.stack.n_pairs else array[active]
+
+    def _covered(self, active):
+        """Which training columns of each active pair the water covers."""
+        # the level of scale * R is scale times the level of R with volume / scale
+        volumes = self.stack.nu * self.n_train[active] / self.scale[active]
+        responses = self._of(self.R, active)
+        _, _, edges, counts = levels_of_rows(responses, [self._of(offsets, active) for offsets in self.classes],
+                                             volumes, self.window, work=self._work(active.size))
+        self.window = lowest_needed(int(counts.max()))
+        if self.stack.fit_intercept:
+            threshold = np.where(self._of(self.first, active), edges[:, :1], edges[:, 1:])
+        else:
+            threshold = edges[:, :1]
+        covered = responses <= threshold
+        covered &= self._of(self.train, active)
+        return covered
+
+    def _work(self, n_active):
+        """Room for the level search's per-class values of ``n_active`` pairs, kept
+        from step to step (fresh memory costs page faults at every step)."""
+        if self._work_rows is None:
+            self._work_rows = np.empty((len(self.classes), self.stack.n_pairs, self.stack.width))
+        return list(self._work_rows[:, :n_active])
+
+    def _draw(self, step, active, covered):
+        """``B`` columns per active pair, uniformly from its covered ones (each on its own
+        stream, as the pair's binary fit draws), shape (len(active), B)."""
+        counts = covered.sum(axis=1)
+        positions = random_positions_of_streams(self.stack.seeds[active], step, self.stack.batch_size, counts)
+        columns = np.nonzero(covered)[1]  # by pair, then ascending: each pair's covered columns
+        return columns[(np.cumsum(counts) - counts)[:, None] + positions]
+
+    def _direction(self, active, drawn):
+        """``<u, Phi(x_j)>`` of each active pair over its columns, (len(active), W)
+        float64: the pairs' weights times their drawn rows' blocks, in one product."""
+        n_total, batch = self.stack.X.shape[0], self.stack.batch_size
+        pair_keys = np.arange(active.size)[:, None] * n_total + self.columns[active[:, None], drawn]
+        distinct, position = np.unique(pair_keys, return_inverse=True)
+        weights = np.bincount(position.ravel(), weights=(self.labels[active[:, None], drawn] / batch).ravel())
+        pair, row = np.divmod(distinct, n_total)  # pairs by position in active, ascending
+        block_keys = row[:, None] * self.cache.n_classes + self.stack.pairs[active[pair]]  # (g, a) and (g, b)
+        needed, where = np.unique(block_keys, return_inverse=True)
+        # no prefetching: a step's missing blocks already make one kernel block per class
+        slots = self.cache.slots(needed)[where.reshape(block_keys.shape)]
+        # product row 2 p + side: pair p's weights over the blocks of its class `side`
+        per_pair = np.bincount(pair, minlength=active.size)
+        order = _side_major(per_pair)
+        block_slots = np.concatenate([slots[:, 0], slots[:, 1]])[order]
+        block_weights = np.concatenate([weights, weights])[order]
+        row_starts = np.concatenate([[0], np.cumsum(np.repeat(per_pair, 2))])
+        halves = weighted_row_sums(self.cache.store, block_weights, block_slots, row_starts)
+        at = self._of(self.block_position, active) + (2 * self.cache.store.shape[1]) * np.arange(active.size)[:, None]
+        return np.take(halves, at)
+
+    def _update(self, active, drawn, direction, eta):
+        """``A``, the responses, their sums and norms of the active pairs after a step
+        along ``direction`` (as :meth:`NumpySBPSteps.step`, row-wise)."""
+        batch = self.stack.batch_size
+        pair = active[:, None]
+        direction *= self._of(self.signs, active)
+        scale = self.scale[active]
+        old = scale[:, None] * self.R[pair, drawn]
+        self.r2[active] += 2 * eta * old.mean(axis=1) \
+            + eta**2 * direction[np.arange(active.size)[:, None], drawn].mean(axis=1)
+        increment = eta / (batch * scale)
+        at = (np.broadcast_to(pair, drawn.shape), drawn)
+        np.add.at(self.A, at, np.broadcast_to(increment[:, None], drawn.shape))
+        np.add.at(self.stamps, at, np.broadcast_to((increment * self.scale_sum[active])[:, None], drawn.shape))
+        step_size = eta / scale
+        r2 = self.r2[active]
+        outside = r2 > 1
+        scale[outside] /= np.sqrt(r2[outside])
+        r2[outside] = 1.0
+        self.scale[active], self.r2[active] = scale, r2
+        self.scale_sum[active] += scale
+        direction *= step_size[:, None]
+        if active.size == self.stack.n_pairs:  # in place (active is every pair, in order)
+            self.R += direction
+            np.multiply(self.R, scale[:, None], out=direction)
+            self.R_sum += direction
+        else:
+            responses = self.R[active] + direction
+            self.R[active] = responses
+            self.R_sum[active] += responses * scale[:, None]
+        tiny = active[scale < RENORMALIZE_BELOW]
+        if tiny.size:
+            self._renormalize(tiny)
+
+    def _renormalize(self, pairs):
+        """Fold these pairs' scales into A and R, keeping the running sums unchanged."""
+        self.stamps[pairs] -= self.A[pairs] * self.scale_sum[pairs, None]  # now: minus the sum so far
+        for array in (self.A, self.R):
+            array[pairs] *= self.scale[pairs, None]
+        self.scale[pairs] = 1.0
+        self.scale_sum[pairs] = 0.0
+
+    def responses(self, average, pairs):
+        """The responses (training and holdout columns) of these pairs' models: averaged
+        over each pair's steps so far, or of the last iterate."""
+        if not average:
+            return self.scale[pairs, None] * self.R[pairs]
+        return self.R_sum[pairs] / np.maximum(1, self.n_steps[pairs])[:, None]
+
+    def alpha(self, average, pairs):
+        """``alpha`` of these pairs' models, over their columns (as :meth:`responses`)."""
+        if not average:
+            return self.scale[pairs, None] * self.A[pairs]
+        steps = np.maximum(1, self.n_steps[pairs])[:, None]
+        return (self.A[pairs] * self.scale_sum[pairs, None] - self.stamps[pairs]) / steps
+
+    def evaluate(self, average, pairs):
+        """Level and bias of these pairs' models, and their holdout errors (NaN: no holdout)."""
+        responses = self.responses(average, pairs)
+        level, bias, _, counts = levels_of_rows(responses, [self._of(offsets, pairs) for offsets in self.classes],
+                                                self.stack.nu * self.n_train[pairs], self.checkpoint_window,
+                                                work=self._work(pairs.size))
+        self.checkpoint_window = lowest_needed(int(counts.max()))
+        holdout = self.holdout[pairs]
+        predicted_first = (responses + bias[:, None]) / positive_level(level)[:, None] > 0
+        wrong = ((predicted_first != self.first[pairs]) & holdout).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return level, bias, wrong / holdout.sum(axis=1)
+
+    def coefficients(self, average, pair):
+        """``alpha`` of pair ``pair``'s training rows, shape (1, n_train)."""
+        return self.alpha(average, np.array([pair]))[:, self.train[pair]]
+
+
+def _side_major(per_pair):
+    """The order that takes entries laid out as [every pair's side-0 entries, every
+    pair's side-1 entries] (``per_pair[p]`` of pair p's in each half, pair after pair)
+    to pair 0 side 0, pair 0 side 1, pair 1 side 0, ..."""
+    pair_of = np.repeat(np.arange(per_pair.size), per_pair)
+    return np.argsort(np.concatenate([2 * pair_of, 2 * pair_of + 1]), kind="stable")
+
+
+def pair_checkpoint_steps(n_train, batch_size):
+    """Each pair's steps between checkpoints: multiples of one cadence common to the pairs.
+
+    A pair on its own checkpoints ten times an epoch
+    (:func:`~gpusvm.solvers.sbp.checkpoint_interval`). Stepping together, the pairs
+    checkpoint at the multiples of a common cadence, the smallest pair's own, but at
+    least ``MIN_CHECKPOINT_STEPS``, so that the steps between checkpoints run as long
+    blocks. A pair checkpoints at the first multiple of it at or above its own interval:
+    at most ten times an epoch, and about five or more when its own interval is at least
+    the common one; pairs of shorter epochs checkpoint less often, and their stopping
+    rules look back over the same span of steps
+    (:func:`~gpusvm.solvers.sbp.checkpoint_patience`).
+
+    Parameters
+    ----------
+    n_train : ndarray of shape (n_pairs,)
+        Training rows of each pair.
+    batch_size : int
+
+    Returns
+    -------
+    ndarray of shape (n_pairs,)
+        Steps between the pair's checkpoints.
+    """
+    own = checkpoint_interval(np.maximum(1, -(-np.asarray(n_train) // batch_size)))
+    common = max(int(own.min()), MIN_CHECKPOINT_STEPS)
+    return common * -(-own // common)
+
+
+def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=None, average=True, verbose=0):
+    """Run the pairs' SBP steps together, each pair until one of its stopping rules fires.
+
+    Each pair keeps the schedule of :func:`~gpusvm.solvers.sbp.run_sbp` on its own rows
+    with ``checkpoint_every[p]`` steps between checkpoints (None:
+    :func:`pair_checkpoint_steps` of the stack's pairs): its epochs, its holdout's early
+    stopping, and ``kernel_evals[p]``, its budget of kernel evaluations (None: none); a
+    pair stops at its last step exactly. ``rules.time_budget`` is the whole stack's:
+    when it runs out, every pair still stepping checkpoints and stops. Steps that take a
+    schedule (the device's ``run_steps``) run in blocks of up to their ``block_steps`` up
+    to the next step at which some pair checkpoints or stops; the clock is read between
+    blocks (on the host, after every step). A checkpoint evaluates the pairs due in one
+    call to ``steps.evaluate``; the history records are made at the end.
+
+    Returns
+    -------
+    list of :class:`~gpusvm.solvers.sbp.SBPResult`, one per pair, in the stack's order;
+    each history record has the pair's own steps and kernel evaluations, the class blocks
+    the whole stack has computed, and the seconds since the stack started.
+    """
+    batch, n_pairs = stack.batch_size, stack.n_pairs
+    steps_per_epoch = np.maximum(1, -(-stack.n_train // batch))
+    if checkpoint_every is None:
+        checkpoint_every = pair_checkpoint_steps(stack.n_train, batch)
+    checkpoint_every = np.asarray(checkpoint_every, dtype=np.int64)
+    patience = checkpoint_patience(rules.n_iter_no_change, checkpoint_interval(steps_per_epoch), checkpoint_every)
+    evals_per_step = batch * stack.n_rows
+    max_steps = rules.max_epochs * steps_per_epoch
+    if kernel_evals is not None:
+        max_steps = np.minimum(max_steps, np.maximum(1, np.asarray(kernel_evals) // evals_per_step))
+    level, bias = np.zeros(n_pairs), np.zeros(n_pairs)
+    best_error, since_best = np.full(n_pairs, np.inf), np.zeros(n_pairs, dtype=np.int64)
+    objectives = _PairRecords(n_pairs)  # each pair's objectives so far, for the tol rule
+    checkpoints = []  # (step, due pairs, their levels, their errors, the stack's record)
+    active = np.arange(n_pairs)
+    started = time.perf_counter()
+
+    def elapsed():
+        if hasattr(steps, "synchronize"):
+            steps.synchronize()  # a device's launches are asynchronous: count the work queued so far
+        return time.perf_counter() - started
+
+    bar = progress_bar(int(max_steps.max()), "SBP pairs", verbose)
+    block_steps = getattr(steps, "block_steps", 1)  # steps issued together; the clock is read between
+    t = 0
+    while active.size:
+        every = checkpoint_every[active]
+        next_due = int(np.minimum(t + every - t % every, max_steps[active]).min())
+        count = min(block_steps, next_due - t)
+        run_pair_block(steps, t + 1, count, active)
+        t += count
+        bar.update(count)
+        out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
+        due = active[(t % checkpoint_every[active] == 0) | (t >= max_steps[active]) | out_of_time]
+        if due.size == 0:
+            continue
+        with nvtx.annotate("sbp.checkpoint", color="cyan"):
+            level[due], bias[due], errors = steps.evaluate(average, due)
+        # the stack's part of the due pairs' records; their own values are filled in at the end
+        checkpoints.append((t, due, level[due], errors, history_record(steps, t, 0, elapsed(), 0.0, None)))
+        objectives.append(due, level[due])
+        held_out = ~np.isnan(errors)
+        improved = held_out & (errors < best_error[due])
+        best_error[due[improved]] = errors[improved]
+        since_best[due] = np.where(improved, 0, since_best[due] + held_out)
+        back = patience[due]
+        stop = (t >= max_steps[due]) | out_of_time | (since_best[due] >= back)
+        if rules.tol is not None:
+            looked = ~held_out & (objectives.counts[due] > back)
+            before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
+            stop |= looked & rules.gained_too_little(before, level[due])
+        active = np.setdiff1d(active, due[stop])
+    bar.close()
+    histories = [[] for _ in range(n_pairs)]
+    for t, due, levels, errors, record in checkpoints:
+        for p, objective, error in zip(due.tolist(), levels.tolist(), errors.tolist(), strict=True):
+            histories[p].append({**record, "kernel_evals": int(evals_per_step[p]) * t, "objective": objective,
+                                 "holdout_error": None if math.isnan(error) else error,
+                                 "phase_seconds": None if record["phase_seconds"] is None
+                                 else dict(record["phase_seconds"])})
+    return [SBPResult(alpha=steps.coefficients(average, p), level=level[p : p + 1], bias=bias[p : p + 1],
+                      n_steps=int(steps.n_steps[p]), history=histories[p]) for p in range(n_pairs)]
+
+
+class _PairRecords:
+    """Values appended per pair at checkpoints: ``values[p, :counts[p]]``, oldest first."""
+
+    def __init__(self, n_pairs):
+        self.values, self.counts = np.zeros((n_pairs, 16)), np.zeros(n_pairs, dtype=np.int64)
+
+    def append(self, pairs, values):
+        if self.counts[pairs].max() == self.values.shape[1]:
+            self.values = np.concatenate([self.values, np.zeros_like(self.values)], axis=1)
+        self.values[pairs, self.counts[pairs]] = values
+        self.counts[pairs] += 1
+
+
+def run_pair_block(steps, first, count, active):
+    """Steps ``first .. first + count - 1`` of the ``active`` pairs: one schedule of
+    ``(t, 1 / sqrt(t))`` rows when ``steps`` takes one (``run_steps``, the device's; each
+    pair scales it by its ``eta0``), else one ``step`` after another."""
+    if hasattr(steps, "run_steps"):
+        steps.run_steps(step_schedule(first, count, 1.0), active)
+        return
+    for t in range(first, first + count):
+        steps.step(t, steps.eta0[active] / math.sqrt(t), active)
