@@ -168,9 +168,9 @@ class _Counted:
 def test_npz_chunks_read_a_chunk_in_time_proportional_to_its_size(tmp_path, monkeypatch, layout):
     # PegasosSVC reads chunks in a random order: reading chunk i once re-read every row
     # before it, so that an epoch of 80 chunks cost 41 plain passes
-    import gpusvm._chunked_files as chunked_files
+    import gpusvm._stream.readers as readers
 
-    monkeypatch.setattr(chunked_files, "_CHECKPOINT_BYTES", 1 << 13, raising=False)  # 8 KiB: many, on small data
+    monkeypatch.setattr(readers, "_CHECKPOINT_BYTES", 1 << 13)  # 8 KiB: many, on small data
     rng = np.random.default_rng(0)
     X = sp.random(4000, 50, density=0.2, format="csr", random_state=0, dtype=np.float64)
     y = rng.integers(0, 2, size=4000)
