@@ -387,24 +387,27 @@ def _shown(line, limit=60):
 def _line_of_row(block, row, first_line):
     """``line N 'text'``: where row ``row`` of a parsed block is (comment and blank lines
     hold no row, as scikit-learn's reader skips them)."""
-    for number, line in enumerate(_lines(block)):
-        if line.split(b"#", 1)[0].split():
-            if row == 0:
-                return f"line {first_line + number} {_shown(line)}"
-            row -= 1
-    return f"a row in the lines from {first_line}"
+    found = _row_line(_lines(block), row, first_line)
+    return f"line {found[0]} {_shown(found[1])}" if found else f"a row in the lines from {first_line}"
 
 
 def line_of_row(path, row):
     """``line N 'text'``: where row ``row`` of svmlight file ``path`` is (read again, to
     name the line in an error)."""
     with open_svmlight(path) as handle:
-        for number, line in enumerate(handle, 1):
-            if line.split(b"#", 1)[0].split():
-                if row == 0:
-                    return f"line {number} {_shown(line)}"
-                row -= 1
-    return f"row {row}"
+        found = _row_line(handle, row, 1)
+    return f"line {found[0]} {_shown(found[1])}" if found else f"row {row}"
+
+
+def _row_line(lines, row, first_line):
+    """``(number, line)`` of the line that holds data row ``row`` (lines numbered from
+    ``first_line``; comment and blank lines hold none), or None past the last row."""
+    for number, line in enumerate(lines, first_line):
+        if line.split(b"#", 1)[0].split():
+            if row == 0:
+                return number, line
+            row -= 1
+    return None
 
 
 def row_of_entry(X, position):
