@@ -37,12 +37,20 @@ def gpu_facts():
     if not found.get("devices"):
         return None
     device = found["devices"][0]
-    facts = {"name": device["name"], "memory_gib": device["memory_gib"], "cuda_runtime": found["cuda_runtime"],
-             "cuda_driver": found["cuda_driver"], "cupy": found["cupy"]}
+    facts = {
+        "name": device["name"],
+        "memory_gib": device["memory_gib"],
+        "cuda_runtime": found["cuda_runtime"],
+        "cuda_driver": found["cuda_driver"],
+        "cupy": found["cupy"],
+    }
     try:
         facts["driver"] = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20).stdout.strip()
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         pass
     return facts
@@ -50,8 +58,13 @@ def gpu_facts():
 
 def machine():
     """What ran the benchmark: CPU model and count, GPU when there is one, Python."""
-    return {"cpu": cpu_model(), "cpu_count": os.cpu_count(), "gpu": gpu_facts(),
-            "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "gpu": gpu_facts(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def library_versions():
@@ -206,9 +219,13 @@ def in_fresh_process(script, *arguments):
     """Run ``script`` (Python source that may call ``peak_rss_bytes()`` and prints a JSON
     object on its last line) in a new interpreter with gpusvm's checkout on its path,
     with ``arguments`` as ``sys.argv[1:]``; return that object."""
-    done = subprocess.run([sys.executable, "-c", _PEAK_RSS_SOURCE + script, *map(str, arguments)], check=True,
-                          capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK_RSS_SOURCE + script, *map(str, arguments)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -238,11 +255,21 @@ def write_results(name, backends, payload, table_lines):
     table's title saying the runs are the ones finished before the limit."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     if payload.get("stopped_at_time_limit"):
-        table_lines = [*table_lines[:1], "", "**Stopped at its time limit: only the runs finished before it.**",
-                       *table_lines[1:]]
+        table_lines = [
+            *table_lines[:1],
+            "",
+            "**Stopped at its time limit: only the runs finished before it.**",
+            *table_lines[1:],
+        ]
     stem = result_stem(name, backends, payload.get("parameters", {}).get("quick"))
-    payload = {"benchmark": name, "machine": machine(), "libraries": library_versions(),
-               "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "table": list(table_lines), **payload}
+    payload = {
+        "benchmark": name,
+        "machine": machine(),
+        "libraries": library_versions(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "table": list(table_lines),
+        **payload,
+    }
     json_path = RESULTS / f"{stem}.json"
     json_path.write_text(json.dumps(payload, indent=2) + "\n")
     md_path = RESULTS / f"{stem}.md"

@@ -35,7 +35,12 @@ class HashedStream:
 
     def __init__(self, n_rows, *, chunk_rows=500_000, n_features=2**20, n_fields=20, seed=0):
         self.n_rows, self.chunk_rows, self.n_features, self.n_fields, self.seed = (
-            n_rows, chunk_rows, n_features, n_fields, seed)
+            n_rows,
+            chunk_rows,
+            n_features,
+            n_fields,
+            seed,
+        )
         rng = np.random.default_rng(seed)
         # vocabularies from 4 to 1e6 values, log-spaced: a few dense fields, many rare values
         self.vocabulary = np.unique(np.geomspace(4, 1e6, n_fields).astype(np.int64))
@@ -63,8 +68,11 @@ class HashedStream:
         columns = splitmix64((fields << np.uint64(40)) ^ ranks) % np.uint64(self.n_features)
         columns = np.sort(columns.astype(np.int32), axis=1)
         X = sp.csr_matrix(
-            (np.ones(columns.size, dtype=np.float32), columns.ravel(),
-             np.arange(0, columns.size + 1, self.n_fields, dtype=np.int64)),
+            (
+                np.ones(columns.size, dtype=np.float32),
+                columns.ravel(),
+                np.arange(0, columns.size + 1, self.n_fields, dtype=np.int64),
+            ),
             shape=(rows, self.n_features),
         )
         X.sum_duplicates()  # two fields hashed to one column: value 2

@@ -40,8 +40,10 @@ def thundersvm_svc(C, gamma, gpu=True):
     if library.is_file():  # its wrapper loads whichever build sits beside it
         built_with_cuda = any(marker in library.read_bytes() for marker in (b".nv_fatbin", b"__cudaRegisterFatBinary"))
         if built_with_cuda != gpu:
-            raise MissingPeer(f"thundersvm: {library} is built {'with' if built_with_cuda else 'without'} CUDA; "
-                              f"this run needs the {'GPU' if gpu else 'CPU'} build (ci/build_thundersvm.sh)")
+            raise MissingPeer(
+                f"thundersvm: {library} is built {'with' if built_with_cuda else 'without'} CUDA; "
+                f"this run needs the {'GPU' if gpu else 'CPU'} build (ci/build_thundersvm.sh)"
+            )
     where = {"gpu_id": 0} if gpu else {"n_jobs": -1}
     return NumericLabels(SVC(kernel="rbf", C=C, gamma=gamma, **where))
 
@@ -83,8 +85,10 @@ def kernel_peers(backends, n_classes=2):
     a cupy backend, the CPU ones otherwise. ThunderSVM trains more than two classes one
     against one, as SVC; torchkm runs on two classes only here."""
     if "cupy" in backends:
-        return {"ThunderSVM SVC (GPU)": thundersvm_svc,
-                "torchkm TorchKMSVC (GPU)": torchkm_svc if n_classes == 2 else _two_classes_only}
+        return {
+            "ThunderSVM SVC (GPU)": thundersvm_svc,
+            "torchkm TorchKMSVC (GPU)": torchkm_svc if n_classes == 2 else _two_classes_only,
+        }
     return {"ThunderSVM SVC (CPU, all cores)": partial(thundersvm_svc, gpu=False)}
 
 
@@ -99,8 +103,9 @@ def snapml_svm(C, use_gpu=True, max_iter=1000, tol=1e-3):
         from snapml import SupportVectorMachine
     except Exception as error:
         raise MissingPeer(f"snapml: {type(error).__name__}: {error}") from error
-    return SupportVectorMachine(regularizer=1.0 / C, use_gpu=use_gpu, fit_intercept=True, intercept_scaling=1.0,
-                                max_iter=max_iter, tol=tol)
+    return SupportVectorMachine(
+        regularizer=1.0 / C, use_gpu=use_gpu, fit_intercept=True, intercept_scaling=1.0, max_iter=max_iter, tol=tol
+    )
 
 
 def snapml_solvers(backends):

@@ -22,8 +22,15 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (TimeLimit, binary_accuracy, binary_svm_objective, linear_weights, median, report,  # noqa: E402
-                     timed_fit)
+from _common import (
+    TimeLimit,
+    binary_accuracy,
+    binary_svm_objective,
+    linear_weights,
+    median,
+    report,  # noqa: E402
+    timed_fit,
+)
 from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # noqa: E402
 
 from gpusvm import PegasosSVC  # noqa: E402
@@ -36,12 +43,23 @@ def solvers(n, backends):
     out = []
     for b in backends:  # the default tol (SGDClassifier's 1e-3), and a tight one that nears the optimum
         out.append((f"gpusvm PegasosSVC ({b})", b, lambda b=b: PegasosSVC(C=C, random_state=0, backend=b)))
-        out.append((f"gpusvm PegasosSVC ({b}, tol=1e-5)", b,
-                    lambda b=b: PegasosSVC(C=C, tol=1e-5, random_state=0, backend=b)))
-    out.append(("scikit-learn LinearSVC (hinge, LIBLINEAR)", "numpy",
-                lambda: LinearSVC(C=C, loss="hinge", dual=True, max_iter=100_000)))
-    out.append(("scikit-learn SGDClassifier (hinge)", "numpy",
-                lambda: SGDClassifier(loss="hinge", alpha=1.0 / (C * n), max_iter=1000, tol=1e-3, random_state=0)))
+        out.append(
+            (f"gpusvm PegasosSVC ({b}, tol=1e-5)", b, lambda b=b: PegasosSVC(C=C, tol=1e-5, random_state=0, backend=b))
+        )
+    out.append(
+        (
+            "scikit-learn LinearSVC (hinge, LIBLINEAR)",
+            "numpy",
+            lambda: LinearSVC(C=C, loss="hinge", dual=True, max_iter=100_000),
+        )
+    )
+    out.append(
+        (
+            "scikit-learn SGDClassifier (hinge)",
+            "numpy",
+            lambda: SGDClassifier(loss="hinge", alpha=1.0 / (C * n), max_iter=1000, tol=1e-3, random_state=0),
+        )
+    )
     # its CPU solver in every run: on an H100 its GPU solver stopped far from the optimum
     out += [(label, "peer", lambda gpu=gpu: snapml_svm(C, use_gpu=gpu)) for label, gpu in snapml_solvers(backends)]
     return out
@@ -80,36 +98,53 @@ def main():
     rows = []
     for name, backend, _ in entries:
         if name in missing:
-            rows.append({"solver": f"{name}: missing ({missing[name]})", "backend": backend,
-                         "missing": missing[name]})
+            rows.append({"solver": f"{name}: missing ({missing[name]})", "backend": backend, "missing": missing[name]})
             continue
         if name not in fitted:  # the time limit came first
             continue
         model = fitted[name]
         weights = linear_weights(model)
-        rows.append({
-            "solver": name, "backend": backend, "repeats_seconds": times[name],
-            "median_seconds": median(times[name]),
-            "test_accuracy": binary_accuracy(weights, X_test, y_test),
-            "objective": binary_svm_objective(weights, X, y, lam),
-            "epochs": int(np.max(model.n_iter_)) if hasattr(model, "n_iter_") else None,
-            "objective_curve": getattr(model, "objective_curve_", None),
-        })
+        rows.append(
+            {
+                "solver": name,
+                "backend": backend,
+                "repeats_seconds": times[name],
+                "median_seconds": median(times[name]),
+                "test_accuracy": binary_accuracy(weights, X_test, y_test),
+                "objective": binary_svm_objective(weights, X, y, lam),
+                "epochs": int(np.max(model.n_iter_)) if hasattr(model, "n_iter_") else None,
+                "objective_curve": getattr(model, "objective_curve_", None),
+            }
+        )
     best = min((r["objective"] for r in rows if "objective" in r), default=None)
     for row in rows:
         if best is not None and "objective" in row:
             row["objective_gap"] = row["objective"] / best - 1.0
-    columns = [("solver", "solver", "s"), ("fit time (s, median)", "median_seconds", ".3f"),
-               ("epochs", "epochs", "d"), ("test accuracy", "test_accuracy", ".4f"),
-               ("primal objective", "objective", ".5f"), ("gap to best", "objective_gap", ".2%")]
-    report("adult_linear", args.backends, columns=columns,
-           title=f"## Adult, linear SVM at C = {C} ({n} training rows, {X_test.shape[0]} test rows)",
-           payload={
-               "dataset": {"name": "UCI Adult (a9a encoding)", "n_train": n, "n_test": X_test.shape[0],
-                           "n_features": X.shape[1]},
-               "parameters": {"C": C, "lam": lam, "repeats": args.repeats, "quick": args.quick},
-               "results": rows, "stopped_at_time_limit": limit.reached,
-           })
+    columns = [
+        ("solver", "solver", "s"),
+        ("fit time (s, median)", "median_seconds", ".3f"),
+        ("epochs", "epochs", "d"),
+        ("test accuracy", "test_accuracy", ".4f"),
+        ("primal objective", "objective", ".5f"),
+        ("gap to best", "objective_gap", ".2%"),
+    ]
+    report(
+        "adult_linear",
+        args.backends,
+        columns=columns,
+        title=f"## Adult, linear SVM at C = {C} ({n} training rows, {X_test.shape[0]} test rows)",
+        payload={
+            "dataset": {
+                "name": "UCI Adult (a9a encoding)",
+                "n_train": n,
+                "n_test": X_test.shape[0],
+                "n_features": X.shape[1],
+            },
+            "parameters": {"C": C, "lam": lam, "repeats": args.repeats, "quick": args.quick},
+            "results": rows,
+            "stopped_at_time_limit": limit.reached,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -89,8 +89,10 @@ def rounds(repeats):
 
     rows = []
     for processes in (False, True):
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, dashboard_address=None) as cluster, \
-                Client(cluster) as client:
+        with (
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, dashboard_address=None) as cluster,
+            Client(cluster) as client,
+        ):
             workers = sorted(client.nthreads())
             actors = [client.submit(_Echo, workers=[w], actor=True).result() for w in workers]
             for actor in actors:
@@ -109,8 +111,14 @@ def rounds(repeats):
                 future = client.submit(_ping, future, pure=False)
             future.result()
             chain_ms = (time.perf_counter() - started) / repeats * 1e3
-        rows.append({"workers": "processes" if processes else "threads", "actor_ms": actor_ms,
-                     "task_ms": task_ms, "chained_ms": chain_ms})
+        rows.append(
+            {
+                "workers": "processes" if processes else "threads",
+                "actor_ms": actor_ms,
+                "task_ms": task_ms,
+                "chained_ms": chain_ms,
+            }
+        )
     return rows
 
 
@@ -126,8 +134,9 @@ def hashed_collections(n_rows, chunk_rows, n_features):
     import scipy.sparse as sp
 
     meta = sp.csr_matrix((0, n_features), dtype=np.float32)
-    X = da.concatenate([da.from_delayed(p[0], shape=(size, n_features), dtype=np.float32, meta=meta)
-                        for p, size in zip(pairs, sizes)])
+    X = da.concatenate(
+        [da.from_delayed(p[0], shape=(size, n_features), dtype=np.float32, meta=meta) for p, size in zip(pairs, sizes)]
+    )
     y = da.concatenate([da.from_delayed(p[1], shape=(size,), dtype=np.int64) for p, size in zip(pairs, sizes)])
     test = stream.chunk(stream.n_chunks)  # fresh rows past the stream's end
     return X, y, test, stream
@@ -144,11 +153,15 @@ def scaling(quick):
     X, y, X_test, y_test = load_adult()
     hashed_rows = 100_000 if quick else 1_000_000
     data = {
-        "adult": (lambda: (da.from_array(X, chunks=(8_200, X.shape[1]), asarray=False),
-                           da.from_array(y, chunks=8_200)), (X, y), (X_test, y_test)),
+        "adult": (
+            lambda: (da.from_array(X, chunks=(8_200, X.shape[1]), asarray=False), da.from_array(y, chunks=8_200)),
+            (X, y),
+            (X_test, y_test),
+        ),
     }
     hX, hy, (htX, hty), stream = hashed_collections(hashed_rows, 50_000, 2**20)
     local_hashed = None
+
     def models(dataset):
         """Adult: Pegasos to its default stopping rule; the hashed rows: 3 epochs of each."""
         pegasos = dict(random_state=0, backend="numpy", **({"max_iter": 3, "tol": None} if dataset == "hashed" else {}))
@@ -158,8 +171,11 @@ def scaling(quick):
             "PegasosSVC exact": (lambda: gd.PegasosSVC(**pegasos), lambda: gpusvm.PegasosSVC(**pegasos)),
             "PegasosSVC average": (lambda: gd.PegasosSVC(mode="average", **pegasos), None),
             "FTRLClassifier": (lambda: gd.FTRLClassifier(**online), lambda: gpusvm.FTRLClassifier(**online)),
-        } | ({"SBPClassifier": (lambda: gd.SBPClassifier(**sbp), lambda: gpusvm.SBPClassifier(**sbp))}
-             if dataset == "adult" else {})
+        } | (
+            {"SBPClassifier": (lambda: gd.SBPClassifier(**sbp), lambda: gpusvm.SBPClassifier(**sbp))}
+            if dataset == "adult"
+            else {}
+        )
 
     rows = []
     for dataset in ("adult", "hashed"):
@@ -176,9 +192,13 @@ def scaling(quick):
                 seconds = time.perf_counter() - started
                 rows.append(_row(dataset, name, "single node", seconds, model, test, memory.stop(), log_loss))
             for n_workers in (1, 2):
-                with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, Client(cluster) as client:
-                    dX, dy = (data[dataset][0]() if dataset == "adult" else (hX, hy))
+                with (
+                    LocalCluster(
+                        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
+                    ) as cluster,
+                    Client(cluster) as client,
+                ):
+                    dX, dy = data[dataset][0]() if dataset == "adult" else (hX, hy)
                     dX, dy = client.persist([dX, dy])
                     client.gather([client.submit(lambda block: block.shape[0], f) for f in _futures(dX)])
                     model = make()
@@ -187,8 +207,18 @@ def scaling(quick):
                     model.fit(dX, dy)
                     seconds = time.perf_counter() - started
                     peak = max(client.run(_stop_peak_memory).values())
-                    rows.append(_row(dataset, name, f"{n_workers} worker{'s' * (n_workers > 1)}", seconds, model,
-                                     test, peak, log_loss))
+                    rows.append(
+                        _row(
+                            dataset,
+                            name,
+                            f"{n_workers} worker{'s' * (n_workers > 1)}",
+                            seconds,
+                            model,
+                            test,
+                            peak,
+                            log_loss,
+                        )
+                    )
                     print(rows[-1], flush=True)
     return rows
 
@@ -208,8 +238,14 @@ def _stack(stream):
 
 def _row(dataset, name, where, seconds, model, test, peak, log_loss):
     X_test, y_test = test
-    row = {"dataset": dataset, "model": name, "where": where, "seconds": seconds,
-           "accuracy": float(model.score(X_test, y_test)), "peak_rss_mib": peak / 2**20}
+    row = {
+        "dataset": dataset,
+        "model": name,
+        "where": where,
+        "seconds": seconds,
+        "accuracy": float(model.score(X_test, y_test)),
+        "peak_rss_mib": peak / 2**20,
+    }
     if hasattr(model, "objective_curve_") and model.objective_curve_:
         row["objective"] = model.objective_curve_[-1]
         row["epochs"] = model.n_iter_
@@ -235,32 +271,46 @@ def capacity(quick):
     n_rows = 200_000 if quick else 8_000_000
     limit = "1GiB" if quick else "2GiB"  # quick: a smoke run only, the data fit one worker
     X, y, (X_test, y_test), _ = hashed_collections(n_rows, 100_000, 2**20)
-    memory = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
-              "distributed.worker.memory.pause": 0.95}
+    memory = {
+        "distributed.worker.memory.target": False,
+        "distributed.worker.memory.spill": False,
+        "distributed.worker.memory.pause": 0.95,
+    }
     first_chunk = hashed_collections(100_000, 100_000, 2**20)[3].chunk(0)[0]
     stored = _csr_bytes(first_chunk) * n_rows / first_chunk.shape[0]  # about: every chunk alike
-    models = {"FTRLClassifier": lambda: gd.FTRLClassifier(random_state=0, max_iter=1, backend="numpy"),
-              "PegasosSVC exact": lambda: gd.PegasosSVC(random_state=0, max_iter=1, tol=None, backend="numpy")}
+    models = {
+        "FTRLClassifier": lambda: gd.FTRLClassifier(random_state=0, max_iter=1, backend="numpy"),
+        "PegasosSVC exact": lambda: gd.PegasosSVC(random_state=0, max_iter=1, tol=None, backend="numpy"),
+    }
     results = []
     for name, make in models.items():
         result = {"model": name, "rows": n_rows, "worker_memory_limit": limit, "data_bytes": stored}
-        with dask.config.set(memory), LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
-                                                   memory_limit=limit, dashboard_address=None) as cluster, \
-                Client(cluster) as client:
+        with (
+            dask.config.set(memory),
+            LocalCluster(
+                n_workers=3, threads_per_worker=1, processes=True, memory_limit=limit, dashboard_address=None
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             model = make()
             client.run(_start_peak_memory)
             started = time.perf_counter()
             try:
                 model.fit(X, y)
             except Exception as error:  # recorded, not hidden: what a user with these limits would see
-                result.update(error=f"{type(error).__name__}: {str(error)[:300]}",
-                              seconds=time.perf_counter() - started)
+                result.update(
+                    error=f"{type(error).__name__}: {str(error)[:300]}", seconds=time.perf_counter() - started
+                )
                 results.append(result)
                 continue
             seconds = time.perf_counter() - started
             peaks = sorted(client.run(_stop_peak_memory).values())
-        result.update(seconds=seconds, rows_per_second=n_rows / seconds, worker_peak_rss_bytes=peaks,
-                      accuracy=float(model.score(X_test, y_test)))
+        result.update(
+            seconds=seconds,
+            rows_per_second=n_rows / seconds,
+            worker_peak_rss_bytes=peaks,
+            accuracy=float(model.score(X_test, y_test)),
+        )
         print(result, flush=True)
         results.append(result)
     return results
@@ -274,15 +324,17 @@ def _capacity_outcome(result):
     if "error" in result:
         return f"{result['model']} failed after {result['seconds']:.0f} s ({result['error'][:160]})"
     peaks = ", ".join(f"{p / 2**20:.0f}" for p in result["worker_peak_rss_bytes"])
-    return (f"{result['model']} in {result['seconds']:.1f} s, worker peaks {peaks} MiB, "
-            f"accuracy {result['accuracy']:.4f}")
+    return (
+        f"{result['model']} in {result['seconds']:.1f} s, worker peaks {peaks} MiB, accuracy {result['accuracy']:.4f}"
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    parser.add_argument("--parts", default="rounds,scaling,capacity",
-                        help="comma-separated parts to run (default: all three)")
+    parser.add_argument(
+        "--parts", default="rounds,scaling,capacity", help="comma-separated parts to run (default: all three)"
+    )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     round_rows = rounds(20 if args.quick else 200) if "rounds" in parts else []
@@ -291,19 +343,38 @@ def main():
     payload = {
         "dataset": "Adult (shipped) and the hashed click-log stream (bench/_hashed_stream.py, 2^20 columns)",
         "parameters": {"quick": args.quick, "note": "LocalCluster worker processes, 1 thread each, NumPy backend"},
-        "rounds": round_rows, "capacity": capacity_results, "results": scaling_rows,
+        "rounds": round_rows,
+        "capacity": capacity_results,
+        "results": scaling_rows,
     }
-    columns = [("data", "dataset", "s"), ("model", "model", "s"), ("where", "where", "s"),
-               ("fit s", "seconds", ".2f"), ("epochs", "epochs", "g"), ("objective", "objective", ".5f"), ("test log loss", "test_log_loss", ".4f"),
-               ("accuracy", "accuracy", ".4f"), ("peak RSS during fit (largest worker), MiB", "peak_rss_mib", ".0f")]
-    title = ("gpusvm.dask against single-node gpusvm on this machine (rounds: "
-             + "; ".join(f"{r['workers']}: actor {r['actor_ms']:.1f} ms, task {r['task_ms']:.1f} ms, "
-                         f"chained task {r['chained_ms']:.1f} ms" for r in round_rows)
-             + (f". Capacity: {capacity_results[0]['rows']:,} hashed rows, about "
-                f"{capacity_results[0]['data_bytes'] / 2**20:.0f} MiB as CSR, on 3 workers limited to "
-                f"{capacity_results[0]['worker_memory_limit']} each: "
-                + "; ".join(_capacity_outcome(result) for result in capacity_results)
-                if capacity_results else "") + ")")
+    columns = [
+        ("data", "dataset", "s"),
+        ("model", "model", "s"),
+        ("where", "where", "s"),
+        ("fit s", "seconds", ".2f"),
+        ("epochs", "epochs", "g"),
+        ("objective", "objective", ".5f"),
+        ("test log loss", "test_log_loss", ".4f"),
+        ("accuracy", "accuracy", ".4f"),
+        ("peak RSS during fit (largest worker), MiB", "peak_rss_mib", ".0f"),
+    ]
+    title = (
+        "gpusvm.dask against single-node gpusvm on this machine (rounds: "
+        + "; ".join(
+            f"{r['workers']}: actor {r['actor_ms']:.1f} ms, task {r['task_ms']:.1f} ms, "
+            f"chained task {r['chained_ms']:.1f} ms"
+            for r in round_rows
+        )
+        + (
+            f". Capacity: {capacity_results[0]['rows']:,} hashed rows, about "
+            f"{capacity_results[0]['data_bytes'] / 2**20:.0f} MiB as CSR, on 3 workers limited to "
+            f"{capacity_results[0]['worker_memory_limit']} each: "
+            + "; ".join(_capacity_outcome(result) for result in capacity_results)
+            if capacity_results
+            else ""
+        )
+        + ")"
+    )
     report("dask_scaling", ["numpy"], title=title, columns=columns, payload=payload)
 
 

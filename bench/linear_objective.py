@@ -42,8 +42,16 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (TimeLimit, binary_accuracy, binary_svm_objective, linear_weights,  # noqa: E402
-                     markdown_table, result_stem, timed_fit, write_results)
+from _common import (
+    TimeLimit,
+    binary_accuracy,
+    binary_svm_objective,
+    linear_weights,  # noqa: E402
+    markdown_table,
+    result_stem,
+    timed_fit,
+    write_results,
+)
 from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # noqa: E402
 from scaling import make_data  # noqa: E402
 
@@ -102,27 +110,67 @@ def makers(n, backends, batch_sizes=None):
     also with fused steps, at its default batch size and at ``FUSED_BATCH``."""
     lam = 1.0 / (C * n)
     if batch_sizes is None:
-        out = [(f"gpusvm PegasosSVC ({b})", b, "epochs",
-                lambda k, b=b: PegasosSVC(C=C, max_iter=k, tol=None, random_state=0, backend=b)) for b in backends]
+        out = [
+            (
+                f"gpusvm PegasosSVC ({b})",
+                b,
+                "epochs",
+                lambda k, b=b: PegasosSVC(C=C, max_iter=k, tol=None, random_state=0, backend=b),
+            )
+            for b in backends
+        ]
         if "cupy" in backends:
-            out.append(("gpusvm PegasosSVC (cupy, fused steps)", "cupy", "fused epochs",
-                        lambda k: WithFusedSteps(PegasosSVC(C=C, max_iter=k, tol=None, random_state=0,
-                                                            backend="cupy"))))
-            out.append((f"gpusvm PegasosSVC (cupy, fused steps, batch {FUSED_BATCH})", "cupy",
-                        "fused epochs, large batch",
-                        lambda k: WithFusedSteps(PegasosSVC(C=C, batch_size=FUSED_BATCH, max_iter=k, tol=None,
-                                                            random_state=0, backend="cupy"))))
+            out.append(
+                (
+                    "gpusvm PegasosSVC (cupy, fused steps)",
+                    "cupy",
+                    "fused epochs",
+                    lambda k: WithFusedSteps(PegasosSVC(C=C, max_iter=k, tol=None, random_state=0, backend="cupy")),
+                )
+            )
+            out.append(
+                (
+                    f"gpusvm PegasosSVC (cupy, fused steps, batch {FUSED_BATCH})",
+                    "cupy",
+                    "fused epochs, large batch",
+                    lambda k: WithFusedSteps(
+                        PegasosSVC(C=C, batch_size=FUSED_BATCH, max_iter=k, tol=None, random_state=0, backend="cupy")
+                    ),
+                )
+            )
     else:
-        out = [(f"gpusvm PegasosSVC ({b}, batch {size})", b, "epochs",
-                lambda k, b=b, size=size: PegasosSVC(C=C, batch_size=size, max_iter=k, tol=None, random_state=0,
-                                                     backend=b))
-               for b in backends for size in batch_sizes]
-    out.append(("scikit-learn LinearSVC (LIBLINEAR dual CD)", "numpy", "iterations",
-                lambda k: LinearSVC(C=C, loss="hinge", dual=True, max_iter=k, tol=1e-12)))
-    out.append(("scikit-learn SGDClassifier (hinge)", "numpy", "epochs",
-                lambda k: SGDClassifier(loss="hinge", alpha=lam, max_iter=k, tol=None, random_state=0)))
-    out += [(label, "peer", "iterations", lambda k, gpu=gpu: snapml_svm(C, use_gpu=gpu, max_iter=k, tol=1e-12))
-            for label, gpu in snapml_solvers(backends)]
+        out = [
+            (
+                f"gpusvm PegasosSVC ({b}, batch {size})",
+                b,
+                "epochs",
+                lambda k, b=b, size=size: PegasosSVC(
+                    C=C, batch_size=size, max_iter=k, tol=None, random_state=0, backend=b
+                ),
+            )
+            for b in backends
+            for size in batch_sizes
+        ]
+    out.append(
+        (
+            "scikit-learn LinearSVC (LIBLINEAR dual CD)",
+            "numpy",
+            "iterations",
+            lambda k: LinearSVC(C=C, loss="hinge", dual=True, max_iter=k, tol=1e-12),
+        )
+    )
+    out.append(
+        (
+            "scikit-learn SGDClassifier (hinge)",
+            "numpy",
+            "epochs",
+            lambda k: SGDClassifier(loss="hinge", alpha=lam, max_iter=k, tol=None, random_state=0),
+        )
+    )
+    out += [
+        (label, "peer", "iterations", lambda k, gpu=gpu: snapml_svm(C, use_gpu=gpu, max_iter=k, tol=1e-12))
+        for label, gpu in snapml_solvers(backends)
+    ]
     return out
 
 
@@ -151,9 +199,14 @@ def curves(X, y, X_test, y_test, backends, caps, batch_sizes, reference, found, 
                     missing[name] = str(reason)
                     continue
             weights = linear_weights(model)
-            found[name].append({"budget": budget, "seconds": seconds,
-                                "objective": binary_svm_objective(weights, X, y, 1.0 / (C * n)),
-                                "test_accuracy": binary_accuracy(weights, X_test, y_test)})
+            found[name].append(
+                {
+                    "budget": budget,
+                    "seconds": seconds,
+                    "objective": binary_svm_objective(weights, X, y, 1.0 / (C * n)),
+                    "test_accuracy": binary_accuracy(weights, X_test, y_test),
+                }
+            )
             print(f"  {name} budget {budget}: {found[name][-1]}", flush=True)
 
 
@@ -172,8 +225,7 @@ def reference_objective(X, y, start_iter, settle=1e-5, max_iter=16384):
     while True:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model = LinearSVC(C=C, loss="hinge", dual=True, max_iter=max_iter_run, tol=1e-6,
-                              random_state=0).fit(X, y)
+            model = LinearSVC(C=C, loss="hinge", dual=True, max_iter=max_iter_run, tol=1e-6, random_state=0).fit(X, y)
         objective = binary_svm_objective(linear_weights(model), X, y, 1.0 / (C * X.shape[0]))
         move = None if previous is None else abs(previous - objective) / objective
         print(f"  reference: LIBLINEAR {max_iter_run} iterations, objective {objective:.8f}", flush=True)
@@ -198,8 +250,10 @@ def cached_reference(key, X, y, start_iter, quick):
 
 def summary(dataset, found, missing, reference):
     best = min([reference] + [p["objective"] for points in found.values() for p in points])
-    rows = [{"dataset": dataset, "solver": f"{name}: missing ({reason})", "missing": reason}
-            for name, reason in missing.items()]
+    rows = [
+        {"dataset": dataset, "solver": f"{name}: missing ({reason})", "missing": reason}
+        for name, reason in missing.items()
+    ]
     for name, points in found.items():
         if not points:
             continue
@@ -224,14 +278,14 @@ def plot(experiments, path):
     fig, axes = plt.subplots(1, len(experiments), figsize=(5 * len(experiments), 3.8), squeeze=False)
     for ax, experiment in zip(axes[0], experiments, strict=True):
         for name, points in experiment["curves"].items():
-            ax.plot([p["seconds"] for p in points], [max(p["gap"], 1e-7) for p in points], marker="o", ms=3,
-                    label=name)
+            ax.plot([p["seconds"] for p in points], [max(p["gap"], 1e-7) for p in points], marker="o", ms=3, label=name)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("fit seconds")
         ax.set_ylabel("objective / best - 1")
-        ax.set_title(f"{experiment['dataset']} (n={experiment['n_train']:,}, d={experiment['n_features']:,})",
-                     fontsize=10)
+        ax.set_title(
+            f"{experiment['dataset']} (n={experiment['n_train']:,}, d={experiment['n_features']:,})", fontsize=10
+        )
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -243,13 +297,21 @@ def main():
     parser.add_argument("--datasets", nargs="+", default=["adult", "synthetic"], choices=["adult", "synthetic"])
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
     parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic training rows")
-    parser.add_argument("--max-epochs", type=int,
-                        help=f"largest epochs of Pegasos and SGD (default: {MAX_EPOCHS}; Pegasos with fused "
-                             f"steps: {MAX_FUSED_EPOCHS}, at batch {FUSED_BATCH}: {MAX_FUSED_BATCH_EPOCHS})")
-    parser.add_argument("--max-iterations", type=int,
-                        help=f"largest iterations of LIBLINEAR and Snap ML (default: {MAX_ITERATIONS})")
-    parser.add_argument("--pegasos-batch-sizes", nargs="+", type=int,
-                        help="PegasosSVC at each of these batch sizes (default: its default batch size only)")
+    parser.add_argument(
+        "--max-epochs",
+        type=int,
+        help=f"largest epochs of Pegasos and SGD (default: {MAX_EPOCHS}; Pegasos with fused "
+        f"steps: {MAX_FUSED_EPOCHS}, at batch {FUSED_BATCH}: {MAX_FUSED_BATCH_EPOCHS})",
+    )
+    parser.add_argument(
+        "--max-iterations", type=int, help=f"largest iterations of LIBLINEAR and Snap ML (default: {MAX_ITERATIONS})"
+    )
+    parser.add_argument(
+        "--pegasos-batch-sizes",
+        nargs="+",
+        type=int,
+        help="PegasosSVC at each of these batch sizes (default: its default batch size only)",
+    )
     parser.add_argument("--quick", action="store_true", help="3,000 Adult rows, 20,000 synthetic, budgets 1-4")
     args = parser.parse_args()
     experiments, rows = [], []
@@ -258,49 +320,91 @@ def main():
             X, y, X_test, y_test = load(dataset, args.rows, args.quick)
             print(dataset, X.shape, flush=True)
             units = ("epochs", "iterations", "fused epochs", "fused epochs, large batch")
-            caps = dict.fromkeys(units, 4) if args.quick else {
-                "epochs": args.max_epochs or MAX_EPOCHS[dataset],
-                "iterations": args.max_iterations or MAX_ITERATIONS[dataset],
-                "fused epochs": args.max_epochs or MAX_FUSED_EPOCHS[dataset],
-                "fused epochs, large batch": args.max_epochs or MAX_FUSED_BATCH_EPOCHS[dataset]}
+            caps = (
+                dict.fromkeys(units, 4)
+                if args.quick
+                else {
+                    "epochs": args.max_epochs or MAX_EPOCHS[dataset],
+                    "iterations": args.max_iterations or MAX_ITERATIONS[dataset],
+                    "fused epochs": args.max_epochs or MAX_FUSED_EPOCHS[dataset],
+                    "fused epochs, large batch": args.max_epochs or MAX_FUSED_BATCH_EPOCHS[dataset],
+                }
+            )
             key = f"{dataset} n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} C={C}"
             reference = cached_reference(key, X, y, 2 * caps["iterations"], args.quick)
-            experiments.append({"dataset": dataset, "n_train": X.shape[0], "n_test": X_test.shape[0],
-                                "n_features": X.shape[1], "nnz": int(X.nnz), "max_budgets": caps,
-                                "reference_objective": reference["objective"],
-                                "reference_max_iter": reference["max_iter"],
-                                "reference_relative_move": reference["relative_move"], "curves": {},
-                                "missing_peers": {}})
-            curves(X, y, X_test, y_test, args.backends, caps, args.pegasos_batch_sizes, reference["objective"],
-                   experiments[-1]["curves"], experiments[-1]["missing_peers"])
+            experiments.append(
+                {
+                    "dataset": dataset,
+                    "n_train": X.shape[0],
+                    "n_test": X_test.shape[0],
+                    "n_features": X.shape[1],
+                    "nnz": int(X.nnz),
+                    "max_budgets": caps,
+                    "reference_objective": reference["objective"],
+                    "reference_max_iter": reference["max_iter"],
+                    "reference_relative_move": reference["relative_move"],
+                    "curves": {},
+                    "missing_peers": {},
+                }
+            )
+            curves(
+                X,
+                y,
+                X_test,
+                y_test,
+                args.backends,
+                caps,
+                args.pegasos_batch_sizes,
+                reference["objective"],
+                experiments[-1]["curves"],
+                experiments[-1]["missing_peers"],
+            )
     for experiment in experiments:  # the runs finished, those of a data set the limit cut short too
         found = experiment["curves"]
-        dataset_rows, experiment["best_objective"] = summary(experiment["dataset"], found,
-                                                             experiment["missing_peers"],
-                                                             experiment["reference_objective"])
+        dataset_rows, experiment["best_objective"] = summary(
+            experiment["dataset"], found, experiment["missing_peers"], experiment["reference_objective"]
+        )
         experiment["curves"] = {name: points for name, points in found.items() if points}
         rows += dataset_rows
-    columns = [("data", "dataset", "s"), ("solver", "solver", "s"),
-               ("s to 1% gap", f"seconds_to_{GAPS[0]}", ".2f"), ("s to 0.1% gap", f"seconds_to_{GAPS[1]}", ".2f"),
-               ("smallest gap", "best_gap", ".3%"), ("its seconds", "best_seconds", ".2f"),
-               ("its test accuracy", "accuracy", ".4f")]
+    columns = [
+        ("data", "dataset", "s"),
+        ("solver", "solver", "s"),
+        ("s to 1% gap", f"seconds_to_{GAPS[0]}", ".2f"),
+        ("s to 0.1% gap", f"seconds_to_{GAPS[1]}", ".2f"),
+        ("smallest gap", "best_gap", ".3%"),
+        ("its seconds", "best_seconds", ".2f"),
+        ("its test accuracy", "accuracy", ".4f"),
+    ]
     stem = "linear_objective" if args.pegasos_batch_sizes is None else "linear_objective_batches"
     png = f"{result_stem(stem, args.backends, args.quick)}.png"
     budgets = {e["dataset"]: e["max_budgets"] for e in experiments}
     optima = {e["dataset"]: e["reference_max_iter"] for e in experiments}
-    table = [f"## Linear SVM at C = {C}: seconds to reach the primal objective within 1% and 0.1% of the optimum",
-             "", *markdown_table(columns, rows), "",
-             f"Budgets: 1, 2, 4, ... up to {budgets} (epochs: Pegasos, SGD; iterations: LIBLINEAR, Snap ML; "
-             f"fused epochs: Pegasos with fused steps, at its default batch size and at {FUSED_BATCH}); a fit "
-             f"from scratch at each, until within "
-             f"{min(GAPS) / 2:.2%} of the optimum. The optimum: LIBLINEAR at tol 1e-6, its iterations doubled until "
-             f"the objective moved less than 1e-5 (relative; iterations {optima}), or a lower objective any run "
-             "found. "
-             f"Empty cells: not reached at the largest budget. Curves: {png}"]
-    payload = {"dataset": {"names": args.datasets, "synthetic_rows": args.rows},
-               "parameters": {"C": C, "max_budgets": budgets, "quick": args.quick, "repeats": 1,
-                              "pegasos_batch_sizes": args.pegasos_batch_sizes},
-               "results": rows, "experiments": experiments, "stopped_at_time_limit": limit.reached}
+    table = [
+        f"## Linear SVM at C = {C}: seconds to reach the primal objective within 1% and 0.1% of the optimum",
+        "",
+        *markdown_table(columns, rows),
+        "",
+        f"Budgets: 1, 2, 4, ... up to {budgets} (epochs: Pegasos, SGD; iterations: LIBLINEAR, Snap ML; "
+        f"fused epochs: Pegasos with fused steps, at its default batch size and at {FUSED_BATCH}); a fit "
+        f"from scratch at each, until within "
+        f"{min(GAPS) / 2:.2%} of the optimum. The optimum: LIBLINEAR at tol 1e-6, its iterations doubled until "
+        f"the objective moved less than 1e-5 (relative; iterations {optima}), or a lower objective any run "
+        "found. "
+        f"Empty cells: not reached at the largest budget. Curves: {png}",
+    ]
+    payload = {
+        "dataset": {"names": args.datasets, "synthetic_rows": args.rows},
+        "parameters": {
+            "C": C,
+            "max_budgets": budgets,
+            "quick": args.quick,
+            "repeats": 1,
+            "pegasos_batch_sizes": args.pegasos_batch_sizes,
+        },
+        "results": rows,
+        "experiments": experiments,
+        "stopped_at_time_limit": limit.reached,
+    }
     paths = write_results(stem, args.backends, payload, table)
     if experiments:
         plot(experiments, paths[0].with_suffix(".png"))

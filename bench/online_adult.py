@@ -59,7 +59,10 @@ def evaluate(name, model, backend, lam, X, y, X_test, y_test):
     seconds = timed_fit(model, X, y, "numpy" if "LogisticRegression" in name else backend)
     coef = np.asarray(model.coef_)
     return {
-        "solver": name, "family": name.split(" (")[0], "lambda": lam, "seconds": seconds,
+        "solver": name,
+        "family": name.split(" (")[0],
+        "lambda": lam,
+        "seconds": seconds,
         "test_log_loss": float(log_loss(y_test, model.predict_proba(X_test))),
         "test_accuracy": float(np.mean(model.predict(X_test) == y_test)),
         "nonzero_weights": int(np.count_nonzero(coef)),
@@ -78,8 +81,9 @@ def plot(rows, n_features, path):
         points = sorted((r for r in rows if r["family"] == family), key=lambda r: r["nonzero_weights"])
         style = "k--" if family.startswith("LogisticRegression") else "o-"
         for axis, key in zip(axes, ("test_accuracy", "test_log_loss"), strict=True):
-            axis.plot([p["nonzero_weights"] for p in points], [p[key] for p in points], style, label=family,
-                      markersize=4)
+            axis.plot(
+                [p["nonzero_weights"] for p in points], [p[key] for p in points], style, label=family, markersize=4
+            )
     for axis, label in zip(axes, ("test accuracy", "test log loss"), strict=True):
         axis.set_xlabel(f"nonzero weights (of {n_features})")
         axis.set_ylabel(label)
@@ -114,25 +118,45 @@ def main():
             for backend in args.backends:
                 for name, model in online_solvers(lam, n, args.epochs, args.batch_size, backend):
                     rows.append(evaluate(name, model, backend, lam, X, y, X_test, y_test))
-    columns = [("solver", "solver", "s"), ("test log loss", "test_log_loss", ".4f"),
-               ("test accuracy", "test_accuracy", ".4f"), ("nonzero weights", "nonzero_weights", "d"),
-               ("fit time (s)", "seconds", ".3f")]
+    columns = [
+        ("solver", "solver", "s"),
+        ("test log loss", "test_log_loss", ".4f"),
+        ("test accuracy", "test_accuracy", ".4f"),
+        ("nonzero weights", "nonzero_weights", "d"),
+        ("fit time (s)", "seconds", ".3f"),
+    ]
     at_table = [r for r in rows if r["lambda"] == args.table_lambda]
     sweep_columns = [("lambda", "lambda", ".0e")] + columns
     table = [
         f"## Adult, sparse logistic regression at lambda = {args.table_lambda:g} per example "
         f"({n} training rows, {X.shape[1]} features, {args.epochs} epochs, batch {args.batch_size})",
-        "", *markdown_table(columns, at_table), "",
-        "### The whole sweep (plotted in the .png beside this file)", "", *markdown_table(sweep_columns, rows),
+        "",
+        *markdown_table(columns, at_table),
+        "",
+        "### The whole sweep (plotted in the .png beside this file)",
+        "",
+        *markdown_table(sweep_columns, rows),
     ]
     payload = {
-        "dataset": {"name": "UCI Adult (a9a encoding)", "n_train": n, "n_test": X_test.shape[0],
-                    "n_features": X.shape[1]},
-        "parameters": {"lambdas": lambdas, "epochs": args.epochs, "batch_size": args.batch_size,
-                       "table_lambda": args.table_lambda, "quick": args.quick,
-                       "ftrl": "alpha=0.1, beta=1, l1=lambda*epochs*n, l2=0", "tg": "eta0=0.5, K=10, theta=inf",
-                       "fobos": "eta0=0.5", "rda": "gamma=1"},
-        "results": rows, "stopped_at_time_limit": limit.reached,
+        "dataset": {
+            "name": "UCI Adult (a9a encoding)",
+            "n_train": n,
+            "n_test": X_test.shape[0],
+            "n_features": X.shape[1],
+        },
+        "parameters": {
+            "lambdas": lambdas,
+            "epochs": args.epochs,
+            "batch_size": args.batch_size,
+            "table_lambda": args.table_lambda,
+            "quick": args.quick,
+            "ftrl": "alpha=0.1, beta=1, l1=lambda*epochs*n, l2=0",
+            "tg": "eta0=0.5, K=10, theta=inf",
+            "fobos": "eta0=0.5",
+            "rda": "gamma=1",
+        },
+        "results": rows,
+        "stopped_at_time_limit": limit.reached,
     }
     paths = write_results("online_adult", args.backends, payload, table)
     plot_path = paths[0].with_suffix(".png")

@@ -41,11 +41,19 @@ def learners():
         default = rule().batch_size
         for batch in BATCH_SIZES:
             mark = " (default)" if batch == default else ""
-            out.append((f"{rule.__name__} batch {batch}{mark}",
-                        lambda rule=rule, batch=batch: rule(batch_size=batch, random_state=0, backend="numpy")))
+            out.append(
+                (
+                    f"{rule.__name__} batch {batch}{mark}",
+                    lambda rule=rule, batch=batch: rule(batch_size=batch, random_state=0, backend="numpy"),
+                )
+            )
     out.append(("SGDClassifier(loss='log_loss') defaults", lambda: SGDClassifier(loss="log_loss", random_state=0)))
-    out.append(("SGDClassifier(loss='log_loss') one epoch",
-                lambda: SGDClassifier(loss="log_loss", max_iter=1, tol=None, random_state=0)))
+    out.append(
+        (
+            "SGDClassifier(loss='log_loss') one epoch",
+            lambda: SGDClassifier(loss="log_loss", max_iter=1, tol=None, random_state=0),
+        )
+    )
     return out
 
 
@@ -55,8 +63,10 @@ def data_sets(quick):
     stream = HashedStream(rows, chunk_rows=rows, n_features=2**18, n_fields=40, seed=0)
     X_hashed, y_hashed = stream.chunk(0)
     X_fresh, y_fresh = stream.chunk(1)
-    return {"adult": (X, y, X_test, y_test),
-            "hashed": (X_hashed.astype(np.float64), y_hashed, X_fresh.astype(np.float64), y_fresh)}
+    return {
+        "adult": (X, y, X_test, y_test),
+        "hashed": (X_hashed.astype(np.float64), y_hashed, X_fresh.astype(np.float64), y_fresh),
+    }
 
 
 def main():
@@ -82,20 +92,40 @@ def main():
         for label, _ in entries:
             model = fitted[label]
             seconds = median(times[label])
-            rows.append({"data": name, "learner": label, "median_seconds": seconds, "repeats_seconds": times[label],
-                         "ratio_to_sgd_defaults": seconds / sgd_seconds,
-                         "test_log_loss": float(log_loss(y_test, model.predict_proba(X_test)[:, 1])),
-                         "epochs": int(np.max(model.n_iter_))})
+            rows.append(
+                {
+                    "data": name,
+                    "learner": label,
+                    "median_seconds": seconds,
+                    "repeats_seconds": times[label],
+                    "ratio_to_sgd_defaults": seconds / sgd_seconds,
+                    "test_log_loss": float(log_loss(y_test, model.predict_proba(X_test)[:, 1])),
+                    "epochs": int(np.max(model.n_iter_)),
+                }
+            )
             print(rows[-1]["data"], label, f"{seconds:.3f} s", f"{rows[-1]['test_log_loss']:.4f}", flush=True)
-    columns = [("data", "data", "s"), ("learner", "learner", "s"), ("fit (s, median)", "median_seconds", ".3f"),
-               ("time / SGD defaults", "ratio_to_sgd_defaults", ".2f"), ("epochs", "epochs", "d"),
-               ("test log loss", "test_log_loss", ".4f")]
-    report("online_defaults", ["numpy"], columns=columns,
-           title="## Online learners at their defaults, by batch size, beside SGDClassifier(loss='log_loss')",
-           payload={"dataset": {"adult": "UCI Adult (a9a encoding)",
-                                "hashed": "HashedStream: 40 fields, 2^18 columns, seed 0 (chunk 0 train, 1 test)"},
-                    "parameters": {"batch_sizes": list(BATCH_SIZES), "repeats": repeats, "quick": args.quick},
-                    "results": rows})
+    columns = [
+        ("data", "data", "s"),
+        ("learner", "learner", "s"),
+        ("fit (s, median)", "median_seconds", ".3f"),
+        ("time / SGD defaults", "ratio_to_sgd_defaults", ".2f"),
+        ("epochs", "epochs", "d"),
+        ("test log loss", "test_log_loss", ".4f"),
+    ]
+    report(
+        "online_defaults",
+        ["numpy"],
+        columns=columns,
+        title="## Online learners at their defaults, by batch size, beside SGDClassifier(loss='log_loss')",
+        payload={
+            "dataset": {
+                "adult": "UCI Adult (a9a encoding)",
+                "hashed": "HashedStream: 40 fields, 2^18 columns, seed 0 (chunk 0 train, 1 test)",
+            },
+            "parameters": {"batch_sizes": list(BATCH_SIZES), "repeats": repeats, "quick": args.quick},
+            "results": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

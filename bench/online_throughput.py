@@ -42,8 +42,16 @@ CLASSES = np.array([0, 1])
 def rows_as_dicts(X):
     """CSR rows as river's ``{feature: value}`` dicts."""
     X = X.tocsr()
-    return [dict(zip(X.indices[X.indptr[i]:X.indptr[i + 1]].tolist(), X.data[X.indptr[i]:X.indptr[i + 1]].tolist(),
-                     strict=True)) for i in range(X.shape[0])]
+    return [
+        dict(
+            zip(
+                X.indices[X.indptr[i] : X.indptr[i + 1]].tolist(),
+                X.data[X.indptr[i] : X.indptr[i + 1]].tolist(),
+                strict=True,
+            )
+        )
+        for i in range(X.shape[0])
+    ]
 
 
 class RiverFTRL:
@@ -69,8 +77,14 @@ def learners(backends, batch_sizes, with_river):
     out = []
     for backend in backends:
         for batch in batch_sizes:
-            out.append((f"gpusvm FTRLClassifier ({backend}, batch {batch})", backend,
-                        lambda b=backend, k=batch: FTRLClassifier(**FTRL, batch_size=k, backend=b), "csr"))
+            out.append(
+                (
+                    f"gpusvm FTRLClassifier ({backend}, batch {batch})",
+                    backend,
+                    lambda b=backend, k=batch: FTRLClassifier(**FTRL, batch_size=k, backend=b),
+                    "csr",
+                )
+            )
     out.append(("scikit-learn SGDClassifier (log_loss)", "numpy", lambda: SGDClassifier(**SGD), "csr"))
     if with_river:
         out.append(("river LogisticRegression (FTRLProximal)", "numpy", RiverFTRL, "dicts"))
@@ -106,9 +120,19 @@ def adult_rows(entries, repeats):
             model = make()
             seconds.append(learn(model, data, y, backend))
         loss, accuracy = quality(model, test, y_test)
-        rows.append({"stream": "adult", "learner": name, "backend": backend, "rows": X.shape[0], "nonzeros": X.nnz,
-                     "seconds": median(seconds), "repeats_seconds": seconds, "test_log_loss": loss,
-                     "test_accuracy": accuracy})
+        rows.append(
+            {
+                "stream": "adult",
+                "learner": name,
+                "backend": backend,
+                "rows": X.shape[0],
+                "nonzeros": X.nnz,
+                "seconds": median(seconds),
+                "repeats_seconds": seconds,
+                "test_log_loss": loss,
+                "test_accuracy": accuracy,
+            }
+        )
     return rows
 
 
@@ -138,9 +162,17 @@ def stream_rows(entries, stream, river_rows, test_rows):
         if not totals[name]["rows"]:  # the time limit came before its first chunk
             continue
         loss, accuracy = quality(models[name], rows_as_dicts(X_test) if kind == "dicts" else X_test, y_test)
-        rows.append({"stream": "hashed", "learner": name, "backend": backend, **totals[name],
-                     "test_log_loss": loss, "test_accuracy": accuracy,
-                     "nonzero_weights": int(getattr(models[name], "n_nonzero_", -1))})
+        rows.append(
+            {
+                "stream": "hashed",
+                "learner": name,
+                "backend": backend,
+                **totals[name],
+                "test_log_loss": loss,
+                "test_accuracy": accuracy,
+                "nonzero_weights": int(getattr(models[name], "n_nonzero_", -1)),
+            }
+        )
     return rows, stream.bayes_log_loss(X_test, y_test), time_limit.reached
 
 
@@ -174,25 +206,48 @@ def main():
     for row in rows:
         row["rows_per_second"] = row["rows"] / row["seconds"]
         row["nonzeros_per_second"] = row["nonzeros"] / row["seconds"]
-    columns = [("learner", "learner", "s"), ("rows learned", "rows", ",d"), ("seconds", "seconds", ".2f"),
-               ("rows/s", "rows_per_second", ",.0f"), ("nonzeros/s", "nonzeros_per_second", ",.0f"),
-               ("test log loss", "test_log_loss", ".4f"), ("test accuracy", "test_accuracy", ".4f")]
+    columns = [
+        ("learner", "learner", "s"),
+        ("rows learned", "rows", ",d"),
+        ("seconds", "seconds", ".2f"),
+        ("rows/s", "rows_per_second", ",.0f"),
+        ("nonzeros/s", "nonzeros_per_second", ",.0f"),
+        ("test log loss", "test_log_loss", ".4f"),
+        ("test accuracy", "test_accuracy", ".4f"),
+    ]
     table = [
-        "## Online logistic regression throughput, one pass", "",
-        f"### Adult ({rows[0]['rows']:,} rows, median of {args.repeats})", "",
-        *markdown_table(columns, [r for r in rows if r["stream"] == "adult"]), "",
+        "## Online logistic regression throughput, one pass",
+        "",
+        f"### Adult ({rows[0]['rows']:,} rows, median of {args.repeats})",
+        "",
+        *markdown_table(columns, [r for r in rows if r["stream"] == "adult"]),
+        "",
         f"### Hashed click stream ({args.stream_rows:,} rows, {stream.n_fields} fields in {stream.n_features:,} "
-        f"hashed columns; true model's test log loss {floor:.4f})", "",
+        f"hashed columns; true model's test log loss {floor:.4f})",
+        "",
         *markdown_table(columns, hashed),
     ]
     payload = {
-        "dataset": {"adult": "UCI Adult (a9a encoding), one pass",
-                    "hashed": {"rows": args.stream_rows, "fields": int(stream.n_fields),
-                               "n_features": stream.n_features, "chunk_rows": stream.chunk_rows,
-                               "true_model_test_log_loss": floor}},
-        "parameters": {"ftrl": FTRL, "sgd": SGD, "batch_sizes": args.batch_sizes, "river_rows": args.river_rows,
-                       "repeats": args.repeats, "quick": args.quick},
-        "results": rows, "stopped_at_time_limit": stopped,
+        "dataset": {
+            "adult": "UCI Adult (a9a encoding), one pass",
+            "hashed": {
+                "rows": args.stream_rows,
+                "fields": int(stream.n_fields),
+                "n_features": stream.n_features,
+                "chunk_rows": stream.chunk_rows,
+                "true_model_test_log_loss": floor,
+            },
+        },
+        "parameters": {
+            "ftrl": FTRL,
+            "sgd": SGD,
+            "batch_sizes": args.batch_sizes,
+            "river_rows": args.river_rows,
+            "repeats": args.repeats,
+            "quick": args.quick,
+        },
+        "results": rows,
+        "stopped_at_time_limit": stopped,
     }
     paths = write_results("online_throughput", args.backends, payload, table)
     print("\n".join(table))

@@ -69,8 +69,11 @@ def first_at_or_past(steps, values, mark):
 
 def thinned(steps, gaps, per_doubling=8):
     """The curve at about ``per_doubling`` points per doubling of steps (and its last point)."""
-    keep = np.unique(np.concatenate([np.searchsorted(steps, 2 ** (np.arange(0, 64 * per_doubling) / per_doubling)),
-                                     [len(steps) - 1]]))
+    keep = np.unique(
+        np.concatenate(
+            [np.searchsorted(steps, 2 ** (np.arange(0, 64 * per_doubling) / per_doubling)), [len(steps) - 1]]
+        )
+    )
     keep = keep[keep < len(steps)]
     return [{"steps": int(steps[i]), "gap": float(gaps[i])} for i in keep]
 
@@ -78,9 +81,16 @@ def thinned(steps, gaps, per_doubling=8):
 def summary_row(dataset, batch_size, n, steps, gaps, seconds, caps):
     """A table row: steps to each gap, the gap at each mark, the smallest gap and where,
     with the caps (``(max steps, max rows visited)``) the fit ran under."""
-    row = {"dataset": dataset, "batch_size": batch_size, "steps_per_epoch": steps_per_epoch(n, batch_size),
-           "steps_run": int(steps[-1]), "rows_visited": int(steps[-1]) * batch_size, "seconds": seconds,
-           "max_steps": caps[0], "max_rows_visited": caps[1]}
+    row = {
+        "dataset": dataset,
+        "batch_size": batch_size,
+        "steps_per_epoch": steps_per_epoch(n, batch_size),
+        "steps_run": int(steps[-1]),
+        "rows_visited": int(steps[-1]) * batch_size,
+        "seconds": seconds,
+        "max_steps": caps[0],
+        "max_rows_visited": caps[1],
+    }
     for gap in GAPS:
         reached = np.flatnonzero(gaps <= gap)
         row[f"steps_to_{gap}"] = int(steps[reached[0]]) if reached.size else None
@@ -98,8 +108,10 @@ def recorded_runs(backend):
     if not path.exists():
         return {}, {}
     recorded = json.loads(path.read_text())
-    return ({(r["dataset"], r["batch_size"]): r for r in recorded["results"]},
-            {(c["dataset"], c["batch_size"]): c["points"] for c in recorded["curves"]})
+    return (
+        {(r["dataset"], r["batch_size"]): r for r in recorded["results"]},
+        {(c["dataset"], c["batch_size"]): c["points"] for c in recorded["curves"]},
+    )
 
 
 def plot(curves, path):
@@ -113,8 +125,9 @@ def plot(curves, path):
     for ax, dataset in zip(axes[0], datasets, strict=True):
         for (name, batch_size), points in curves.items():
             if name == dataset:
-                ax.plot([p["steps"] for p in points], [max(p["gap"], 1e-7) for p in points],
-                        label=f"batch {batch_size}")
+                ax.plot(
+                    [p["steps"] for p in points], [max(p["gap"], 1e-7) for p in points], label=f"batch {batch_size}"
+                )
         ax.axhline(GAPS[0], color="grey", lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -131,11 +144,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["adult", "synthetic"], choices=["adult", "synthetic"])
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=list(BATCH_SIZES))
-    parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"],
-                        help="one backend is enough: the steps do not depend on it")
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        default=["numpy"],
+        choices=["numpy", "cupy"],
+        help="one backend is enough: the steps do not depend on it",
+    )
     parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic training rows")
-    parser.add_argument("--update", action="store_true",
-                        help="run only the data sets and batch sizes given, keeping the recorded result's other rows")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="run only the data sets and batch sizes given, keeping the recorded result's other rows",
+    )
     parser.add_argument("--quick", action="store_true", help="3,000 Adult rows, 20,000 synthetic, 2,048 steps")
     args = parser.parse_args()
     backend = args.backends[0]
@@ -150,28 +171,40 @@ def main():
                 run_caps = caps[dataset], MAX_ROWS_VISITED[dataset]
                 steps, objectives, seconds = run_steps(X, y, batch_size, *run_caps, backend)
                 gaps = objectives / optimum - 1.0
-                rows[dataset, batch_size] = summary_row(dataset, batch_size, X.shape[0], steps, gaps, seconds,
-                                                        run_caps)
+                rows[dataset, batch_size] = summary_row(dataset, batch_size, X.shape[0], steps, gaps, seconds, run_caps)
                 curves[dataset, batch_size] = thinned(steps, gaps)
                 print(rows[dataset, batch_size], flush=True)
     rows = [rows[key] for key in sorted(rows)]
-    columns = [("data", "dataset", "s"), ("batch", "batch_size", ","), ("steps an epoch", "steps_per_epoch", ","),
-               ("steps to 1%", f"steps_to_{GAPS[0]}", ","), ("steps to 0.1%", f"steps_to_{GAPS[1]}", ","),
-               *[(f"gap at {mark:,} steps", f"gap_at_{mark}", ".3%") for mark in STEP_MARKS],
-               ("smallest gap", "best_gap", ".3%"), ("at steps", "best_gap_steps", ","),
-               ("steps run", "steps_run", ","), ("fit s", "seconds", ".1f")]
-    table = ["## PegasosSVC: steps to reach the primal objective within 1% and 0.1% of the optimum, by batch size",
-             "", *markdown_table(columns, rows), "",
-             f"C = {C}, tol=None, random_state=0, PegasosSVC's other defaults (averaged, projected, with an "
-             "intercept); one fit per row, to the cap of steps or of rows visited that the JSON keeps with it. Steps "
-             "to a gap: the first epoch end at or under it (so to within one epoch's steps); empty: not reached "
-             "within the steps run. The steps are the same on every backend; the time a step takes at each batch "
-             "size is bench/roofline.py's."]
-    payload = {"dataset": {"names": sorted({row["dataset"] for row in rows}), "synthetic_rows": args.rows},
-               "parameters": {"C": C, "quick": args.quick, "random_state": 0},
-               "results": rows, "curves": [{"dataset": d, "batch_size": b, "points": curves[d, b]}
-                                           for d, b in sorted(curves)],
-               "stopped_at_time_limit": limit.reached}
+    columns = [
+        ("data", "dataset", "s"),
+        ("batch", "batch_size", ","),
+        ("steps an epoch", "steps_per_epoch", ","),
+        ("steps to 1%", f"steps_to_{GAPS[0]}", ","),
+        ("steps to 0.1%", f"steps_to_{GAPS[1]}", ","),
+        *[(f"gap at {mark:,} steps", f"gap_at_{mark}", ".3%") for mark in STEP_MARKS],
+        ("smallest gap", "best_gap", ".3%"),
+        ("at steps", "best_gap_steps", ","),
+        ("steps run", "steps_run", ","),
+        ("fit s", "seconds", ".1f"),
+    ]
+    table = [
+        "## PegasosSVC: steps to reach the primal objective within 1% and 0.1% of the optimum, by batch size",
+        "",
+        *markdown_table(columns, rows),
+        "",
+        f"C = {C}, tol=None, random_state=0, PegasosSVC's other defaults (averaged, projected, with an "
+        "intercept); one fit per row, to the cap of steps or of rows visited that the JSON keeps with it. Steps "
+        "to a gap: the first epoch end at or under it (so to within one epoch's steps); empty: not reached "
+        "within the steps run. The steps are the same on every backend; the time a step takes at each batch "
+        "size is bench/roofline.py's.",
+    ]
+    payload = {
+        "dataset": {"names": sorted({row["dataset"] for row in rows}), "synthetic_rows": args.rows},
+        "parameters": {"C": C, "quick": args.quick, "random_state": 0},
+        "results": rows,
+        "curves": [{"dataset": d, "batch_size": b, "points": curves[d, b]} for d, b in sorted(curves)],
+        "stopped_at_time_limit": limit.reached,
+    }
     paths = write_results("pegasos_steps", [backend], payload, table)
     if curves:
         plot(curves, paths[0].with_suffix(".png"))

@@ -47,16 +47,25 @@ def perceptron_curve(X, y, X_test, y_test, gamma, epochs, seed=0):
         started = time.perf_counter()
         for i in rng.permutation(n):
             if signs[i] * responses[i] <= 0.0:
-                row = kernel_block(X[i:i + 1], X, kernel="rbf", gamma=gamma, X_sq_norms=sq_norms[i:i + 1],
-                                   Y_sq_norms=sq_norms)
+                row = kernel_block(
+                    X[i : i + 1], X, kernel="rbf", gamma=gamma, X_sq_norms=sq_norms[i : i + 1], Y_sq_norms=sq_norms
+                )
                 responses += signs[i] * np.asarray(row).ravel()
                 counts[i] += 1
                 evals += n
         seconds += time.perf_counter() - started
         support = np.flatnonzero(counts)
         error = test_error(X, support, counts * signs, X_test, y_test, gamma, positive)
-        points.append({"epochs": epoch, "kernel_evals": evals, "seconds": seconds, "test_error": error,
-                       "mistakes": int(counts.sum()), "n_support": int(support.size)})
+        points.append(
+            {
+                "epochs": epoch,
+                "kernel_evals": evals,
+                "seconds": seconds,
+                "test_error": error,
+                "mistakes": int(counts.sum()),
+                "n_support": int(support.size),
+            }
+        )
         print(f"  Perceptron epoch {epoch}: {points[-1]}", flush=True)
     return points
 
@@ -74,15 +83,32 @@ def main():
         X, y, X_test, y_test = load(name, args.quick)
         print(name, X.shape, setting, flush=True)
         points = perceptron_curve(X, y, X_test, y_test, 1 / (2 * setting["sigma2"]), epochs)
-        curves.append({"dataset": name, "sigma2": setting["sigma2"], "epochs_label": f"{epochs} epochs",
-                       "n_train": X.shape[0], "points": points})
+        curves.append(
+            {
+                "dataset": name,
+                "sigma2": setting["sigma2"],
+                "epochs_label": f"{epochs} epochs",
+                "n_train": X.shape[0],
+                "points": points,
+            }
+        )
         rows += [{"dataset": name, **point} for point in points]
-    columns = [("data", "dataset", "s"), ("epochs", "epochs", "d"), ("kernel evaluations", "kernel_evals", ".3g"),
-               ("mistakes", "mistakes", "d"), ("test error", "test_error", ".2%"), ("seconds", "seconds", ".1f")]
+    columns = [
+        ("data", "dataset", "s"),
+        ("epochs", "epochs", "d"),
+        ("kernel evaluations", "kernel_evals", ".3g"),
+        ("mistakes", "mistakes", "d"),
+        ("test error", "test_error", ".2%"),
+        ("seconds", "seconds", ".1f"),
+    ]
     title = "## The online kernel Perceptron (rbf, the no-bias settings of sbp_kernel.py), epoch by epoch"
     note = "Drawn beside SBP and Kernel Pegasos in the kernel-evaluation figure of question 2."
-    payload = {"dataset": {"names": args.datasets}, "parameters": {"epochs": epochs, "quick": args.quick,
-               "repeats": 1}, "results": rows, "curves": curves}
+    payload = {
+        "dataset": {"names": args.datasets},
+        "parameters": {"epochs": epochs, "quick": args.quick, "repeats": 1},
+        "results": rows,
+        "curves": curves,
+    }
     stem = "perceptron_kernel"
     paths = write_results(stem, ["numpy"], payload, [title, "", *markdown_table(columns, rows), "", note])
     print("wrote", *paths, "on", device_tag(["numpy"]))

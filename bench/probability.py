@@ -38,17 +38,33 @@ def calibrated(model):
 
 
 def entries(backends):
-    out = [("scikit-learn SVC(probability=True) (LIBSVM)", "numpy",
-            lambda: SVC(C=C, gamma=GAMMA, probability=True, random_state=0)),
-           ("CalibratedClassifierCV(SVC)", "numpy", lambda: calibrated(SVC(C=C, gamma=GAMMA)))]
+    out = [
+        (
+            "scikit-learn SVC(probability=True) (LIBSVM)",
+            "numpy",
+            lambda: SVC(C=C, gamma=GAMMA, probability=True, random_state=0),
+        ),
+        ("CalibratedClassifierCV(SVC)", "numpy", lambda: calibrated(SVC(C=C, gamma=GAMMA))),
+    ]
     for b in backends:
         out += [
-            (f"CalibratedClassifierCV(SBPClassifier batch 64) ({b})", b, lambda b=b: calibrated(
-                SBPClassifier(nu=NU, gamma=GAMMA, batch_size=64, random_state=0, backend=b))),
-            (f"CalibratedClassifierCV(KernelPegasosSVC batch 64) ({b})", b, lambda b=b: calibrated(
-                KernelPegasosSVC(C=C, gamma=GAMMA, batch_size=64, max_iter=5, random_state=0, backend=b))),
-            (f"CalibratedClassifierCV(PegasosSVC, linear, C = 1) ({b})", b, lambda b=b: calibrated(
-                PegasosSVC(C=1.0, random_state=0, backend=b))),
+            (
+                f"CalibratedClassifierCV(SBPClassifier batch 64) ({b})",
+                b,
+                lambda b=b: calibrated(SBPClassifier(nu=NU, gamma=GAMMA, batch_size=64, random_state=0, backend=b)),
+            ),
+            (
+                f"CalibratedClassifierCV(KernelPegasosSVC batch 64) ({b})",
+                b,
+                lambda b=b: calibrated(
+                    KernelPegasosSVC(C=C, gamma=GAMMA, batch_size=64, max_iter=5, random_state=0, backend=b)
+                ),
+            ),
+            (
+                f"CalibratedClassifierCV(PegasosSVC, linear, C = 1) ({b})",
+                b,
+                lambda b=b: calibrated(PegasosSVC(C=1.0, random_state=0, backend=b)),
+            ),
         ]
     return out
 
@@ -70,25 +86,41 @@ def main():
             warnings.simplefilter("ignore", FutureWarning)
             seconds = timed_fit(model, X, y, backend)
         probabilities = model.predict_proba(X_test)[:, 1]
-        rows.append({
-            "solver": name, "backend": backend, "seconds": seconds,
-            "log_loss": float(log_loss(y_test, probabilities)),
-            "brier": float(brier_score_loss(y_test, probabilities, pos_label=model.classes_[1])),
-            "test_accuracy": float(accuracy_score(y_test, model.predict(X_test))),
-        })
+        rows.append(
+            {
+                "solver": name,
+                "backend": backend,
+                "seconds": seconds,
+                "log_loss": float(log_loss(y_test, probabilities)),
+                "brier": float(brier_score_loss(y_test, probabilities, pos_label=model.classes_[1])),
+                "test_accuracy": float(accuracy_score(y_test, model.predict(X_test))),
+            }
+        )
         print(rows[-1], flush=True)
-    columns = [("model", "solver", "s"), ("fit with calibration (s)", "seconds", ".1f"),
-               ("test log loss", "log_loss", ".4f"), ("Brier score", "brier", ".4f"),
-               ("test accuracy", "test_accuracy", ".4f")]
-    report("probability", args.backends, columns=columns,
-           title=f"## Adult, SVM probabilities: Platt scaling on 5-fold held-out scores ({X.shape[0]} training rows, "
-                 f"{X_test.shape[0]} test rows)",
-           payload={
-               "dataset": {"name": "UCI Adult (a9a encoding)", "n_train": X.shape[0], "n_test": X_test.shape[0],
-                           "n_features": X.shape[1]},
-               "parameters": {"gamma": GAMMA, "C": C, "nu": NU, "cv": 5, "quick": args.quick},
-               "results": rows,
-           })
+    columns = [
+        ("model", "solver", "s"),
+        ("fit with calibration (s)", "seconds", ".1f"),
+        ("test log loss", "log_loss", ".4f"),
+        ("Brier score", "brier", ".4f"),
+        ("test accuracy", "test_accuracy", ".4f"),
+    ]
+    report(
+        "probability",
+        args.backends,
+        columns=columns,
+        title=f"## Adult, SVM probabilities: Platt scaling on 5-fold held-out scores ({X.shape[0]} training rows, "
+        f"{X_test.shape[0]} test rows)",
+        payload={
+            "dataset": {
+                "name": "UCI Adult (a9a encoding)",
+                "n_train": X.shape[0],
+                "n_test": X_test.shape[0],
+                "n_features": X.shape[1],
+            },
+            "parameters": {"gamma": GAMMA, "C": C, "nu": NU, "cv": 5, "quick": args.quick},
+            "results": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

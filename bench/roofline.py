@@ -42,8 +42,13 @@ from gpusvm._backend import get_namespace  # noqa: E402
 from gpusvm._device.step_blocks import FUSED_ENV_VARIABLE, GRAPH_ENV_VARIABLE  # noqa: E402
 from gpusvm._validation import to_backend  # noqa: E402
 from gpusvm.solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper  # noqa: E402
-from gpusvm.solvers.pegasos import (PegasosProblem, PegasosState, fits_fused_steps, pegasos_stepper,  # noqa: E402
-                                    steps_per_epoch)
+from gpusvm.solvers.pegasos import (
+    PegasosProblem,
+    PegasosState,
+    fits_fused_steps,
+    pegasos_stepper,  # noqa: E402
+    steps_per_epoch,
+)
 
 BATCH_SIZES = (32, 256, 2048, 16384, 65536)
 FTRL = OnlineRule("ftrl", l1=1.0, l2=1.0, alpha=0.1, beta=1.0)  # FTRLClassifier's defaults
@@ -64,9 +69,17 @@ def pegasos_pass(X, y, batch_size, backend):
     xp = get_namespace(backend)
     n = X.shape[0]
     problem = PegasosProblem(
-        X=to_backend(X, backend), targets=xp.asarray(np.where(y > 0, 1.0, -1.0)[:, None]),
-        sample_weight=xp.ones(n), lam=1.0 / n, batch_size=batch_size, fit_intercept=True, projection=True,
-        average_start=1, weight_by_step=True, seed=0)
+        X=to_backend(X, backend),
+        targets=xp.asarray(np.where(y > 0, 1.0, -1.0)[:, None]),
+        sample_weight=xp.ones(n),
+        lam=1.0 / n,
+        batch_size=batch_size,
+        fit_intercept=True,
+        projection=True,
+        average_start=1,
+        weight_by_step=True,
+        seed=0,
+    )
     stepper = pegasos_stepper(problem, PegasosState.zeros(1, X.shape[1] + 1, X.dtype, xp), backend)
     n_steps = steps_per_epoch(n, batch_size)
     stepper.run_steps(1)  # compiles and warms up; not timed
@@ -78,8 +91,14 @@ def ftrl_pass(X, y, batch_size, backend):
     """Seconds of one pass of FTRLClassifier's batches (its defaults), and the nonzeros read."""
     xp = get_namespace(backend)
     n = X.shape[0]
-    problem = OnlineProblem(X=to_backend(X, backend), labels=xp.asarray(y, dtype=np.int32), n_classes=2, rule=FTRL,
-                            batch_size=batch_size, fit_intercept=True)
+    problem = OnlineProblem(
+        X=to_backend(X, backend),
+        labels=xp.asarray(y, dtype=np.int32),
+        n_classes=2,
+        rule=FTRL,
+        batch_size=batch_size,
+        fit_intercept=True,
+    )
     stepper = online_stepper(problem, OnlineState.zeros(1, X.shape[1], xp), xp)
     stepper.start_epoch(None)
     stepper.run_batches(range(0, min(batch_size, n), batch_size))  # compiles and warms up; not timed
@@ -132,8 +151,10 @@ def main():
     X_sparse, y_sparse = make_data("linear", rows, 10_000 if args.quick else 100_000, seed=1)
     stream = HashedStream(stream_rows, chunk_rows=stream_rows)
     X_hashed, y_hashed = stream.chunk(0)
-    data = {"PegasosSVC": ("sparse synthetic", X_sparse, y_sparse, pegasos_pass),
-            "FTRLClassifier": ("hashed stream", X_hashed, y_hashed, ftrl_pass)}
+    data = {
+        "PegasosSVC": ("sparse synthetic", X_sparse, y_sparse, pegasos_pass),
+        "FTRLClassifier": ("hashed stream", X_hashed, y_hashed, ftrl_pass),
+    }
     results, bandwidths = [], {}
     with TimeLimit() as limit:
         for backend in args.backends:
@@ -147,28 +168,58 @@ def main():
                         continue
                     seconds, rows_done, nonzeros = one_pass(X, y, batch_size, backend)
                     traffic = nonzeros * floor_bytes(solver, X.dtype) / seconds
-                    results.append({
-                        "solver": solver, "data": name, "backend": backend, "launches": mode,
-                        "batch_size": batch_size, "dtype": str(X.dtype), "seconds": round(seconds, 4),
-                        "rows_per_s": round(rows_done / seconds), "nonzeros_per_s": round(nonzeros / seconds),
-                        "floor_GB_per_s": round(traffic / 1e9, 3),
-                        "of_copy_bandwidth": round(traffic / bandwidths[backend], 5),
-                    })
+                    results.append(
+                        {
+                            "solver": solver,
+                            "data": name,
+                            "backend": backend,
+                            "launches": mode,
+                            "batch_size": batch_size,
+                            "dtype": str(X.dtype),
+                            "seconds": round(seconds, 4),
+                            "rows_per_s": round(rows_done / seconds),
+                            "nonzeros_per_s": round(nonzeros / seconds),
+                            "floor_GB_per_s": round(traffic / 1e9, 3),
+                            "of_copy_bandwidth": round(traffic / bandwidths[backend], 5),
+                        }
+                    )
                     print(results[-1], flush=True)
-    columns = [("solver", "solver", ""), ("data", "data", ""), ("backend", "backend", ""),
-               ("launches", "launches", ""), ("batch", "batch_size", ","), ("dtype", "dtype", ""),
-               ("s", "seconds", ".3f"), ("rows/s", "rows_per_s", ",.0f"), ("nonzeros/s", "nonzeros_per_s", ",.0f"),
-               ("floor traffic GB/s", "floor_GB_per_s", ".3f"), ("of copy bandwidth", "of_copy_bandwidth", ".2%")]
+    columns = [
+        ("solver", "solver", ""),
+        ("data", "data", ""),
+        ("backend", "backend", ""),
+        ("launches", "launches", ""),
+        ("batch", "batch_size", ","),
+        ("dtype", "dtype", ""),
+        ("s", "seconds", ".3f"),
+        ("rows/s", "rows_per_s", ",.0f"),
+        ("nonzeros/s", "nonzeros_per_s", ",.0f"),
+        ("floor traffic GB/s", "floor_GB_per_s", ".3f"),
+        ("of copy bandwidth", "of_copy_bandwidth", ".2%"),
+    ]
     copy_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s" for b, v in bandwidths.items())
-    report("roofline", args.backends,
-           title=f"# Roofline: one pass at each batch size, {rows:,} sparse synthetic rows, {stream_rows:,} hashed "
-                 f"stream rows (copy bandwidth: {copy_line})",
-           columns=columns,
-           payload={"dataset": {"sparse synthetic": [rows, X_sparse.shape[1], int(X_sparse.nnz)],
-                                "hashed stream": [stream_rows, X_hashed.shape[1], int(X_hashed.nnz)]},
-                    "parameters": {"rows": rows, "stream_rows": stream_rows, "batch_sizes": batch_sizes, "quick": args.quick,
-                                   "copy_bandwidth_bytes_per_s": bandwidths},
-                    "results": results, "stopped_at_time_limit": limit.reached})
+    report(
+        "roofline",
+        args.backends,
+        title=f"# Roofline: one pass at each batch size, {rows:,} sparse synthetic rows, {stream_rows:,} hashed "
+        f"stream rows (copy bandwidth: {copy_line})",
+        columns=columns,
+        payload={
+            "dataset": {
+                "sparse synthetic": [rows, X_sparse.shape[1], int(X_sparse.nnz)],
+                "hashed stream": [stream_rows, X_hashed.shape[1], int(X_hashed.nnz)],
+            },
+            "parameters": {
+                "rows": rows,
+                "stream_rows": stream_rows,
+                "batch_sizes": batch_sizes,
+                "quick": args.quick,
+                "copy_bandwidth_bytes_per_s": bandwidths,
+            },
+            "results": results,
+            "stopped_at_time_limit": limit.reached,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,13 @@ from gpusvm import SBPClassifier, nu_from_svc  # noqa: E402
 from gpusvm.datasets import load_keel, load_mnist  # noqa: E402
 
 # MNIST data sets: name -> (training rows, the digit against the rest or None for all ten)
-MNIST = {"mnist8-10k": (10_000, 8), "mnist3-10k": (10_000, 3), "mnist0-10k": (10_000, 0),
-         "mnist8-20k": (20_000, 8), "mnist10-6k": (6_000, None)}
+MNIST = {
+    "mnist8-10k": (10_000, 8),
+    "mnist3-10k": (10_000, 3),
+    "mnist0-10k": (10_000, 0),
+    "mnist8-20k": (20_000, 8),
+    "mnist10-6k": (6_000, None),
+}
 DATASETS = ["magic", "penbased", "letter", *MNIST]
 VARIANTS = {"defaults": {}, "a tenth held out": {"validation_fraction": 0.1}, "every epoch": {"tol": None}}
 QUICK_ROWS = 2_000
@@ -71,15 +76,32 @@ def run(name, quick):
     svc_error = float(np.mean(svc.predict(X_test) != y_test))
     nu = nu_from_svc(svc, X, y) if np.unique(y).size == 2 else median_nu(svc, X, y, "ovo")
     common = {"dataset": name, "n_train": X.shape[0], "classes": int(np.unique(y).size)}
-    rows = [{**common, "solver": "SVC (LIBSVM)", "seconds": svc_seconds, "ratio": 1.0, "test_error": svc_error,
-             "above_svc": 0.0}]
+    rows = [
+        {
+            **common,
+            "solver": "SVC (LIBSVM)",
+            "seconds": svc_seconds,
+            "ratio": 1.0,
+            "test_error": svc_error,
+            "above_svc": 0.0,
+        }
+    ]
     for variant, settings in VARIANTS.items():
         model = SBPClassifier(nu=nu, gamma=svc._gamma, random_state=0, **settings)
         seconds = timed_fit(model, X, y, "numpy")
         error = float(np.mean(model.predict(X_test) != y_test))
-        rows.append({**common, "solver": f"SBP, {variant}", "nu": nu, "seconds": seconds,
-                     "ratio": seconds / svc_seconds, "test_error": error, "above_svc": error - svc_error,
-                     "epochs": float(np.max(model.n_iter_))})
+        rows.append(
+            {
+                **common,
+                "solver": f"SBP, {variant}",
+                "nu": nu,
+                "seconds": seconds,
+                "ratio": seconds / svc_seconds,
+                "test_error": error,
+                "above_svc": error - svc_error,
+                "epochs": float(np.max(model.n_iter_)),
+            }
+        )
         print(rows[-1], flush=True)
     return rows
 
@@ -90,15 +112,29 @@ def main():
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROWS:,} training rows: a smoke run")
     args = parser.parse_args()
     results = [row for name in args.datasets for row in run(name, args.quick)]
-    columns = [("data", "dataset", "s"), ("rows", "n_train", "g"), ("classes", "classes", "g"),
-               ("solver", "solver", "s"), ("nu", "nu", ".3g"), ("fit s", "seconds", ".2f"),
-               ("ratio to SVC's fit", "ratio", ".2f"), ("test error", "test_error", ".2%"),
-               ("points above SVC", "above_svc", "+.2%"), ("epochs", "epochs", ".2f")]
-    report("sbp_defaults", ["numpy"], columns=columns,
-           title="SBPClassifier at its defaults (nu read off SVC, SVC's gamma) beside SVC() (fit times)",
-           payload={"dataset": ", ".join(args.datasets),
-                    "parameters": {"quick": args.quick, "variants": VARIANTS, "svc": "SVC()"},
-                    "results": results})
+    columns = [
+        ("data", "dataset", "s"),
+        ("rows", "n_train", "g"),
+        ("classes", "classes", "g"),
+        ("solver", "solver", "s"),
+        ("nu", "nu", ".3g"),
+        ("fit s", "seconds", ".2f"),
+        ("ratio to SVC's fit", "ratio", ".2f"),
+        ("test error", "test_error", ".2%"),
+        ("points above SVC", "above_svc", "+.2%"),
+        ("epochs", "epochs", ".2f"),
+    ]
+    report(
+        "sbp_defaults",
+        ["numpy"],
+        columns=columns,
+        title="SBPClassifier at its defaults (nu read off SVC, SVC's gamma) beside SVC() (fit times)",
+        payload={
+            "dataset": ", ".join(args.datasets),
+            "parameters": {"quick": args.quick, "variants": VARIANTS, "svc": "SVC()"},
+            "results": results,
+        },
+    )
 
 
 if __name__ == "__main__":

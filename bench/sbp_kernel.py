@@ -62,8 +62,15 @@ from sklearn.base import clone
 from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (RESULTS, TimeLimit, markdown_table, result_stem, sbp_kernel_values_source,  # noqa: E402
-                     timed_fit, write_results)
+from _common import (
+    RESULTS,
+    TimeLimit,
+    markdown_table,
+    result_stem,
+    sbp_kernel_values_source,  # noqa: E402
+    timed_fit,
+    write_results,
+)
 from _peers import MissingPeer, kernel_peers, timed_peer_fit  # noqa: E402
 
 from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
@@ -118,16 +125,32 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
     n, problems = X.shape[0], n_problems(y)
     budget, after_target = problems * n * max(batch_size, n // 64), None
     while budget <= max_epochs * problems * n * n:
-        model = SBPClassifier(nu=setting["nu"], gamma=1 / (2 * setting["sigma2"]),
-                              fit_intercept=setting["fit_intercept"], batch_size=batch_size, max_iter=max_epochs,
-                              validation_fraction=0.0, tol=None, max_kernel_evals=budget, cache_size=cache_mb,
-                              random_state=0, backend=backend)
+        model = SBPClassifier(
+            nu=setting["nu"],
+            gamma=1 / (2 * setting["sigma2"]),
+            fit_intercept=setting["fit_intercept"],
+            batch_size=batch_size,
+            max_iter=max_epochs,
+            validation_fraction=0.0,
+            tol=None,
+            max_kernel_evals=budget,
+            cache_size=cache_mb,
+            random_state=0,
+            backend=backend,
+        )
         seconds = timed_fit(model, X, y, backend)
-        points.append({"kernel_evals": model.history_[-1]["kernel_evals"], "seconds": seconds,
-                       "epochs": model.n_iter_, "test_error": error(model, X_test, y_test),
-                       "rows_computed": model.history_[-1]["kernel_rows_computed"],
-                       "kernel_values_source": sbp_kernel_values_source(model),
-                       "n_support": int(model.support_.size), "level": float(model.water_level_[0])})
+        points.append(
+            {
+                "kernel_evals": model.history_[-1]["kernel_evals"],
+                "seconds": seconds,
+                "epochs": model.n_iter_,
+                "test_error": error(model, X_test, y_test),
+                "rows_computed": model.history_[-1]["kernel_rows_computed"],
+                "kernel_values_source": sbp_kernel_values_source(model),
+                "n_support": int(model.support_.size),
+                "level": float(model.water_level_[0]),
+            }
+        )
         print(f"  SBP B={batch_size} {backend}", points[-1], flush=True)
         if after_target is None and points[-1]["test_error"] <= target:
             after_target = 0
@@ -168,9 +191,14 @@ def recorded_svc(name, setting, n_train):
             continue
         payload = json.loads(path.read_text())
         for experiment in payload.get("experiments", []):
-            if (experiment["dataset"] == name and experiment["setting"] == setting["setting"]
-                    and experiment["n_train"] == n_train and experiment.get("C") == setting["C"]
-                    and experiment.get("sigma2") == setting["sigma2"] and "svc" in experiment):
+            if (
+                experiment["dataset"] == name
+                and experiment["setting"] == setting["setting"]
+                and experiment["n_train"] == n_train
+                and experiment.get("C") == setting["C"]
+                and experiment.get("sigma2") == setting["sigma2"]
+                and "svc" in experiment
+            ):
                 found.append((payload.get("date", ""), path.name, experiment["svc"]))
     if not found:
         return None
@@ -189,7 +217,8 @@ def svc_reference(args, name, setting, X, y, X_test, y_test):
         if not args.quick:
             raise SystemExit(
                 f"--no-svc: no CPU result of SVC on {name} ({setting['setting']}, {X.shape[0]} training rows) in "
-                f"{RESULTS}; record one on a CPU machine: python bench/sbp_kernel.py --datasets {name} --svc-only")
+                f"{RESULTS}; record one on a CPU machine: python bench/sbp_kernel.py --datasets {name} --svc-only"
+            )
         print(f"  --no-svc: no CPU record of SVC on {name} at {X.shape[0]} rows; fitting it here (quick run)")
     svc, seconds, nu = fit_svc(setting, X, y, args.cache_mb)
     return {"seconds": seconds, "test_error": error(svc, X_test, y_test), "nu_from_svc": nu}
@@ -203,8 +232,9 @@ def median_nu(svc, X, y, multi_class):
     if multi_class == "ovr":
         problems = [(np.ones(y.shape[0], dtype=bool), y == label) for label in classes]
     else:
-        problems = [(np.isin(y, classes[[i, j]]), y == classes[i])
-                    for i, j in itertools.combinations(range(classes.size), 2)]
+        problems = [
+            (np.isin(y, classes[[i, j]]), y == classes[i]) for i, j in itertools.combinations(range(classes.size), 2)
+        ]
     nus = []
     for rows, positive in problems:
         labels = positive[rows].astype(int)
@@ -227,13 +257,26 @@ def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs, points):
     ``points`` as each fit ends."""
     epochs = 1
     while epochs <= max_epochs:
-        model = KernelPegasosSVC(C=setting["C"], gamma=1 / (2 * setting["sigma2"]), batch_size=LARGE_BATCH,
-                                 max_iter=epochs, random_state=0, backend=backend)
+        model = KernelPegasosSVC(
+            C=setting["C"],
+            gamma=1 / (2 * setting["sigma2"]),
+            batch_size=LARGE_BATCH,
+            max_iter=epochs,
+            random_state=0,
+            backend=backend,
+        )
         seconds = timed_fit(model, X, y, backend)
         violations = np.abs(model.dual_coef_).sum() * model.lam_ * model.t_ * LARGE_BATCH
-        points.append({"kernel_evals": float(violations * X.shape[0]), "seconds": seconds, "epochs": epochs,
-                       "test_error": error(model, X_test, y_test), "n_support": int(model.support_.size),
-                       "kernel_values_source": model.kernel_values_source_})
+        points.append(
+            {
+                "kernel_evals": float(violations * X.shape[0]),
+                "seconds": seconds,
+                "epochs": epochs,
+                "test_error": error(model, X_test, y_test),
+                "n_support": int(model.support_.size),
+                "kernel_values_source": model.kernel_values_source_,
+            }
+        )
         print(f"  KernelPegasos {backend}", points[-1], flush=True)
         epochs *= 2
 
@@ -252,8 +295,13 @@ def plot(experiments, path):
     fig, axes = plt.subplots(1, len(experiments), figsize=(4.2 * len(experiments), 3.6), squeeze=False)
     for ax, experiment in zip(axes[0], experiments, strict=True):
         for label, curve in experiment["curves"].items():
-            ax.plot([p["kernel_evals"] for p in curve], [100 * p["test_error"] for p in curve], marker="o",
-                    ms=3, label=label)
+            ax.plot(
+                [p["kernel_evals"] for p in curve],
+                [100 * p["test_error"] for p in curve],
+                marker="o",
+                ms=3,
+                label=label,
+            )
         ax.axhline(100 * experiment["svc"]["test_error"], color="k", ls="--", lw=1, label="SVC (LIBSVM)")
         ax.set_xscale("log")
         ax.set_xlabel("kernel evaluations")
@@ -276,22 +324,58 @@ def measure_setting(args, name, setting, data, experiments):
     if setting["nu"] is None:
         setting = {**setting, "nu": svc_result["nu_from_svc"]}
     target = svc_result["test_error"] + TARGET_MARGIN
-    experiment = {"dataset": name, **setting, "n_train": X.shape[0], "n_test": X_test.shape[0],
-                  "svc": svc_result, "peers": {}, "curves": {}}
+    experiment = {
+        "dataset": name,
+        **setting,
+        "n_train": X.shape[0],
+        "n_test": X_test.shape[0],
+        "svc": svc_result,
+        "peers": {},
+        "curves": {},
+    }
     experiments.append(experiment)
     curves = experiment["curves"]
     if args.svc_only:
         return
     for backend in args.backends:
         for batch in args.batch_sizes:
-            sbp_curve(X, y, X_test, y_test, setting, batch, backend, target, args.max_epochs, args.cache_mb,
-                      curves.setdefault(f"SBP batch {batch} ({backend})", []))
+            sbp_curve(
+                X,
+                y,
+                X_test,
+                y_test,
+                setting,
+                batch,
+                backend,
+                target,
+                args.max_epochs,
+                args.cache_mb,
+                curves.setdefault(f"SBP batch {batch} ({backend})", []),
+            )
         if args.float32 and X.dtype == np.float64:
-            sbp_curve(X.astype(np.float32), y, X_test.astype(np.float32), y_test, setting, LARGE_BATCH, backend,
-                      target, args.max_epochs, args.cache_mb,
-                      curves.setdefault(f"SBP batch {LARGE_BATCH}, float32 X ({backend})", []))
-        pegasos_curve(X, y, X_test, y_test, setting, backend, args.max_epochs,
-                      curves.setdefault(f"KernelPegasos batch {LARGE_BATCH} ({backend})", []))
+            sbp_curve(
+                X.astype(np.float32),
+                y,
+                X_test.astype(np.float32),
+                y_test,
+                setting,
+                LARGE_BATCH,
+                backend,
+                target,
+                args.max_epochs,
+                args.cache_mb,
+                curves.setdefault(f"SBP batch {LARGE_BATCH}, float32 X ({backend})", []),
+            )
+        pegasos_curve(
+            X,
+            y,
+            X_test,
+            y_test,
+            setting,
+            backend,
+            args.max_epochs,
+            curves.setdefault(f"KernelPegasos batch {LARGE_BATCH} ({backend})", []),
+        )
     for label, make in kernel_peers(args.backends, n_classes=np.unique(y).size).items():
         experiment["peers"][label] = fit_peer(make, setting, X, y, X_test, y_test)
         print(f"  {label}", experiment["peers"][label], flush=True)
@@ -302,36 +386,63 @@ def table_rows(experiment):
     point within the target (SVC's error + 0.1 point) and its best point."""
     svc = experiment["svc"]
     target = svc["test_error"] + TARGET_MARGIN
-    common = {"dataset": experiment["dataset"], "setting": experiment["setting"], "svc_seconds": svc["seconds"],
-              "svc_error": svc["test_error"]}
+    common = {
+        "dataset": experiment["dataset"],
+        "setting": experiment["setting"],
+        "svc_seconds": svc["seconds"],
+        "svc_error": svc["test_error"],
+    }
     rows = []
     for label, peer in experiment["peers"].items():
         missing = peer.get("missing")
         reached = not missing and peer["test_error"] <= target
-        rows.append({**common, "solver": f"{label}: missing ({missing})" if missing else label,
-                     "seconds_to_target": peer["seconds"] if reached else None,
-                     "ratio": peer["seconds"] / svc["seconds"] if reached else None,
-                     "best_error": peer.get("test_error"), "best_seconds": peer.get("seconds")})
+        rows.append(
+            {
+                **common,
+                "solver": f"{label}: missing ({missing})" if missing else label,
+                "seconds_to_target": peer["seconds"] if reached else None,
+                "ratio": peer["seconds"] / svc["seconds"] if reached else None,
+                "best_error": peer.get("test_error"),
+                "best_seconds": peer.get("seconds"),
+            }
+        )
     for label, curve in experiment["curves"].items():
         if not curve:  # the time limit came before its first point
             continue
         hit = time_to_target(curve, target)
         best = min(curve, key=lambda p: p["test_error"])
-        rows.append({**common, "solver": label, "seconds_to_target": hit["seconds"] if hit else None,
-                     "ratio": hit["seconds"] / svc["seconds"] if hit else None,
-                     "best_error": best["test_error"], "best_seconds": best["seconds"]})
+        rows.append(
+            {
+                **common,
+                "solver": label,
+                "seconds_to_target": hit["seconds"] if hit else None,
+                "ratio": hit["seconds"] / svc["seconds"] if hit else None,
+                "best_error": best["test_error"],
+                "best_seconds": best["seconds"],
+            }
+        )
     return rows
 
 
 def svc_table(experiments, note=None):
     """The table of ``--svc-only``: SVC's fit on each setting, the record ``--no-svc`` reads."""
-    rows = [{"dataset": e["dataset"], "setting": e["setting"], "n_train": e["n_train"], **e["svc"]}
-            for e in experiments]
-    columns = [("data", "dataset", "s"), ("setting", "setting", "s"), ("training rows", "n_train", ","),
-               ("SVC fit (s)", "seconds", ".1f"), ("SVC error", "test_error", ".2%"),
-               ("SBP's nu from it", "nu_from_svc", ".3g")]
-    return ["## SVC (LIBSVM) at the SBP settings: the reference that `--no-svc` reads", "",
-            *markdown_table(columns, rows), *(["", note] if note else [])]
+    rows = [
+        {"dataset": e["dataset"], "setting": e["setting"], "n_train": e["n_train"], **e["svc"]} for e in experiments
+    ]
+    columns = [
+        ("data", "dataset", "s"),
+        ("setting", "setting", "s"),
+        ("training rows", "n_train", ","),
+        ("SVC fit (s)", "seconds", ".1f"),
+        ("SVC error", "test_error", ".2%"),
+        ("SBP's nu from it", "nu_from_svc", ".3g"),
+    ]
+    return [
+        "## SVC (LIBSVM) at the SBP settings: the reference that `--no-svc` reads",
+        "",
+        *markdown_table(columns, rows),
+        *(["", note] if note else []),
+    ]
 
 
 def write_report(args, experiments, final=False, stopped=False):
@@ -339,21 +450,49 @@ def write_report(args, experiments, final=False, stopped=False):
     time limit cut short with the fits it finished, marked by ``stopped``); the figure and
     the printed table come with the final write."""
     rows = [row for experiment in experiments for row in table_rows(experiment)]
-    columns = [("data", "dataset", "s"), ("setting", "setting", "s"), ("solver", "solver", "s"),
-               ("SVC fit (s)", "svc_seconds", ".1f"), ("SVC error", "svc_error", ".2%"),
-               ("time to SVC + 0.1 pt (s)", "seconds_to_target", ".1f"), ("ratio to SVC", "ratio", ".2f"),
-               ("best error", "best_error", ".2%"), ("its fit (s)", "best_seconds", ".1f")]
+    columns = [
+        ("data", "dataset", "s"),
+        ("setting", "setting", "s"),
+        ("solver", "solver", "s"),
+        ("SVC fit (s)", "svc_seconds", ".1f"),
+        ("SVC error", "svc_error", ".2%"),
+        ("time to SVC + 0.1 pt (s)", "seconds_to_target", ".1f"),
+        ("ratio to SVC", "ratio", ".2f"),
+        ("best error", "best_error", ".2%"),
+        ("its fit (s)", "best_seconds", ".1f"),
+    ]
     stem = ("sbp_kernel_svc_" if args.svc_only else "sbp_kernel_") + "_".join(args.datasets)
-    table = svc_table(experiments, args.note) if args.svc_only else [
-        "## SBP against SVC (LIBSVM), the SBP paper's settings: time for SBP to reach within 0.1 points of SVC's "
-        "test error", "", *markdown_table(columns, rows), "",
-        "Empty cells: the target was not reached within the epoch cap. Curves (the paper's Figure 2): "
-        f"{result_stem(stem, args.backends, args.quick)}.png"]
-    payload = {"dataset": {"names": args.datasets}, "parameters": {
-        "settings": SETTINGS, "max_epochs": args.max_epochs, "large_batch": LARGE_BATCH, "repeats": 1,
-        "cache_mb": args.cache_mb, "quick": args.quick, "svc": "recorded" if args.no_svc else "fitted",
-        "note": args.note}, "results": rows, "experiments": experiments,
-        "complete": final and not stopped, "stopped_at_time_limit": stopped, "started": args.started}
+    table = (
+        svc_table(experiments, args.note)
+        if args.svc_only
+        else [
+            "## SBP against SVC (LIBSVM), the SBP paper's settings: time for SBP to reach within 0.1 points of SVC's "
+            "test error",
+            "",
+            *markdown_table(columns, rows),
+            "",
+            "Empty cells: the target was not reached within the epoch cap. Curves (the paper's Figure 2): "
+            f"{result_stem(stem, args.backends, args.quick)}.png",
+        ]
+    )
+    payload = {
+        "dataset": {"names": args.datasets},
+        "parameters": {
+            "settings": SETTINGS,
+            "max_epochs": args.max_epochs,
+            "large_batch": LARGE_BATCH,
+            "repeats": 1,
+            "cache_mb": args.cache_mb,
+            "quick": args.quick,
+            "svc": "recorded" if args.no_svc else "fitted",
+            "note": args.note,
+        },
+        "results": rows,
+        "experiments": experiments,
+        "complete": final and not stopped,
+        "stopped_at_time_limit": stopped,
+        "started": args.started,
+    }
     paths = write_results(stem, args.backends, payload, table)
     if not final:
         return
@@ -370,10 +509,16 @@ def main():
     parser.add_argument("--datasets", nargs="+", default=["adult", "mnist8"], choices=sorted(SETTINGS))
     parser.add_argument("--settings", nargs="+", default=["no bias", "bias"])
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
-    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, LARGE_BATCH],
-                        help="SBP batch sizes (KernelPegasos always runs at batch 64)")
-    parser.add_argument("--float32", action="store_true",
-                        help=f"also SBP at batch {LARGE_BATCH} on float32 copies of float64 data")
+    parser.add_argument(
+        "--batch-sizes",
+        nargs="+",
+        type=int,
+        default=[1, LARGE_BATCH],
+        help="SBP batch sizes (KernelPegasos always runs at batch 64)",
+    )
+    parser.add_argument(
+        "--float32", action="store_true", help=f"also SBP at batch {LARGE_BATCH} on float32 copies of float64 data"
+    )
     parser.add_argument("--max-epochs", type=int, default=8)
     parser.add_argument("--cache-mb", type=float, default=8000)
     parser.add_argument("--quick", action="store_true", help="2,000-3,000 rows, 2 epochs at most")

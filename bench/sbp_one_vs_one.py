@@ -47,9 +47,18 @@ BATCH = 64
 
 
 def sbp(nu, gamma, epochs, multi_class, backend, kernel_cache):
-    return SBPClassifier(nu=nu, gamma=gamma, batch_size=BATCH, max_iter=epochs, validation_fraction=0.0,
-                         tol=None, multi_class=multi_class, random_state=0, backend=backend,
-                         kernel_cache=kernel_cache)
+    return SBPClassifier(
+        nu=nu,
+        gamma=gamma,
+        batch_size=BATCH,
+        max_iter=epochs,
+        validation_fraction=0.0,
+        tol=None,
+        multi_class=multi_class,
+        random_state=0,
+        backend=backend,
+        kernel_cache=kernel_cache,
+    )
 
 
 def pair_cache_bytes(X, y, kernel_values, batch_size=BATCH):
@@ -73,9 +82,14 @@ def run(X, y, X_test, y_test, gamma, epochs, nu, multi_class, backend="numpy", k
         started = time.perf_counter()
         model.fit(X, y)
         synchronize_device(backend)
-        yield {"epochs": n_epochs, "nu": nu, "seconds": time.perf_counter() - started,
-               "test_error": float(np.mean(model.predict(X_test) != y_test)),
-               "support_vectors": int(model.support_.size), "kernel_values_source": sbp_kernel_values_source(model)}
+        yield {
+            "epochs": n_epochs,
+            "nu": nu,
+            "seconds": time.perf_counter() - started,
+            "test_error": float(np.mean(model.predict(X_test) != y_test)),
+            "support_vectors": int(model.support_.size),
+            "kernel_values_source": sbp_kernel_values_source(model),
+        }
 
 
 def warm_up(X, y, gamma, kernel_values, rows=200, batch_size=2):
@@ -85,8 +99,16 @@ def warm_up(X, y, gamma, kernel_values, rows=200, batch_size=2):
     for multi_class, values in [("ovr", "matrix"), *(("ovo", values) for values in kernel_values)]:
         kernel_cache = pair_cache_bytes(X, y, values, batch_size)
         if kernel_cache is not None:
-            model = SBPClassifier(gamma=gamma, batch_size=batch_size, max_iter=1, validation_fraction=0.0, tol=None,
-                                  multi_class=multi_class, backend="cupy", kernel_cache=kernel_cache)
+            model = SBPClassifier(
+                gamma=gamma,
+                batch_size=batch_size,
+                max_iter=1,
+                validation_fraction=0.0,
+                tol=None,
+                multi_class=multi_class,
+                backend="cupy",
+                kernel_cache=kernel_cache,
+            )
             model.fit(X, y)
 
 
@@ -96,8 +118,11 @@ def solver_runs(backends, kernel_values):
         on = "" if backend == "numpy" else f", {backend}"
         yield f"SBP one-vs-rest{on}", "ovr", backend, "matrix"
         for values in kernel_values if backend == "cupy" else ["matrix"]:
-            where = "" if backend == "numpy" else {"matrix": ", kernel matrix", "cache": ", row cache",
-                                                   "none": ", pairs in turn"}[values]
+            where = (
+                ""
+                if backend == "numpy"
+                else {"matrix": ", kernel matrix", "cache": ", row cache", "none": ", pairs in turn"}[values]
+            )
             yield f"SBP one-vs-one{on}{where}", "ovo", backend, values
 
 
@@ -109,9 +134,16 @@ def measure(name, backends, kernel_values, epochs, quick, results):
     started = time.perf_counter()
     svc.fit(X, y)
     svc_seconds = time.perf_counter() - started
-    results.append({"dataset": name, "solver": "SVC (LIBSVM, one-vs-one)", "seconds": svc_seconds,
-                    "test_error": float(np.mean(svc.predict(X_test) != y_test)), "ratio": 1.0,
-                    "support_vectors": int(svc.support_.size)})
+    results.append(
+        {
+            "dataset": name,
+            "solver": "SVC (LIBSVM, one-vs-one)",
+            "seconds": svc_seconds,
+            "test_error": float(np.mean(svc.predict(X_test) != y_test)),
+            "ratio": 1.0,
+            "support_vectors": int(svc.support_.size),
+        }
+    )
     nus = {multi_class: median_nu(SVC(C=1.0, gamma=gamma), X, y, multi_class) for multi_class in ("ovr", "ovo")}
     if "cupy" in backends:
         warm_up(X, y, gamma, kernel_values)
@@ -121,8 +153,15 @@ def measure(name, backends, kernel_values, epochs, quick, results):
             print(f"{name}: no {solver}: a cache of twice a step's rows would hold every row")
             continue
         for row in run(X, y, X_test, y_test, gamma, epochs, nus[multi_class], multi_class, backend, kernel_cache):
-            results.append({"dataset": name, "solver": f"{solver}, batch {BATCH}", **row,
-                            "kernel_cache": kernel_cache, "ratio": row["seconds"] / svc_seconds})
+            results.append(
+                {
+                    "dataset": name,
+                    "solver": f"{solver}, batch {BATCH}",
+                    **row,
+                    "kernel_cache": kernel_cache,
+                    "ratio": row["seconds"] / svc_seconds,
+                }
+            )
             print(results[-1], flush=True)
 
 
@@ -130,8 +169,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["penbased", "letter"], choices=["penbased", "letter"])
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
-    parser.add_argument("--kernel-values", nargs="+", default=["matrix", "cache", "none"],
-                        choices=["matrix", "cache", "none"], help="on cupy: where one-vs-one reads them")
+    parser.add_argument(
+        "--kernel-values",
+        nargs="+",
+        default=["matrix", "cache", "none"],
+        choices=["matrix", "cache", "none"],
+        help="on cupy: where one-vs-one reads them",
+    )
     parser.add_argument("--quick", action="store_true", help="2,000 rows, 1 epoch: a smoke run")
     args = parser.parse_args()
     epochs = [1] if args.quick else [1, 2, 4]
@@ -139,16 +183,35 @@ def main():
     with TimeLimit() as limit:
         for name in args.datasets:
             measure(name, args.backends, args.kernel_values, epochs, args.quick, results)
-    columns = [("data", "dataset", "s"), ("solver", "solver", "s"), ("epochs", "epochs", "g"),
-               ("nu", "nu", ".2g"), ("fit s", "seconds", ".2f"), ("ratio to SVC's fit", "ratio", ".2f"),
-               ("test error", "test_error", ".2%"), ("support vectors", "support_vectors", "g"),
-               ("kernel values", "kernel_values_source", "s")]
-    report("sbp_one_vs_one", args.backends, columns=columns,
-           title="Multiclass SBP, one-vs-rest against one-vs-one, beside SVC (KEEL, standardized; fit times)",
-           payload={"dataset": "KEEL " + ", ".join(args.datasets),
-                    "parameters": {"quick": args.quick, "batch_size": BATCH, "epochs": epochs, "C": 1.0,
-                                   "kernel_values": args.kernel_values},
-                    "results": results, "stopped_at_time_limit": limit.reached})
+    columns = [
+        ("data", "dataset", "s"),
+        ("solver", "solver", "s"),
+        ("epochs", "epochs", "g"),
+        ("nu", "nu", ".2g"),
+        ("fit s", "seconds", ".2f"),
+        ("ratio to SVC's fit", "ratio", ".2f"),
+        ("test error", "test_error", ".2%"),
+        ("support vectors", "support_vectors", "g"),
+        ("kernel values", "kernel_values_source", "s"),
+    ]
+    report(
+        "sbp_one_vs_one",
+        args.backends,
+        columns=columns,
+        title="Multiclass SBP, one-vs-rest against one-vs-one, beside SVC (KEEL, standardized; fit times)",
+        payload={
+            "dataset": "KEEL " + ", ".join(args.datasets),
+            "parameters": {
+                "quick": args.quick,
+                "batch_size": BATCH,
+                "epochs": epochs,
+                "C": 1.0,
+                "kernel_values": args.kernel_values,
+            },
+            "results": results,
+            "stopped_at_time_limit": limit.reached,
+        },
+    )
 
 
 if __name__ == "__main__":

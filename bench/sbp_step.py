@@ -101,9 +101,18 @@ def make_problem(X, labels, n_classes, backend):
     targets = one_vs_rest_targets(labels, np.arange(max(2, n_classes)))  # one column for two classes
     variance = float(X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else float(X.var())
     return SBPProblem(
-        X=to_backend(X, backend), n_train=X.shape[0], targets=get_namespace(backend).asarray(targets),
-        holdout_labels=np.empty(0, dtype=int), nu=1e-2, batch_size=BATCH_SIZE, kernel="rbf",
-        gamma=1.0 / (X.shape[1] * variance), degree=3, coef0=0.0, fit_intercept=True, seed=0,
+        X=to_backend(X, backend),
+        n_train=X.shape[0],
+        targets=get_namespace(backend).asarray(targets),
+        holdout_labels=np.empty(0, dtype=int),
+        nu=1e-2,
+        batch_size=BATCH_SIZE,
+        kernel="rbf",
+        gamma=1.0 / (X.shape[1] * variance),
+        degree=3,
+        coef0=0.0,
+        fit_intercept=True,
+        seed=0,
     )
 
 
@@ -121,8 +130,11 @@ def make_steps(problem, backend, kernel_values):
         from gpusvm.solvers.sbp._cuda import CupySBPSteps
 
         room = 0.9 * free_device_bytes()
-        budget = {"matrix": n * row_bytes, "rows": 0,
-                  "cache": max(2 * k * problem.batch_size, n // CACHE_FRACTION) * row_bytes}[kernel_values]
+        budget = {
+            "matrix": n * row_bytes,
+            "rows": 0,
+            "cache": max(2 * k * problem.batch_size, n // CACHE_FRACTION) * row_bytes,
+        }[kernel_values]
         if budget > room or (kernel_values == "cache" and budget >= n * row_bytes):
             return None
         return CupySBPSteps(problem, kernel_cache=int(budget))
@@ -192,10 +204,15 @@ def measure_step(X, labels, n_classes, kernel_values, backend, bandwidth, latenc
     seconds = seconds_per_step(steps, backend, warm_up=max(3, timed // 10), timed=timed)
     bandwidth_floor = floor_bytes(problem, kernel_values) / bandwidth
     return {
-        "backend": backend, "rows": n, "classes": n_classes, "problems": problem.n_problems,
-        "data": "sparse" if hasattr(X, "indptr") else "dense", "kernel_values": kernel_values,
+        "backend": backend,
+        "rows": n,
+        "classes": n_classes,
+        "problems": problem.n_problems,
+        "data": "sparse" if hasattr(X, "indptr") else "dense",
+        "kernel_values": kernel_values,
         "kernel_values_source": steps.kernel_values_source,
-        "rows_computed": int(steps.kernel_rows_computed), "step_ms": seconds * 1e3,
+        "rows_computed": int(steps.kernel_rows_computed),
+        "step_ms": seconds * 1e3,
         "bandwidth_floor_ms": bandwidth_floor * 1e3,
         "latency_floor_ms": None if latency is None else latency * 1e3,
         "times_floor": seconds / max(bandwidth_floor, latency or 0.0),
@@ -208,8 +225,13 @@ def main():
     parser.add_argument("--rows", nargs="+", type=int, default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--classes", nargs="+", type=int, default=[1, 10, 26])
     parser.add_argument("--kernel-values", nargs="+", default=["matrix", "rows"], choices=KERNEL_VALUES)
-    parser.add_argument("--data", nargs="+", default=list(DATA), choices=DATA,
-                        help="dense rows, sparse rows or both (sparse rows take seconds to build at 1e6)")
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        default=list(DATA),
+        choices=DATA,
+        help="dense rows, sparse rows or both (sparse rows take seconds to build at 1e6)",
+    )
     parser.add_argument("--steps", type=int, default=None, help="steps timed (default: 200 on cupy, 10 on numpy)")
     parser.add_argument("--quick", action="store_true", help="2,000 rows, 1 and 10 classes (a smoke run)")
     args = parser.parse_args()
@@ -225,31 +247,60 @@ def main():
             for n, sparse, n_classes in itertools.product(rows, kinds, class_counts):
                 X, labels = make_rows(n, n_classes, sparse)
                 for kernel_values in args.kernel_values:
-                    row = measure_step(X, labels, n_classes, kernel_values, backend, bandwidths[backend],
-                                       latencies[backend], args.steps or (200 if backend == "cupy" else 10))
+                    row = measure_step(
+                        X,
+                        labels,
+                        n_classes,
+                        kernel_values,
+                        backend,
+                        bandwidths[backend],
+                        latencies[backend],
+                        args.steps or (200 if backend == "cupy" else 10),
+                    )
                     if row is not None:
                         results.append(row)
                         print(row, flush=True)
-    columns = [("backend", "backend", ""), ("rows", "rows", ","), ("classes", "classes", ""), ("data", "data", ""),
-               ("kernel values", "kernel_values", ""), ("source", "kernel_values_source", ""),
-               ("rows computed", "rows_computed", ","),
-               ("step ms", "step_ms", ".3f"),
-               ("bandwidth floor ms", "bandwidth_floor_ms", ".4f"), ("latency floor ms", "latency_floor_ms", ".4f"),
-               ("x floor", "times_floor", ".1f")]
+    columns = [
+        ("backend", "backend", ""),
+        ("rows", "rows", ","),
+        ("classes", "classes", ""),
+        ("data", "data", ""),
+        ("kernel values", "kernel_values", ""),
+        ("source", "kernel_values_source", ""),
+        ("rows computed", "rows_computed", ","),
+        ("step ms", "step_ms", ".3f"),
+        ("bandwidth floor ms", "bandwidth_floor_ms", ".4f"),
+        ("latency floor ms", "latency_floor_ms", ".4f"),
+        ("x floor", "times_floor", ".1f"),
+    ]
     copy_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s" for b, v in bandwidths.items())
     extra = [values for values in args.kernel_values if values not in ("matrix", "rows")]
     extra += [kind for kind in DATA if set(args.data) == {kind}]  # one kind of rows: not the full run's file
-    report("_".join(["sbp_step", *extra]), args.backends,
-           title=f"# The SBP step against its floor (batch {BATCH_SIZE}, rbf, with the bias; copy bandwidth: "
-                 f"{copy_line})",
-           columns=columns,
-           payload={"dataset": {"dense": ["Gaussian blobs", DENSE_FEATURES, "float32"],
-                                "sparse": ["Gaussian blobs", SPARSE_COLUMNS, SPARSE_DENSITY, "float32"]},
-                    "parameters": {"rows": rows, "classes": class_counts, "data": args.data, "batch_size": BATCH_SIZE,
-                                   "kernel_values": args.kernel_values, "cache_fraction": 1 / CACHE_FRACTION,
-                                   "quick": args.quick, "copy_bandwidth_bytes_per_s": bandwidths,
-                                   "graph_launch_seconds": latencies},
-                    "results": results, "stopped_at_time_limit": limit.reached})
+    report(
+        "_".join(["sbp_step", *extra]),
+        args.backends,
+        title=f"# The SBP step against its floor (batch {BATCH_SIZE}, rbf, with the bias; copy bandwidth: {copy_line})",
+        columns=columns,
+        payload={
+            "dataset": {
+                "dense": ["Gaussian blobs", DENSE_FEATURES, "float32"],
+                "sparse": ["Gaussian blobs", SPARSE_COLUMNS, SPARSE_DENSITY, "float32"],
+            },
+            "parameters": {
+                "rows": rows,
+                "classes": class_counts,
+                "data": args.data,
+                "batch_size": BATCH_SIZE,
+                "kernel_values": args.kernel_values,
+                "cache_fraction": 1 / CACHE_FRACTION,
+                "quick": args.quick,
+                "copy_bandwidth_bytes_per_s": bandwidths,
+                "graph_launch_seconds": latencies,
+            },
+            "results": results,
+            "stopped_at_time_limit": limit.reached,
+        },
+    )
 
 
 if __name__ == "__main__":

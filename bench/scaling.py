@@ -38,10 +38,16 @@ NNZ_PER_ROW = 20
 SOLVERS = {
     "PegasosSVC": ("linear", lambda backend: PegasosSVC(max_iter=1, tol=None, random_state=0, backend=backend)),
     "FTRLClassifier": ("linear", lambda backend: FTRLClassifier(max_iter=1, random_state=0, backend=backend)),
-    "KernelPegasosSVC": ("kernel", lambda backend: KernelPegasosSVC(
-        max_iter=1, batch_size=64, gamma=0.05, random_state=0, backend=backend)),
-    "SBPClassifier": ("kernel", lambda backend: SBPClassifier(
-        max_iter=1, batch_size=64, gamma=0.05, validation_fraction=0.0, random_state=0, backend=backend)),
+    "KernelPegasosSVC": (
+        "kernel",
+        lambda backend: KernelPegasosSVC(max_iter=1, batch_size=64, gamma=0.05, random_state=0, backend=backend),
+    ),
+    "SBPClassifier": (
+        "kernel",
+        lambda backend: SBPClassifier(
+            max_iter=1, batch_size=64, gamma=0.05, validation_fraction=0.0, random_state=0, backend=backend
+        ),
+    ),
 }
 SWEEPS = {  # family: (n values at fixed d, fixed d, d values at fixed n, fixed n)
     "linear": ([1_000, 10_000, 100_000, 1_000_000], 1_000, [100, 1_000, 10_000, 100_000, 1_000_000], 100_000),
@@ -114,11 +120,19 @@ def measure(solver, backend, family, sizes, fixed, axis, repeats):
         make_model = SOLVERS[solver][1]
         timed_fit(make_model(backend), X[: min(n, 500)], y[: min(n, 500)], backend)  # warm-up (kernels compile)
         runs = [timed_fit(make_model(backend), X, y, backend) for _ in range(repeats)]
-        point = {"n": n, "d": d, "nnz": int(X.nnz) if sp.issparse(X) else n * d, "seconds": median(runs),
-                 "repeats": runs, "peak_bytes": int(peak_bytes(make_model, X, y, backend))}
+        point = {
+            "n": n,
+            "d": d,
+            "nnz": int(X.nnz) if sp.issparse(X) else n * d,
+            "seconds": median(runs),
+            "repeats": runs,
+            "peak_bytes": int(peak_bytes(make_model, X, y, backend)),
+        }
         points.append(point)
-        print(f"  {solver} {backend} n={n} d={d}: {point['seconds']:.3f} s, {point['peak_bytes'] / 2**20:.1f} MiB",
-              flush=True)
+        print(
+            f"  {solver} {backend} n={n} d={d}: {point['seconds']:.3f} s, {point['peak_bytes'] / 2**20:.1f} MiB",
+            flush=True,
+        )
     return points
 
 
@@ -131,16 +145,31 @@ def plot(series, path, floor):
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     for column, axis in enumerate(("n", "d")):
         for entry in (e for e in series if e["axis"] == axis):
-            label = f"{entry['solver']} ({entry['backend']}), slope {entry['slope']:.2f}" if entry["slope"] else (
-                f"{entry['solver']} ({entry['backend']})")
+            label = (
+                f"{entry['solver']} ({entry['backend']}), slope {entry['slope']:.2f}"
+                if entry["slope"]
+                else (f"{entry['solver']} ({entry['backend']})")
+            )
             sizes = [p[axis] for p in entry["points"]]
-            line, = axes[0, column].plot(sizes, [p["seconds"] for p in entry["points"]], marker="o", ms=3,
-                                         label=label)
-            axes[1, column].plot(sizes, [p["peak_bytes"] / 2**20 for p in entry["points"]], marker="o", ms=3,
-                                 color=line.get_color(), label=f"{entry['solver']} ({entry['backend']})")
+            (line,) = axes[0, column].plot(
+                sizes, [p["seconds"] for p in entry["points"]], marker="o", ms=3, label=label
+            )
+            axes[1, column].plot(
+                sizes,
+                [p["peak_bytes"] / 2**20 for p in entry["points"]],
+                marker="o",
+                ms=3,
+                color=line.get_color(),
+                label=f"{entry['solver']} ({entry['backend']})",
+            )
             if floor and entry["family"] == "linear" and entry["backend"] == "cupy":
-                axes[0, column].plot(sizes, [12 * p["nnz"] / floor for p in entry["points"]], ls=":",
-                                     color=line.get_color(), label=f"{entry['solver']}: bandwidth floor")
+                axes[0, column].plot(
+                    sizes,
+                    [12 * p["nnz"] / floor for p in entry["points"]],
+                    ls=":",
+                    color=line.get_color(),
+                    label=f"{entry['solver']}: bandwidth floor",
+                )
         for row, unit in enumerate(("fit seconds (one epoch)", "peak memory (MiB)")):
             ax = axes[row, column]
             ax.set_xscale("log")
@@ -169,27 +198,58 @@ def main():
         for backend in args.backends:
             for axis, sizes, fixed in (("n", n_values, fixed_d), ("d", d_values, fixed_n)):
                 points = measure(solver, backend, family, sizes, fixed, axis, repeats)
-                series.append({"solver": solver, "family": family, "backend": backend, "axis": axis,
-                               "fixed": fixed, "points": points, "slope": slope(points, axis)})
+                series.append(
+                    {
+                        "solver": solver,
+                        "family": family,
+                        "backend": backend,
+                        "axis": axis,
+                        "fixed": fixed,
+                        "points": points,
+                        "slope": slope(points, axis),
+                    }
+                )
     floor = bandwidth_bytes_per_second() if "cupy" in args.backends else None
-    rows = [{"solver": e["solver"], "backend": e["backend"], "axis": e["axis"],
-             "range": f"{e['points'][0][e['axis']]:,} to {e['points'][-1][e['axis']]:,}",
-             "fixed": f"{'d' if e['axis'] == 'n' else 'n'} = {e['fixed']:,}", "slope": e["slope"],
-             "largest_seconds": e["points"][-1]["seconds"], "largest_mib": e["points"][-1]["peak_bytes"] / 2**20}
-            for e in series]
-    columns = [("solver", "solver", "s"), ("backend", "backend", "s"), ("grows with", "axis", "s"),
-               ("range", "range", "s"), ("held", "fixed", "s"), ("time slope (log-log)", "slope", ".2f"),
-               ("largest: seconds", "largest_seconds", ".3f"), ("largest: peak MiB", "largest_mib", ".1f")]
+    rows = [
+        {
+            "solver": e["solver"],
+            "backend": e["backend"],
+            "axis": e["axis"],
+            "range": f"{e['points'][0][e['axis']]:,} to {e['points'][-1][e['axis']]:,}",
+            "fixed": f"{'d' if e['axis'] == 'n' else 'n'} = {e['fixed']:,}",
+            "slope": e["slope"],
+            "largest_seconds": e["points"][-1]["seconds"],
+            "largest_mib": e["points"][-1]["peak_bytes"] / 2**20,
+        }
+        for e in series
+    ]
+    columns = [
+        ("solver", "solver", "s"),
+        ("backend", "backend", "s"),
+        ("grows with", "axis", "s"),
+        ("range", "range", "s"),
+        ("held", "fixed", "s"),
+        ("time slope (log-log)", "slope", ".2f"),
+        ("largest: seconds", "largest_seconds", ".3f"),
+        ("largest: peak MiB", "largest_mib", ".1f"),
+    ]
     stem = "scaling"
     png = f"{result_stem(stem, args.backends, args.quick)}.png"
-    table = ["## How fit time and peak memory grow (one epoch; linear: CSR, 20 nonzeros per row; "
-             "kernel: dense, rbf, batch 64)", "", *markdown_table(columns, rows), "",
-             "Slope 1: cost linear in the size; 2: quadratic. Every point (time, each repeat, peak memory) "
-             f"is in the JSON. Plot: {png}"]
-    payload = {"dataset": {"name": "synthetic", "nnz_per_row": NNZ_PER_ROW, "sweeps": sweeps},
-               "parameters": {"repeats": repeats, "quick": args.quick, "epochs": 1,
-                              "bandwidth_bytes_per_second": floor},
-               "results": rows, "series": series}
+    table = [
+        "## How fit time and peak memory grow (one epoch; linear: CSR, 20 nonzeros per row; "
+        "kernel: dense, rbf, batch 64)",
+        "",
+        *markdown_table(columns, rows),
+        "",
+        "Slope 1: cost linear in the size; 2: quadratic. Every point (time, each repeat, peak memory) "
+        f"is in the JSON. Plot: {png}",
+    ]
+    payload = {
+        "dataset": {"name": "synthetic", "nnz_per_row": NNZ_PER_ROW, "sweeps": sweeps},
+        "parameters": {"repeats": repeats, "quick": args.quick, "epochs": 1, "bandwidth_bytes_per_second": floor},
+        "results": rows,
+        "series": series,
+    }
     paths = write_results(stem, args.backends, payload, table)
     plot(series, paths[0].with_suffix(".png"), floor)
     print("\n".join(table))

@@ -52,7 +52,7 @@ def host_to_device_bandwidth():
 
 
 def chunks_of(X, y, rows):
-    return [(X[i:i + rows], y[i:i + rows]) for i in range(0, X.shape[0], rows)]
+    return [(X[i : i + rows], y[i : i + rows]) for i in range(0, X.shape[0], rows)]
 
 
 def copied_bytes(X, n_classes_columns=1):
@@ -64,8 +64,11 @@ def copied_bytes(X, n_classes_columns=1):
 def models(backend, pegasos_batches):
     yield "FTRLClassifier", 1024, lambda: FTRLClassifier(max_iter=1, shuffle=False, random_state=0, backend=backend)
     for batch in pegasos_batches:
-        yield "PegasosSVC", batch, lambda batch=batch: PegasosSVC(
-            max_iter=1, tol=None, batch_size=batch, random_state=0, backend=backend)
+        yield (
+            "PegasosSVC",
+            batch,
+            lambda batch=batch: PegasosSVC(max_iter=1, tol=None, batch_size=batch, random_state=0, backend=backend),
+        )
 
 
 def measure(solver, batch, make, data, chunk_rows, backend, bandwidth):
@@ -81,9 +84,16 @@ def measure(solver, batch, make, data, chunk_rows, backend, bandwidth):
     streamed = timed_run(lambda: make().fit_chunks(chunks, classes=classes), backend)
     copy_floor = copied_bytes(X) / bandwidth if bandwidth else None
     return {
-        "solver": solver, "data": name, "backend": backend, "batch_size": batch, "rows": rows,
-        "chunk_rows": chunk_rows, "in_memory_s": round(in_memory, 4), "streamed_s": round(streamed, 4),
-        "in_memory_rows_per_s": round(rows / in_memory), "streamed_rows_per_s": round(rows / streamed),
+        "solver": solver,
+        "data": name,
+        "backend": backend,
+        "batch_size": batch,
+        "rows": rows,
+        "chunk_rows": chunk_rows,
+        "in_memory_s": round(in_memory, 4),
+        "streamed_s": round(streamed, 4),
+        "in_memory_rows_per_s": round(rows / in_memory),
+        "streamed_rows_per_s": round(rows / streamed),
         "streamed_of_in_memory": round(in_memory / streamed, 4),
         "copy_floor_s": None if copy_floor is None else round(copy_floor, 4),
     }
@@ -100,8 +110,10 @@ def main():
     rows, chunk_rows = (20_000, 5_000) if args.quick else (args.rows, args.chunk_rows)
     X_hashed, y_hashed = HashedStream(rows, chunk_rows=rows).chunk(0)
     X_sparse, y_sparse = make_data("linear", rows, 10_000 if args.quick else 100_000, seed=1)
-    data = {"FTRLClassifier": ("hashed stream", X_hashed, y_hashed),
-            "PegasosSVC": ("sparse synthetic", X_sparse, y_sparse)}
+    data = {
+        "FTRLClassifier": ("hashed stream", X_hashed, y_hashed),
+        "PegasosSVC": ("sparse synthetic", X_sparse, y_sparse),
+    }
     results, bandwidths = [], {}
     with TimeLimit() as limit:
         for backend in args.backends:
@@ -110,21 +122,40 @@ def main():
             for solver, batch, make in models(backend, [64, args.pegasos_batch]):
                 results.append(measure(solver, batch, make, data[solver], chunk_rows, backend, bandwidth))
                 print(results[-1], flush=True)
-    columns = [("solver", "solver", ""), ("data", "data", ""), ("backend", "backend", ""),
-               ("batch", "batch_size", ","), ("in memory rows/s", "in_memory_rows_per_s", ",.0f"),
-               ("streamed rows/s", "streamed_rows_per_s", ",.0f"), ("streamed / in memory", "streamed_of_in_memory", ".0%"),
-               ("in memory s", "in_memory_s", ".3f"), ("streamed s", "streamed_s", ".3f"),
-               ("copies alone s", "copy_floor_s", ".3f")]
+    columns = [
+        ("solver", "solver", ""),
+        ("data", "data", ""),
+        ("backend", "backend", ""),
+        ("batch", "batch_size", ","),
+        ("in memory rows/s", "in_memory_rows_per_s", ",.0f"),
+        ("streamed rows/s", "streamed_rows_per_s", ",.0f"),
+        ("streamed / in memory", "streamed_of_in_memory", ".0%"),
+        ("in memory s", "in_memory_s", ".3f"),
+        ("streamed s", "streamed_s", ".3f"),
+        ("copies alone s", "copy_floor_s", ".3f"),
+    ]
     copy_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s" for b, v in bandwidths.items() if v) or "no device"
-    report("streamed_throughput", args.backends,
-           title=f"# Streamed against in-memory training: one epoch of {rows:,} rows in chunks of {chunk_rows:,} "
-                 f"(pinned host-to-device bandwidth: {copy_line})",
-           columns=columns,
-           payload={"dataset": {"hashed stream": [rows, X_hashed.shape[1], int(X_hashed.nnz)],
-                                "sparse synthetic": [rows, X_sparse.shape[1], int(X_sparse.nnz)]},
-                    "parameters": {"rows": rows, "chunk_rows": chunk_rows, "quick": args.quick,
-                                   "host_to_device_bytes_per_s": bandwidths},
-                    "results": results, "stopped_at_time_limit": limit.reached})
+    report(
+        "streamed_throughput",
+        args.backends,
+        title=f"# Streamed against in-memory training: one epoch of {rows:,} rows in chunks of {chunk_rows:,} "
+        f"(pinned host-to-device bandwidth: {copy_line})",
+        columns=columns,
+        payload={
+            "dataset": {
+                "hashed stream": [rows, X_hashed.shape[1], int(X_hashed.nnz)],
+                "sparse synthetic": [rows, X_sparse.shape[1], int(X_sparse.nnz)],
+            },
+            "parameters": {
+                "rows": rows,
+                "chunk_rows": chunk_rows,
+                "quick": args.quick,
+                "host_to_device_bytes_per_s": bandwidths,
+            },
+            "results": results,
+            "stopped_at_time_limit": limit.reached,
+        },
+    )
 
 
 if __name__ == "__main__":

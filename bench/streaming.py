@@ -56,7 +56,8 @@ FIT_SCRIPT = """
 import json, sys, time
 from gpusvm import FTRLClassifier, PegasosSVC
 from gpusvm.data_files import SvmlightChunks
-path, learner, chunk_rows, n_features, parser = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+path, learner, parser = sys.argv[1], sys.argv[2], sys.argv[5]
+chunk_rows, n_features = int(sys.argv[3]), int(sys.argv[4])
 chunks = SvmlightChunks(path, chunk_rows, n_features=n_features, zero_based=True, parser=parser)
 model = {"ftrl": FTRLClassifier(max_iter=1, random_state=0, backend="numpy"),
          "pegasos": PegasosSVC(max_iter=1, random_state=0, backend="numpy")}[learner]
@@ -94,9 +95,17 @@ def large_file_rows(gigabytes, quick):
     try:
         for learner, parser in itertools.product(("ftrl", "pegasos"), PARSERS):
             result = in_fresh_process(FIT_SCRIPT, path, learner, CHUNK_ROWS, N_FEATURES, parser)
-            rows.append({"learner": learner, "parser": parser, "file_bytes": size, "chunk_rows": CHUNK_ROWS,
-                         "chunk_csr_bytes": chunk_csr_bytes, **result,
-                         "rows_per_second": result["rows"] / result["seconds"]})
+            rows.append(
+                {
+                    "learner": learner,
+                    "parser": parser,
+                    "file_bytes": size,
+                    "chunk_rows": CHUNK_ROWS,
+                    "chunk_csr_bytes": chunk_csr_bytes,
+                    **result,
+                    "rows_per_second": result["rows"] / result["seconds"],
+                }
+            )
             print(rows[-1], flush=True)
     finally:
         path.unlink(missing_ok=True)
@@ -112,22 +121,33 @@ def objectives(quick):
 
     X, y, X_test, y_test = load_adult()
     n = 20_000 if quick else 1_000_000
-    problems = [("adult", (X, y, X_test, y_test), 5_000, [1, 2] if quick else [1, 3, 10, 30]),
-                ("synthetic", synthetic_problem(n), n // 10, [1, 2] if quick else [1, 3])]
+    problems = [
+        ("adult", (X, y, X_test, y_test), 5_000, [1, 2] if quick else [1, 3, 10, 30]),
+        ("synthetic", synthetic_problem(n), n // 10, [1, 2] if quick else [1, 3]),
+    ]
     rows = []
     for data, (X, y, X_test, y_test), chunk_rows, epochs_list in problems:
-        chunks = [(X[i:i + chunk_rows], y[i:i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
+        chunks = [(X[i : i + chunk_rows], y[i : i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
         for epochs in epochs_list:
-            for how, fit in (("in memory", lambda m: m.fit(X, y)),
-                             (f"streamed, chunks of {chunk_rows}", lambda m: m.fit_chunks(chunks))):
+            for how, fit in (
+                ("in memory", lambda m: m.fit(X, y)),
+                (f"streamed, chunks of {chunk_rows}", lambda m: m.fit_chunks(chunks)),
+            ):
                 model = PegasosSVC(max_iter=epochs, tol=None, random_state=0, backend="numpy")
                 started = time.perf_counter()
                 fit(model)
                 seconds = time.perf_counter() - started
                 weights = np.hstack([model.coef_, model.intercept_[:, None]])
-                rows.append({"data": data, "how": how, "epochs": epochs, "seconds": seconds,
-                             "objective": binary_svm_objective(weights, X, y, model.lam_),
-                             "test_accuracy": float(model.score(X_test, y_test))})
+                rows.append(
+                    {
+                        "data": data,
+                        "how": how,
+                        "epochs": epochs,
+                        "seconds": seconds,
+                        "objective": binary_svm_objective(weights, X, y, model.lam_),
+                        "test_accuracy": float(model.score(X_test, y_test)),
+                    }
+                )
                 print(rows[-1], flush=True)
     return rows
 
@@ -152,20 +172,30 @@ def stopping(quick):
     problems = [("adult", adult, 2_000 if quick else 5_000), ("synthetic", synthetic_problem(n), n // 10)]
     rows = []
     for data, (X, y, X_test, y_test), chunk_rows in problems:
-        chunks = [(X[i:i + chunk_rows], y[i:i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
-        for how, fit in (("in memory", lambda m: m.fit(X, y)),
-                         (f"streamed, chunks of {chunk_rows}", lambda m: m.fit_chunks(chunks))):
+        chunks = [(X[i : i + chunk_rows], y[i : i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
+        for how, fit in (
+            ("in memory", lambda m: m.fit(X, y)),
+            (f"streamed, chunks of {chunk_rows}", lambda m: m.fit_chunks(chunks)),
+        ):
             model = PegasosSVC(random_state=0, backend="numpy")
             started = time.perf_counter()
             fit(model)
             seconds = time.perf_counter() - started
             weights = np.hstack([model.coef_, model.intercept_[:, None]])
-            rows.append({"data": data, "how": how, "epochs": model.n_iter_, "max_iter": model.max_iter,
-                         "stopped_by": "tol" if model.n_iter_ < model.max_iter else "max_iter",
-                         "rule_objective": "exact" if how == "in memory" else "progressive",
-                         "last_rule_objective": model.objective_curve_[-1], "seconds": seconds,
-                         "objective": binary_svm_objective(weights, X, y, model.lam_),
-                         "test_accuracy": float(model.score(X_test, y_test))})
+            rows.append(
+                {
+                    "data": data,
+                    "how": how,
+                    "epochs": model.n_iter_,
+                    "max_iter": model.max_iter,
+                    "stopped_by": "tol" if model.n_iter_ < model.max_iter else "max_iter",
+                    "rule_objective": "exact" if how == "in memory" else "progressive",
+                    "last_rule_objective": model.objective_curve_[-1],
+                    "seconds": seconds,
+                    "objective": binary_svm_objective(weights, X, y, model.lam_),
+                    "test_accuracy": float(model.score(X_test, y_test)),
+                }
+            )
             print(rows[-1], flush=True)
     return rows
 
@@ -175,8 +205,11 @@ def main():
     parser.add_argument("--gigabytes", type=float, default=2.0)
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--quick", action="store_true", help="a 0.02 GB file and 1 to 2 epochs (a smoke run)")
-    how.add_argument("--only-stopping", action="store_true",
-                     help="part 3 alone; parts 1 and 2 kept from this machine's recorded result")
+    how.add_argument(
+        "--only-stopping",
+        action="store_true",
+        help="part 3 alone; parts 1 and 2 kept from this machine's recorded result",
+    )
     args = parser.parse_args()
     gigabytes = 0.02 if args.quick else args.gigabytes
     if args.only_stopping:
@@ -189,33 +222,64 @@ def main():
         results = objectives(args.quick)
         kept = {"rerun": ["large_file", "objectives", "stopping"]}
     stops = stopping(args.quick)
-    table_large = ["| learner | parser | file (GiB) | rows | chunk CSR (MiB) | peak RSS (MiB) | fit (s) | rows/s |",
-                   "|---|---|---|---|---|---|---|---|"]
+    table_large = [
+        "| learner | parser | file (GiB) | rows | chunk CSR (MiB) | peak RSS (MiB) | fit (s) | rows/s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for row in large:
-        table_large.append(f"| {row['learner']} | {row['parser']} | {row['file_bytes'] / 2**30:.2f} | {row['rows']:,} | "
-                           f"{row['chunk_csr_bytes'] / 2**20:.0f} | {row['peak_rss_bytes'] / 2**20:.0f} | "
-                           f"{row['seconds']:.1f} | {row['rows_per_second']:,.0f} |")
+        table_large.append(
+            f"| {row['learner']} | {row['parser']} | {row['file_bytes'] / 2**30:.2f} | {row['rows']:,} | "
+            f"{row['chunk_csr_bytes'] / 2**20:.0f} | {row['peak_rss_bytes'] / 2**20:.0f} | "
+            f"{row['seconds']:.1f} | {row['rows_per_second']:,.0f} |"
+        )
     table_stops = markdown_table(
-        [("data", "data", "s"), ("how", "how", "s"), ("epochs", "epochs", "d"), ("stopped by", "stopped_by", "s"),
-         ("rule's objective", "rule_objective", "s"), ("its last value", "last_rule_objective", ".5f"),
-         ("fit (s)", "seconds", ".2f"), ("primal objective", "objective", ".5f"),
-         ("test accuracy", "test_accuracy", ".4f")], stops)
-    columns = [("data", "data", "s"), ("how", "how", "s"), ("epochs", "epochs", "d"), ("fit (s)", "seconds", ".2f"),
-               ("primal objective", "objective", ".5f"), ("test accuracy", "test_accuracy", ".4f")]
-    report("streaming", ["numpy"], columns=columns,
-           title="## Streamed training: one chunk in memory at a time\n\n"
-                 f"One epoch from a svmlight file, {CHUNK_ROWS:,} rows per chunk, NumPy backend, "
-                 "peak resident memory of the whole process:\n\n" + "\n".join(table_large) +
-                 "\n\nPegasosSVC with its defaults (tol=1e-3, n_iter_no_change=5, max_iter=1000), in memory (rule "
-                 "on the exact objective after each epoch) and streamed (rule on the progressive objective): "
-                 "epochs run and why it stopped:\n\n" + "\n".join(table_stops) +
-                 "\n\nPegasosSVC streamed (steps within each chunk, chunks in a random order) against in memory, "
-                 "equal epochs, tol=None:",
-           payload={"dataset": {"large": "HashedStream: 40 fields, 2^20 columns, seed 0, written as svmlight",
-                                "adult": "UCI Adult (a9a encoding)",
-                                "synthetic": "linear_objective.py's make_data('linear', seed=1), 100,000 columns"},
-                    "parameters": {"gigabytes": gigabytes, "chunk_rows": CHUNK_ROWS, "quick": args.quick, **kept},
-                    "large_file": large, "stopping": stops, "results": results})
+        [
+            ("data", "data", "s"),
+            ("how", "how", "s"),
+            ("epochs", "epochs", "d"),
+            ("stopped by", "stopped_by", "s"),
+            ("rule's objective", "rule_objective", "s"),
+            ("its last value", "last_rule_objective", ".5f"),
+            ("fit (s)", "seconds", ".2f"),
+            ("primal objective", "objective", ".5f"),
+            ("test accuracy", "test_accuracy", ".4f"),
+        ],
+        stops,
+    )
+    columns = [
+        ("data", "data", "s"),
+        ("how", "how", "s"),
+        ("epochs", "epochs", "d"),
+        ("fit (s)", "seconds", ".2f"),
+        ("primal objective", "objective", ".5f"),
+        ("test accuracy", "test_accuracy", ".4f"),
+    ]
+    report(
+        "streaming",
+        ["numpy"],
+        columns=columns,
+        title="## Streamed training: one chunk in memory at a time\n\n"
+        f"One epoch from a svmlight file, {CHUNK_ROWS:,} rows per chunk, NumPy backend, "
+        "peak resident memory of the whole process:\n\n"
+        + "\n".join(table_large)
+        + "\n\nPegasosSVC with its defaults (tol=1e-3, n_iter_no_change=5, max_iter=1000), in memory (rule "
+        "on the exact objective after each epoch) and streamed (rule on the progressive objective): "
+        "epochs run and why it stopped:\n\n"
+        + "\n".join(table_stops)
+        + "\n\nPegasosSVC streamed (steps within each chunk, chunks in a random order) against in memory, "
+        "equal epochs, tol=None:",
+        payload={
+            "dataset": {
+                "large": "HashedStream: 40 fields, 2^20 columns, seed 0, written as svmlight",
+                "adult": "UCI Adult (a9a encoding)",
+                "synthetic": "linear_objective.py's make_data('linear', seed=1), 100,000 columns",
+            },
+            "parameters": {"gigabytes": gigabytes, "chunk_rows": CHUNK_ROWS, "quick": args.quick, **kept},
+            "large_file": large,
+            "stopping": stops,
+            "results": results,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -56,16 +56,22 @@ else:
 seconds = time.perf_counter() - started
 print(json.dumps({"seconds": seconds, "peak_rss_bytes": peak_rss_bytes()}))
 """
-WAYS = ("gpusvm load_svmlight", "scikit-learn load_svmlight_file", "SvmlightChunks, parser='auto'",
-        "SvmlightChunks, parser='scikit-learn'")
+WAYS = (
+    "gpusvm load_svmlight",
+    "scikit-learn load_svmlight_file",
+    "SvmlightChunks, parser='auto'",
+    "SvmlightChunks, parser='scikit-learn'",
+)
 
 
 def write_files(folder, quick):
     """The two files: ``{name: (path, rows, n_features)}``."""
     scale = 50 if quick else 1
     hashed_rows, gaussian_rows = 1_000_000 // scale, 200_000 // scale
-    files = {"hashed, values 1": (folder / "hashed.svm", hashed_rows, 2**20),
-             "Gaussian values": (folder / "gaussian.svm", gaussian_rows, 10_000)}
+    files = {
+        "hashed, values 1": (folder / "hashed.svm", hashed_rows, 2**20),
+        "Gaussian values": (folder / "gaussian.svm", gaussian_rows, 10_000),
+    }
     stream = HashedStream(hashed_rows, chunk_rows=50_000, n_features=2**20, n_fields=40, seed=0)
     with open(files["hashed, values 1"][0], "wb") as handle:
         for index in range(-(-hashed_rows // 50_000)):
@@ -73,8 +79,10 @@ def write_files(folder, quick):
             dump_svmlight_file(X, y, handle, zero_based=True)
     rng = np.random.default_rng(0)
     columns = np.arange(50) * 200 + rng.integers(0, 200, size=(gaussian_rows, 50))  # one in each band of 200
-    X = sp.csr_matrix((rng.normal(size=gaussian_rows * 50), columns.ravel(),
-                       np.arange(0, gaussian_rows * 50 + 1, 50)), shape=(gaussian_rows, 10_000))
+    X = sp.csr_matrix(
+        (rng.normal(size=gaussian_rows * 50), columns.ravel(), np.arange(0, gaussian_rows * 50 + 1, 50)),
+        shape=(gaussian_rows, 10_000),
+    )
     dump_svmlight_file(X, rng.integers(0, 2, size=gaussian_rows), str(files["Gaussian values"][0]), zero_based=True)
     return files
 
@@ -93,21 +101,44 @@ def main():
             size = path.stat().st_size
             for how in WAYS:
                 result = in_fresh_process(READ_SCRIPT, path, how, chunk_rows, n_features)
-                results.append({"file": name, "rows": rows, "mib": size / 2**20, "how": how, **result,
-                                "mib_per_second": size / 2**20 / result["seconds"],
-                                "peak_rss_mib": result["peak_rss_bytes"] / 2**20})
+                results.append(
+                    {
+                        "file": name,
+                        "rows": rows,
+                        "mib": size / 2**20,
+                        "how": how,
+                        **result,
+                        "mib_per_second": size / 2**20 / result["seconds"],
+                        "peak_rss_mib": result["peak_rss_bytes"] / 2**20,
+                    }
+                )
                 print(results[-1], flush=True)
-    columns = [("file", "file", "s"), ("rows", "rows", ",d"), ("MiB", "mib", ".0f"), ("read by", "how", "s"),
-               ("seconds", "seconds", ".2f"), ("MiB/s", "mib_per_second", ".1f"),
-               ("peak RSS (MiB)", "peak_rss_mib", ".0f")]
-    report("svmlight_reading", ["numpy"], columns=columns,
-           title="## Reading svmlight files: gpusvm's readers beside scikit-learn's\n\n"
-                 f"Each reading in a fresh process (its peak resident memory); chunks of {chunk_rows:,} rows "
-                 "read in one pass without training; pyarrow parses the plain lines for gpusvm's "
-                 "load_svmlight and parser='auto':",
-           payload={"dataset": {"hashed, values 1": "HashedStream: 40 fields, 2^20 columns, seed 0",
-                                "Gaussian values": "50 nonzeros a row in 10,000 columns, N(0, 1), seed 0"},
-                    "parameters": {"chunk_rows": chunk_rows, "quick": args.quick}, "results": results})
+    columns = [
+        ("file", "file", "s"),
+        ("rows", "rows", ",d"),
+        ("MiB", "mib", ".0f"),
+        ("read by", "how", "s"),
+        ("seconds", "seconds", ".2f"),
+        ("MiB/s", "mib_per_second", ".1f"),
+        ("peak RSS (MiB)", "peak_rss_mib", ".0f"),
+    ]
+    report(
+        "svmlight_reading",
+        ["numpy"],
+        columns=columns,
+        title="## Reading svmlight files: gpusvm's readers beside scikit-learn's\n\n"
+        f"Each reading in a fresh process (its peak resident memory); chunks of {chunk_rows:,} rows "
+        "read in one pass without training; pyarrow parses the plain lines for gpusvm's "
+        "load_svmlight and parser='auto':",
+        payload={
+            "dataset": {
+                "hashed, values 1": "HashedStream: 40 fields, 2^20 columns, seed 0",
+                "Gaussian values": "50 nonzeros a row in 10,000 columns, N(0, 1), seed 0",
+            },
+            "parameters": {"chunk_rows": chunk_rows, "quick": args.quick},
+            "results": results,
+        },
+    )
 
 
 if __name__ == "__main__":

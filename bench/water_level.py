@@ -81,13 +81,23 @@ def gpu_rows(n, repeats):
     got = float(search(values, volume))
     expected = find_gamma_partition(values_host, volume)
     assert abs(got - expected) <= 1e-9 * max(1.0, abs(expected)), (got, expected)
-    radix = benchmark(search, (values, volume), name="radix select", n_repeat=repeats, n_warmup=3).gpu_times.mean() * 1e3
+    radix = (
+        benchmark(search, (values, volume), name="radix select", n_repeat=repeats, n_warmup=3).gpu_times.mean() * 1e3
+    )
     one_pass = benchmark(cupy.sum, (values,), name="one pass", n_repeat=repeats, n_warmup=3).gpu_times.mean() * 1e3
     properties = cupy.cuda.runtime.getDeviceProperties(0)
     peak = 2 * properties["memoryClockRate"] * 1e3 * properties["memoryBusWidth"] / 8  # bytes per second
     floor = 8 * n / peak * 1e3
-    return [{"n": n, "backend": "cupy", "version": "radix select (RawKernels)", "median_ms": radix,
-             "one_pass_ms": one_pass, "floor_ms": floor}]
+    return [
+        {
+            "n": n,
+            "backend": "cupy",
+            "version": "radix select (RawKernels)",
+            "median_ms": radix,
+            "one_pass_ms": one_pass,
+            "floor_ms": floor,
+        }
+    ]
 
 
 def main():
@@ -106,14 +116,26 @@ def main():
                 rows += cpu_rows(n, args.repeats) if backend == "numpy" else gpu_rows(n, args.repeats)
                 print(rows[-1], flush=True)
                 n *= 10
-    columns = [("n", "n", ".0e"), ("backend", "backend", "s"), ("version", "version", "s"),
-               ("median (ms)", "median_ms", ".3f"), ("one cupy.sum (ms)", "one_pass_ms", ".3f"),
-               ("bandwidth floor (ms)", "floor_ms", ".3f")]
-    report("water_level", args.backends, columns=columns,
-           title=f"## Water level: find_gamma versions, volume = n * {NU}",
-           payload={"dataset": {"name": "standard normal responses; warm versions after noise of 1e-3"},
-                    "parameters": {"nu": NU, "repeats": args.repeats, "quick": args.quick},
-                    "results": rows, "stopped_at_time_limit": limit.reached})
+    columns = [
+        ("n", "n", ".0e"),
+        ("backend", "backend", "s"),
+        ("version", "version", "s"),
+        ("median (ms)", "median_ms", ".3f"),
+        ("one cupy.sum (ms)", "one_pass_ms", ".3f"),
+        ("bandwidth floor (ms)", "floor_ms", ".3f"),
+    ]
+    report(
+        "water_level",
+        args.backends,
+        columns=columns,
+        title=f"## Water level: find_gamma versions, volume = n * {NU}",
+        payload={
+            "dataset": {"name": "standard normal responses; warm versions after noise of 1e-3"},
+            "parameters": {"nu": NU, "repeats": args.repeats, "quick": args.quick},
+            "results": rows,
+            "stopped_at_time_limit": limit.reached,
+        },
+    )
 
 
 if __name__ == "__main__":

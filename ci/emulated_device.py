@@ -107,8 +107,10 @@ def _refuse(values, caller=None):
     unless ``caller`` (a frame) is the stand-in's own code."""
     host_arrays = _host_arrays_in(values)
     if host_arrays and not (caller and _called_from_stand_in(caller)):
-        raise TypeError(f"Unsupported type {type(host_arrays[0])} (a host array where CuPy "
-                        f"needs a device array; shape {host_arrays[0].shape})")
+        raise TypeError(
+            f"Unsupported type {type(host_arrays[0])} (a host array where CuPy "
+            f"needs a device array; shape {host_arrays[0].shape})"
+        )
 
 
 def _basic_index(key):
@@ -133,9 +135,20 @@ def _on_device(result):
 
 # CuPy functions that take host arrays: the conversions, and the *_like functions, which
 # read only the prototype's shape, dtype and flags (cupy/_creation/basic.py).
-_TAKE_HOST_ARRAYS = {"asarray", "array", "asanyarray", "asnumpy", "get_array_module",
-                     "empty_like", "zeros_like", "ones_like", "full_like", "result_type",
-                     "can_cast", "isscalar"}
+_TAKE_HOST_ARRAYS = {
+    "asarray",
+    "array",
+    "asanyarray",
+    "asnumpy",
+    "get_array_module",
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "result_type",
+    "can_cast",
+    "isscalar",
+}
 
 
 def _refuse_host_arrays():
@@ -168,8 +181,10 @@ def _refuse_host_arrays():
 
     def setitem(self, key, value):
         if _is_host_array(value) and value.shape != () and _basic_index(key):
-            raise ValueError("non-scalar numpy.ndarray cannot be used for fill (CuPy: a host "
-                             f"array of shape {value.shape} assigned to a slice; use .set())")
+            raise ValueError(
+                "non-scalar numpy.ndarray cannot be used for fill (CuPy: a host "
+                f"array of shape {value.shape} assigned to a slice; use .set())"
+            )
         np.ndarray.__setitem__(self, key, value)
 
     def set_from_host(self, array, stream=None):
@@ -227,8 +242,9 @@ def _called_from_stand_in(frame):
 
 
 # CuPy's ndarray.__array__ (cupy/_core/core.pyx)
-_IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct "
-                        "a NumPy array explicitly.")
+_IMPLICIT_CONVERSION = (
+    "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array explicitly."
+)
 
 
 def _refuse_implicit_conversion():
@@ -281,8 +297,10 @@ def _store(target, index, value):
         parts = index if isinstance(index, tuple) else (index,)
         one_element = len(parts) == target.ndim and all(isinstance(part, (int, np.integer)) for part in parts)
         if not (value.ndim == 0 and one_element):
-            raise TypeError(f"{_IMPLICIT_CONVERSION} (A device array of shape {value.shape} stored into a "
-                            f"host array of shape {target.shape}.)")
+            raise TypeError(
+                f"{_IMPLICIT_CONVERSION} (A device array of shape {value.shape} stored into a "
+                f"host array of shape {target.shape}.)"
+            )
     target[index] = value
 
 
@@ -297,9 +315,13 @@ class _StoreChecks(ast.NodeTransformer):
             return node
         target = node.targets[0]
         keep = ast.Assign(targets=[ast.Name("__emu_value__", ast.Store())], value=node.value)
-        store = ast.Expr(ast.Call(func=ast.Name("__emu_store__", ast.Load()),
-                                  args=[target.value, self._index(target.slice), ast.Name("__emu_value__", ast.Load())],
-                                  keywords=[]))
+        store = ast.Expr(
+            ast.Call(
+                func=ast.Name("__emu_store__", ast.Load()),
+                args=[target.value, self._index(target.slice), ast.Name("__emu_value__", ast.Load())],
+                keywords=[],
+            )
+        )
         return [ast.copy_location(keep, node), ast.copy_location(store, node)]
 
     def _index(self, index):

@@ -28,12 +28,22 @@ import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file
 
 ATTRIBUTES = [
-    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
-    "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
-    "hours-per-week", "native-country",
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
 ]
-CONTINUOUS_BINS = {"age": 5, "fnlwgt": 5, "education-num": 5, "hours-per-week": 5,
-                   "capital-gain": 2, "capital-loss": 2}
+CONTINUOUS_BINS = {"age": 5, "fnlwgt": 5, "education-num": 5, "hours-per-week": 5, "capital-gain": 2, "capital-loss": 2}
 OUTPUT = Path(__file__).resolve().parent.parent / "gpusvm" / "data" / "adult"
 
 
@@ -124,8 +134,7 @@ def main():
     for name, rows in (("adult_train", train_rows), ("adult_test", test_rows)):
         X, y = encode(rows, categories, edges)
         write_gzip_svmlight(args.output / f"{name}.svm.gz", X, y)
-        print(f"{name}: {X.shape[0]} rows, {X.shape[1]} features, {X.nnz} nonzeros, "
-              f"{(y == 1).mean():.3f} positive")
+        print(f"{name}: {X.shape[0]} rows, {X.shape[1]} features, {X.nnz} nonzeros, {(y == 1).mean():.3f} positive")
 
 
 if __name__ == "__main__":

@@ -53,8 +53,14 @@ def tests_line(paths):
 
 
 def add(work, step, status, seconds, limit, detail):
-    record = {"step": step, "status": status, "seconds": seconds, "limit": limit, "detail": detail,
-              "ended": time.strftime("%H:%M:%S")}
+    record = {
+        "step": step,
+        "status": status,
+        "seconds": seconds,
+        "limit": limit,
+        "detail": detail,
+        "ended": time.strftime("%H:%M:%S"),
+    }
     with open(Path(work) / "steps.jsonl", "a") as steps:
         steps.write(json.dumps(record) + "\n")
 
@@ -73,18 +79,24 @@ def render(work, out):
     settings = json.loads((work / "window.json").read_text()) if (work / "window.json").exists() else {}
     devices = facts.get("devices") or [{"name": "no device found"}]
     used = sum(step["seconds"] for step in steps)
-    lines = [f"# GPU window on {devices[0]['name']} ({settings.get('started', '?')})", "",
-             f"Mode: {settings.get('mode', '?')}; budget {settings.get('budget', '?')} s, "
-             f"{used} s used by the steps. CuPy {facts.get('cupy')}, CUDA runtime {facts.get('cuda_runtime')}, "
-             f"driver {facts.get('cuda_driver')}. Kernels: {facts.get('kernels')}.", "",
-             "| step | status | seconds | limit (s) | detail |", "|---|---|---|---|---|"]
+    lines = [
+        f"# GPU window on {devices[0]['name']} ({settings.get('started', '?')})",
+        "",
+        f"Mode: {settings.get('mode', '?')}; budget {settings.get('budget', '?')} s, "
+        f"{used} s used by the steps. CuPy {facts.get('cupy')}, CUDA runtime {facts.get('cuda_runtime')}, "
+        f"driver {facts.get('cuda_driver')}. Kernels: {facts.get('kernels')}.",
+        "",
+        "| step | status | seconds | limit (s) | detail |",
+        "|---|---|---|---|---|",
+    ]
     for step in steps:
         detail = step["detail"].replace("|", "/").replace("\n", " ")
         lines.append(f"| {step['step']} | {step['status']} | {step['seconds']} | {step['limit']} | {detail} |")
     lines += ["", "Logs, JUnit reports and result files of each step: window.tar.gz (logs/, junit/, results/<step>/)."]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
-    (out / "summary.json").write_text(json.dumps({"settings": settings, "facts": facts, "steps": steps}, indent=2)
-                                      + "\n")
+    (out / "summary.json").write_text(
+        json.dumps({"settings": settings, "facts": facts, "steps": steps}, indent=2) + "\n"
+    )
 
 
 def main(argv=None):

@@ -40,8 +40,14 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-                    "**/sg_execution_times.rst", "sg_execution_times.rst"]
+exclude_patterns = [
+    "_build",
+    "auto_examples/*.ipynb",
+    "auto_examples/*.py",
+    "auto_examples/*.zip",
+    "**/sg_execution_times.rst",
+    "sg_execution_times.rst",
+]
 
 # --- API pages: autosummary writes one page per public object, numpydoc renders them.
 autosummary_generate = True

@@ -63,8 +63,7 @@ with tempfile.TemporaryDirectory() as folder:
     path = Path(folder) / "adult.model"
     gpusvm.save(trained, path)
     loaded = gpusvm.load(path, backend="numpy")
-print("loaded model predicts as the saved one:",
-      bool((loaded.predict(X_test) == trained.predict(X_test)).all()))
+print("loaded model predicts as the saved one:", bool((loaded.predict(X_test) == trained.predict(X_test)).all()))
 
 # %%
 # The figure
@@ -78,8 +77,14 @@ ax.plot(epochs, cpu.objective_curve_, "o-", label="backend='numpy'")
 if gpu is not None:
     ax.plot(epochs, gpu.objective_curve_, "x--", markersize=10, label="backend='cupy'")
 else:
-    ax.text(0.5, 0.6, "no GPU where this ran:\nthe backend='cupy' curve is not drawn",
-            transform=ax.transAxes, ha="center", color="0.4")
+    ax.text(
+        0.5,
+        0.6,
+        "no GPU where this ran:\nthe backend='cupy' curve is not drawn",
+        transform=ax.transAxes,
+        ha="center",
+        color="0.4",
+    )
 ax.set_xlabel("epoch")
 ax.set_ylabel("primal objective")
 ax.set_title("PegasosSVC on Adult, C = 1, random_state = 0")

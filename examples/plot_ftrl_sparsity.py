@@ -31,8 +31,9 @@ X, y, X_test, y_test = load_adult()
 l1_values = np.concatenate([[0.0], np.geomspace(1.0, 3000.0, 8)])
 nonzeros, losses = [], []
 for l1 in l1_values:
-    model = FTRLClassifier(alpha=0.1, beta=1.0, l1=l1, l2=1.0, batch_size=32, max_iter=2,
-                           random_state=0, backend="numpy").fit(X, y)
+    model = FTRLClassifier(
+        alpha=0.1, beta=1.0, l1=l1, l2=1.0, batch_size=32, max_iter=2, random_state=0, backend="numpy"
+    ).fit(X, y)
     nonzeros.append(model.n_nonzero_)
     losses.append(log_loss(y_test, model.predict_proba(X_test), labels=model.classes_))
     print(f"l1 = {l1:8.1f}: {model.n_nonzero_:3d} nonzero weights, test log loss {losses[-1]:.4f}")

@@ -56,8 +56,9 @@ for budget in budgets:
     times = []
     for _ in range(2):
         start = time.perf_counter()
-        sbp = SBPClassifier(nu=nu, gamma=gamma, max_iter=100, tol=None, max_kernel_evals=budget,
-                            random_state=0, backend="numpy").fit(X, y)
+        sbp = SBPClassifier(
+            nu=nu, gamma=gamma, max_iter=100, tol=None, max_kernel_evals=budget, random_state=0, backend="numpy"
+        ).fit(X, y)
         times.append(time.perf_counter() - start)
     seconds.append(min(times))
     errors.append(1.0 - sbp.score(X_test, y_test))

@@ -44,9 +44,14 @@ from gpusvm.data_files import SvmlightChunks
 rng = np.random.default_rng(0)
 n_rows, n_features, nonzeros_per_row = 24_000, 2**16, 20
 columns = rng.integers(0, n_features, size=(n_rows, nonzeros_per_row))
-X = sp.csr_matrix((np.ones(n_rows * nonzeros_per_row), columns.ravel(),
-                   np.arange(0, n_rows * nonzeros_per_row + 1, nonzeros_per_row)),
-                  shape=(n_rows, n_features))
+X = sp.csr_matrix(
+    (
+        np.ones(n_rows * nonzeros_per_row),
+        columns.ravel(),
+        np.arange(0, n_rows * nonzeros_per_row + 1, nonzeros_per_row),
+    ),
+    shape=(n_rows, n_features),
+)
 X.sum_duplicates()
 true_weights = rng.normal(size=n_features) * (rng.random(n_features) < 0.1)
 y = np.where(X @ true_weights + 0.5 * rng.normal(size=n_rows) > 0, 1, -1)
@@ -87,8 +92,7 @@ def measured(chunks, peaks):
         tracemalloc.reset_peak()
 
 
-chunks = SvmlightChunks(path, chunk_rows=2_000, n_features=n_features, zero_based=True,
-                        parser="scikit-learn")
+chunks = SvmlightChunks(path, chunk_rows=2_000, n_features=n_features, zero_based=True, parser="scikit-learn")
 chunk_peaks = []
 tracemalloc.start()
 streamed = FTRLClassifier(l1=1.0, batch_size=256, max_iter=1, backend="numpy")
@@ -105,7 +109,9 @@ folder.cleanup()
 # is part of both peaks; the rest of the streamed peak is one chunk's worth.
 
 fig, ax = plt.subplots(figsize=(6, 4))
-ax.plot(np.arange(1, len(chunk_peaks) + 1), chunk_peaks, "o-", label="streamed: peak while reading and training each chunk")
+ax.plot(
+    np.arange(1, len(chunk_peaks) + 1), chunk_peaks, "o-", label="streamed: peak while reading and training each chunk"
+)
 ax.axhline(whole_peak, color="C1", linestyle="--", label="whole file loaded, then fit")
 ax.axhline(file_mib, color="0.5", linestyle=":", label="size of the file")
 ax.set_ylim(0, 1.15 * max(whole_peak, file_mib))

@@ -26,16 +26,12 @@ BACKENDS = ("auto", "numpy", "cupy")
 ENV_VARIABLE = "GPUSVM_BACKEND"
 MIN_COMPUTE_CAPABILITY = 60  # the kernels' float64 atomicAdd needs compute capability 6.0
 
-_context_backend: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "gpusvm_backend", default=None
-)
+_context_backend: contextvars.ContextVar[str | None] = contextvars.ContextVar("gpusvm_backend", default=None)
 
 
 def _check_backend_name(backend, source):
     if backend not in BACKENDS:
-        raise ValueError(
-            f"{source} must be one of {BACKENDS}, got {backend!r}."
-        )
+        raise ValueError(f"{source} must be one of {BACKENDS}, got {backend!r}.")
     return backend
 
 
@@ -63,9 +59,11 @@ def current_device_problem():
 @functools.lru_cache(maxsize=None)
 def _device_problem(device_id, capability):
     if capability < MIN_COMPUTE_CAPABILITY:
-        return (f"CUDA device {device_id} has compute capability {capability // 10}.{capability % 10}, and "
-                f"gpusvm's kernels need {MIN_COMPUTE_CAPABILITY // 10}.{MIN_COMPUTE_CAPABILITY % 10} or newer "
-                "(they add float64 values atomically)")
+        return (
+            f"CUDA device {device_id} has compute capability {capability // 10}.{capability % 10}, and "
+            f"gpusvm's kernels need {MIN_COMPUTE_CAPABILITY // 10}.{MIN_COMPUTE_CAPABILITY % 10} or newer "
+            "(they add float64 values atomically)"
+        )
     return None
 
 
@@ -133,8 +131,7 @@ def resolve_backend(backend="auto"):
             "or use backend='numpy' (or GPUSVM_BACKEND=numpy)."
         )
     if backend == "cupy" and (problem := current_device_problem()) is not None:
-        raise RuntimeError(f"backend='cupy' cannot run here: {problem}. Use backend='numpy' "
-                           "(or GPUSVM_BACKEND=numpy).")
+        raise RuntimeError(f"backend='cupy' cannot run here: {problem}. Use backend='numpy' (or GPUSVM_BACKEND=numpy).")
     return backend
 
 
@@ -206,7 +203,8 @@ def free_device_bytes():
 
 KERNEL_SOLVER_WAYS_OUT = (
     "The kernel solvers keep every row and its response on the device at every step. Ways out: "
-    "float32 X (half the bytes), fewer rows (a subsample), or backend='numpy' (host memory).")
+    "float32 X (half the bytes), fewer rows (a subsample), or backend='numpy' (host memory)."
+)
 
 
 def check_device_memory(needed, what, free=None, ways_out=KERNEL_SOLVER_WAYS_OUT):
@@ -227,4 +225,5 @@ def check_device_memory(needed, what, free=None, ways_out=KERNEL_SOLVER_WAYS_OUT
     if needed > free:
         raise MemoryError(
             f"{what} needs about {needed / 2**30:.2f} GiB on the GPU, which has {free / 2**30:.2f} GiB free. "
-            + ways_out)
+            + ways_out
+        )

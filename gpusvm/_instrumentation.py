@@ -17,8 +17,7 @@ def progress_bar(total, desc, verbose, unit="step"):
     ``set_postfix``.  The bar stays on screen when it finishes, as scikit-learn's
     verbose output does, and is a no-op object when ``verbose`` is 0.
     """
-    return tqdm(total=total, desc=desc, unit=unit, disable=not verbose, leave=True,
-                mininterval=0.5, dynamic_ncols=True)
+    return tqdm(total=total, desc=desc, unit=unit, disable=not verbose, leave=True, mininterval=0.5, dynamic_ncols=True)
 
 
 class EpochBars:
@@ -36,8 +35,9 @@ class EpochBars:
         if epoch != self.epoch:
             self.close()
             self.epoch, self.rows = epoch, 0
-            self.bar = progress_bar(self.rows_per_epoch, f"{self.desc} epoch {epoch + 1}/{self.max_epochs}",
-                                    self.verbose, unit="row")
+            self.bar = progress_bar(
+                self.rows_per_epoch, f"{self.desc} epoch {epoch + 1}/{self.max_epochs}", self.verbose, unit="row"
+            )
         self.rows += rows
         self.bar.update(rows)
 
@@ -60,12 +60,15 @@ def nvtx_range(name, color):
     Unlike ``@nvtx.annotate``, which binds at import time, the range is opened at call
     time, so a profiler attached later (or a test's recorder) sees it.
     """
+
     def decorate(method):
         @functools.wraps(method)
         def ranged(*args, **kwargs):
             with nvtx.annotate(name, color=color):
                 return method(*args, **kwargs)
+
         return ranged
+
     return decorate
 
 

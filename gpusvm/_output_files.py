@@ -36,8 +36,9 @@ def is_read_only(path):
     return not os.access(path, os.W_OK) or not os.stat(path).st_mode & 0o222
 
 
-def check_output_path(path, *, what, kind, replaceable, overwrite=False, inputs=(), overwrite_hint="overwrite=True",
-                      special=False):
+def check_output_path(
+    path, *, what, kind, replaceable, overwrite=False, inputs=(), overwrite_hint="overwrite=True", special=False
+):
     """``path`` as a :class:`~pathlib.Path` that a write of ``what`` may go to.
 
     Parameters
@@ -68,17 +69,21 @@ def check_output_path(path, *, what, kind, replaceable, overwrite=False, inputs=
     if str(path) == "":
         raise FileNotFoundError(f"Cannot write {what} to an empty path; give a file name.")
     if str(path).endswith(os.sep) and not Path(path).is_dir():
-        raise FileNotFoundError(f"Cannot write {what} to {str(path)!r}: a path that ends with {os.sep!r} names a "
-                                "folder; give a file name.")
+        raise FileNotFoundError(
+            f"Cannot write {what} to {str(path)!r}: a path that ends with {os.sep!r} names a folder; give a file name."
+        )
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(
-            f"The path {str(path)!r} for {what} is a folder; give a file name, e.g. {str(path / 'out')!r}.")
+            f"The path {str(path)!r} for {what} is a folder; give a file name, e.g. {str(path / 'out')!r}."
+        )
     for name, source in inputs:
         if same_file(path, source):
             also = "" if str(source) == str(path) else f" ({str(source)!r})"
-            raise SameFileError(f"{str(path)!r} is the {name} file{also}: writing {what} there would replace it; "
-                                f"give another file name for {what}.")
+            raise SameFileError(
+                f"{str(path)!r} is the {name} file{also}: writing {what} there would replace it; "
+                f"give another file name for {what}."
+            )
     try:
         target = write_target(path)
         folder = target.resolve().parent
@@ -94,11 +99,14 @@ def check_output_path(path, *, what, kind, replaceable, overwrite=False, inputs=
                 return path
             raise FileExistsError(f"Cannot write {what} to {str(path)!r}: it is not a regular file.")
         if is_read_only(target):
-            raise PermissionError(f"Cannot write {what} to {str(path)!r}: the file is read-only (make it writable "
-                                  "first, e.g. chmod u+w, or give another file name).")
+            raise PermissionError(
+                f"Cannot write {what} to {str(path)!r}: the file is read-only (make it writable "
+                "first, e.g. chmod u+w, or give another file name)."
+            )
         if not overwrite and target.stat().st_size and not replaceable(target):
-            raise FileExistsError(f"{str(path)!r} exists and is not {kind}; not replacing it with {what} "
-                                  f"({overwrite_hint} replaces it).")
+            raise FileExistsError(
+                f"{str(path)!r} exists and is not {kind}; not replacing it with {what} ({overwrite_hint} replaces it)."
+            )
     return path
 
 

@@ -66,8 +66,10 @@ def check_draw_range(n):
     """Refuse a row count the stream cannot draw from: its multiply-shift draws indices
     below 2**32 (on both backends, the CUDA kernels included)."""
     if not 0 < n < _MAX_N:
-        raise ValueError(f"The random stream draws row indices in [0, n) for 0 < n < 2**32; got n={n!r} rows. "
-                         "Train on parts of fewer than 2**32 rows.")
+        raise ValueError(
+            f"The random stream draws row indices in [0, n) for 0 < n < 2**32; got n={n!r} rows. "
+            "Train on parts of fewer than 2**32 rows."
+        )
 
 
 def random_indices(seed, step, count, n, xp=np):

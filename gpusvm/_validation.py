@@ -52,8 +52,7 @@ def _check_cupy_X(estimator, X, reset):
         estimator.n_features_in_ = n_features
     elif n_features != estimator.n_features_in_:
         raise ValueError(
-            f"X has {n_features} features, but {name} is expecting "
-            f"{estimator.n_features_in_} features as input."
+            f"X has {n_features} features, but {name} is expecting {estimator.n_features_in_} features as input."
         )
     return X
 
@@ -69,11 +68,12 @@ def warn_if_dask(estimator, *collections):
     warnings.warn(
         f"{name} got a dask collection: it is computed into this process (all of it) before training."
         f"{distributed} To train in memory without this warning, pass X.compute().",
-        UserWarning, stacklevel=4)
+        UserWarning,
+        stacklevel=4,
+    )
 
 
-_DASK_ESTIMATORS = {"PegasosSVC", "FTRLClassifier", "TruncatedGradientClassifier", "FOBOSClassifier",
-                    "RDAClassifier"}
+_DASK_ESTIMATORS = {"PegasosSVC", "FTRLClassifier", "TruncatedGradientClassifier", "FOBOSClassifier", "RDAClassifier"}
 
 
 def check_X(estimator, X, *, reset):
@@ -84,9 +84,7 @@ def check_X(estimator, X, *, reset):
     warn_if_dask(estimator, X)
     if is_cupy_array(X):
         return _check_cupy_X(estimator, X, reset)
-    return validate_data(
-        estimator, X, reset=reset, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C"
-    )
+    return validate_data(estimator, X, reset=reset, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C")
 
 
 def check_X_y(estimator, X, y, *, reset):
@@ -99,13 +97,10 @@ def check_X_y(estimator, X, y, *, reset):
             y = y.ravel()
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(
-                f"y must be 1D with one label per row of X: X has {X.shape[0]} rows, "
-                f"y has shape {y.shape}."
+                f"y must be 1D with one label per row of X: X has {X.shape[0]} rows, y has shape {y.shape}."
             )
     else:
-        X, y = validate_data(
-            estimator, X, y, reset=reset, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C"
-        )
+        X, y = validate_data(estimator, X, y, reset=reset, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C")
     check_feature_scale(X)
     return X, y
 
@@ -142,9 +137,7 @@ def check_weights(sample_weight, n_samples):
     if is_cupy_array(sample_weight):
         sample_weight = to_numpy(sample_weight)
     placeholder = np.empty((n_samples, 0))
-    return _check_sample_weight(
-        sample_weight, placeholder, dtype=np.float64, ensure_non_negative=True
-    )
+    return _check_sample_weight(sample_weight, placeholder, dtype=np.float64, ensure_non_negative=True)
 
 
 def class_weight_per_sample(class_weight, y):
@@ -155,7 +148,8 @@ def class_weight_per_sample(class_weight, y):
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
                 raise ValueError(
                     f"class_weight must map each class to a finite number at least 0; "
-                    f"got class_weight[{label!r}] = {value!r}.")
+                    f"got class_weight[{label!r}] = {value!r}."
+                )
     return compute_sample_weight(class_weight, y)
 
 
@@ -164,7 +158,8 @@ def check_some_weight(weights, class_weight):
     if not np.any(weights > 0):
         raise ValueError(
             f"Every row has weight 0 (class_weight={class_weight!r} times sample_weight): "
-            "at least one row needs a positive weight.")
+            "at least one row needs a positive weight."
+        )
 
 
 def check_classes(y, estimator_name):
@@ -185,8 +180,7 @@ def class_positions(y, classes):
     unknown = (positions >= classes.shape[0]) | (classes[np.minimum(positions, classes.shape[0] - 1)] != y)
     if unknown.any():
         raise ValueError(
-            f"y contains labels {np.unique(y[unknown]).tolist()!r} that are not in "
-            f"classes {classes.tolist()!r}."
+            f"y contains labels {np.unique(y[unknown]).tolist()!r} that are not in classes {classes.tolist()!r}."
         )
     return positions
 
@@ -211,7 +205,8 @@ def check_int32_indexable(X):
         if count > INT32_LIMIT:
             raise ValueError(
                 f"A sparse X with {count} {what} is too large for backend='cupy': its CUDA kernels "
-                f"index with int32 (at most {INT32_LIMIT}). Split the data, or use backend='numpy'.")
+                f"index with int32 (at most {INT32_LIMIT}). Split the data, or use backend='numpy'."
+            )
 
 
 def canonical_csr(X):

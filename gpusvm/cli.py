@@ -80,11 +80,18 @@ def _option(name):
 
 def _add_solver_options(parser):
     group = parser.add_argument_group(
-        "solver options", "each applies to the solvers listed; the default is the estimator's")
+        "solver options", "each applies to the solvers listed; the default is the estimator's"
+    )
     for name, defaults in solver_parameters().items():
         applies = "; ".join(f"{solver}: {default!r}" for solver, default in defaults.items())
-        group.add_argument(_option(name), dest=f"param_{name}", metavar="VALUE", type=parse_value,
-                           default=argparse.SUPPRESS, help=applies)
+        group.add_argument(
+            _option(name),
+            dest=f"param_{name}",
+            metavar="VALUE",
+            type=parse_value,
+            default=argparse.SUPPRESS,
+            help=applies,
+        )
 
 
 def solver_estimator(solver, args):
@@ -93,7 +100,7 @@ def solver_estimator(solver, args):
 
     cls = SOLVERS[solver]
     allowed = cls().get_params(deep=False)
-    params = {key[len("param_"):]: value for key, value in vars(args).items() if key.startswith("param_")}
+    params = {key[len("param_") :]: value for key, value in vars(args).items() if key.startswith("param_")}
     for name in params:
         if name not in allowed:
             own = ", ".join(_option(p) for p in allowed if p not in _GLOBAL_PARAMS)
@@ -112,55 +119,98 @@ def solver_estimator(solver, args):
 def build_parser():
     """The ``gpusvm`` argument parser."""
     common = _Parser(add_help=False)
-    common.add_argument("--backend", choices=BACKENDS, default="auto",
-                        help=f"where gpusvm runs (default: auto, which honours {ENV_VARIABLE})")
+    common.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help=f"where gpusvm runs (default: auto, which honours {ENV_VARIABLE})",
+    )
     common.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    parser = _Parser(prog="gpusvm", description="SVMs and sparse online classifiers on NVIDIA GPUs, "
-                     "with the same results on a CPU.")
+    parser = _Parser(
+        prog="gpusvm", description="SVMs and sparse online classifiers on NVIDIA GPUs, with the same results on a CPU."
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    train = commands.add_parser("train", parents=[common], help="train a model on a data file and save it",
-                                description="Train a model on DATA (svmlight, .npz or .csv) and write it to MODEL.")
+    train = commands.add_parser(
+        "train",
+        parents=[common],
+        help="train a model on a data file and save it",
+        description="Train a model on DATA (svmlight, .npz or .csv) and write it to MODEL.",
+    )
     train.add_argument("data", metavar="DATA", help="training data (labels required)")
-    train.add_argument("model", metavar="MODEL", nargs="?",
-                       help="model file to write (default: DATA's file name plus .model, in this folder)")
-    train.add_argument("--solver", choices=tuple(SOLVERS), default=DEFAULT_SOLVER,
-                       help=f"the solver (default: {DEFAULT_SOLVER})")
-    train.add_argument("--format", choices=FORMATS, default="auto",
-                       help="DATA's format (default: from its extension; svmlight unless .npz or .csv)")
-    train.add_argument("--n-features", type=int, metavar="N",
-                       help="the number of features, when DATA (svmlight) may not use the last ones")
-    train.add_argument("--chunk-rows", type=int, metavar="N",
-                       help="read DATA (svmlight or .npz) N rows at a time, for a file larger than memory "
-                       "(linear and online solvers); shows each epoch's progress on standard error")
+    train.add_argument(
+        "model",
+        metavar="MODEL",
+        nargs="?",
+        help="model file to write (default: DATA's file name plus .model, in this folder)",
+    )
+    train.add_argument(
+        "--solver", choices=tuple(SOLVERS), default=DEFAULT_SOLVER, help=f"the solver (default: {DEFAULT_SOLVER})"
+    )
+    train.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="DATA's format (default: from its extension; svmlight unless .npz or .csv)",
+    )
+    train.add_argument(
+        "--n-features",
+        type=int,
+        metavar="N",
+        help="the number of features, when DATA (svmlight) may not use the last ones",
+    )
+    train.add_argument(
+        "--chunk-rows",
+        type=int,
+        metavar="N",
+        help="read DATA (svmlight or .npz) N rows at a time, for a file larger than memory "
+        "(linear and online solvers); shows each epoch's progress on standard error",
+    )
     train.add_argument("-v", "--verbose", action="count", default=0, help="show a progress bar")
-    train.add_argument("--force", action="store_true",
-                       help="replace MODEL even when it exists and is not a gpusvm model file (never DATA)")
+    train.add_argument(
+        "--force",
+        action="store_true",
+        help="replace MODEL even when it exists and is not a gpusvm model file (never DATA)",
+    )
     _add_solver_options(train)
 
-    predict = commands.add_parser("predict", parents=[common], help="predict with a saved model",
-                                  description="Predict the rows of DATA with MODEL; print accuracy when DATA "
-                                  "has labels.")
+    predict = commands.add_parser(
+        "predict",
+        parents=[common],
+        help="predict with a saved model",
+        description="Predict the rows of DATA with MODEL; print accuracy when DATA has labels.",
+    )
     predict.add_argument("model", metavar="MODEL")
     predict.add_argument("data", metavar="DATA")
-    predict.add_argument("out", metavar="OUT", nargs="?",
-                         help="where predictions go, one row per line (default, or '-': standard output)")
+    predict.add_argument(
+        "out",
+        metavar="OUT",
+        nargs="?",
+        help="where predictions go, one row per line (default, or '-': standard output)",
+    )
     predict.add_argument("--format", choices=FORMATS, default="auto")
-    predict.add_argument("--force", action="store_true",
-                         help="replace OUT even when it exists and does not look like predictions (never MODEL "
-                         "or DATA)")
+    predict.add_argument(
+        "--force",
+        action="store_true",
+        help="replace OUT even when it exists and does not look like predictions (never MODEL or DATA)",
+    )
     kind = predict.add_mutually_exclusive_group()
-    kind.add_argument("--decision-values", action="store_true",
-                      help="decision values instead of labels: one column for two classes (the second "
-                      "class's), else one per class in the model's order")
-    kind.add_argument("--probability", action="store_true",
-                      help="class probabilities, one column per class (logistic solvers only)")
+    kind.add_argument(
+        "--decision-values",
+        action="store_true",
+        help="decision values instead of labels: one column for two classes (the second "
+        "class's), else one per class in the model's order",
+    )
+    kind.add_argument(
+        "--probability", action="store_true", help="class probabilities, one column per class (logistic solvers only)"
+    )
 
     info = commands.add_parser("info", parents=[common], help="versions, backend, device, kernel compilation")
     info.add_argument("--json", action="store_true", help="print the facts as JSON")
 
-    demo = commands.add_parser("demo", parents=[common],
-                               help="gpusvm's solvers beside scikit-learn's on the embedded Adult data")
+    demo = commands.add_parser(
+        "demo", parents=[common], help="gpusvm's solvers beside scikit-learn's on the embedded Adult data"
+    )
     demo.add_argument("--quick", action="store_true", help="use 3,000 training rows (under 20 s on 2 cores)")
     return parser
 
@@ -175,8 +225,14 @@ def train_command(args, out):
     if args.n_features is not None and args.n_features < 1:
         raise UsageError(f"--n-features must be at least 1, got {args.n_features}.", "gpusvm train")
     path = args.model if args.model else Path(args.data).name + ".model"
-    path = _checked_output("gpusvm train", check_model_path, path, overwrite=args.force,  # before a long fit
-                           inputs=[("DATA", args.data)], overwrite_hint="--force")
+    path = _checked_output(
+        "gpusvm train",
+        check_model_path,
+        path,
+        overwrite=args.force,  # before a long fit
+        inputs=[("DATA", args.data)],
+        overwrite_hint="--force",
+    )
     if args.chunk_rows is not None:
         return _train_on_chunks(model, args, path, out)
     X, y, how = read_data(args.data, args.format, n_features=args.n_features)
@@ -186,8 +242,10 @@ def train_command(args, out):
     model.fit(X, y)
     seconds = time.perf_counter() - started
     save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds}, overwrite=args.force)
-    out(f"Trained {type(model).__name__} (--solver {args.solver}) on {X.shape[0]} rows x {X.shape[1]} features "
-        f"with {model.backend_} in {seconds:.3f} s; training accuracy {model.score(X, y):.4%}.")
+    out(
+        f"Trained {type(model).__name__} (--solver {args.solver}) on {X.shape[0]} rows x {X.shape[1]} features "
+        f"with {model.backend_} in {seconds:.3f} s; training accuracy {model.score(X, y):.4%}."
+    )
     out(f"Model written to {path}")
     return EXIT_OK
 
@@ -200,8 +258,11 @@ def _train_on_chunks(model, args, path, out):
         raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}.", "gpusvm train")
     if not hasattr(model, "fit_chunks"):
         streamed = ", ".join(name for name, cls in SOLVERS.items() if hasattr(cls, "fit_chunks"))
-        raise UsageError(f"--chunk-rows trains {streamed}; --solver {args.solver} needs every row at every step "
-                         "(leave --chunk-rows out).", "gpusvm train")
+        raise UsageError(
+            f"--chunk-rows trains {streamed}; --solver {args.solver} needs every row at every step "
+            "(leave --chunk-rows out).",
+            "gpusvm train",
+        )
     chunks = read_chunks(args.data, args.format, chunk_rows=args.chunk_rows, n_features=args.n_features)
     if chunks.n_rows == 0:  # (the scan that counts them is the one the fit needs first)
         raise DataFileError(f"{args.data} has no data rows to train on.")
@@ -215,9 +276,11 @@ def _train_on_chunks(model, args, path, out):
     seconds = time.perf_counter() - started
     save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds}, overwrite=args.force)
     rows = chunks.n_rows * model.n_iter_
-    out(f"Trained {type(model).__name__} (--solver {args.solver}) on {chunks.n_rows} rows x {chunks.n_features} "
+    out(
+        f"Trained {type(model).__name__} (--solver {args.solver}) on {chunks.n_rows} rows x {chunks.n_features} "
         f"features, {args.chunk_rows} rows at a time, with {model.backend_}: {model.n_iter_} epoch(s) in "
-        f"{seconds:.3f} s ({rows / seconds:,.0f} rows/s).")
+        f"{seconds:.3f} s ({rows / seconds:,.0f} rows/s)."
+    )
     out(f"Model written to {path}")
     return EXIT_OK
 
@@ -228,16 +291,27 @@ def predict_command(args, out):
     if args.out == "-":
         args.out = None  # standard output, as the usual '-' says
     if args.out:  # before the work: OUT must not be an input, nor a file that predictions should not replace
-        _checked_output("gpusvm predict", check_output_path, args.out, what="the predictions",
-                        kind="a predictions file", replaceable=_looks_like_predictions, overwrite=args.force,
-                        inputs=[("MODEL", args.model), ("DATA", args.data)], overwrite_hint="--force", special=True)
+        _checked_output(
+            "gpusvm predict",
+            check_output_path,
+            args.out,
+            what="the predictions",
+            kind="a predictions file",
+            replaceable=_looks_like_predictions,
+            overwrite=args.force,
+            inputs=[("MODEL", args.model), ("DATA", args.data)],
+            overwrite_hint="--force",
+            special=True,
+        )
     model = load(args.model, backend=args.backend)
     data = model.metadata_.get("data", {}) if isinstance(model.metadata_, dict) else {}
     zero_based = data.get("zero_based", "auto") if data.get("format") == "svmlight" else "auto"
     X, y, _ = read_data(args.data, args.format, n_features=model.n_features_in_, zero_based=zero_based)
     if args.probability and not hasattr(model, "predict_proba"):
-        raise UsageError(f"--probability needs a logistic solver (ftrl, truncated-gradient, fobos, rda); "
-                         f"{args.model} holds a {type(model).__name__}.")
+        raise UsageError(
+            f"--probability needs a logistic solver (ftrl, truncated-gradient, fobos, rda); "
+            f"{args.model} holds a {type(model).__name__}."
+        )
     scores = model.decision_function(X)  # once: the labels are read off these scores
     labels = model._labels_from_scores(scores)
     if args.probability:
@@ -319,14 +393,15 @@ def _info_lines(info):
     yield f"gpusvm {info['gpusvm']} (Python {info['python']}, {info['platform']})"
     yield f"numpy {info['numpy']}, scipy {info['scipy']}, scikit-learn {info['scikit-learn']}"
     chosen = info["backend"] or "unavailable"
-    yield (f"backend: {chosen} (asked for {info['backend_requested']}; "
-           f"{ENV_VARIABLE}={info[ENV_VARIABLE] or 'unset'})")
+    yield (f"backend: {chosen} (asked for {info['backend_requested']}; {ENV_VARIABLE}={info[ENV_VARIABLE] or 'unset'})")
     yield f"cupy: {info['cupy'] or 'not installed'}"
     if info["cuda_runtime"]:
         yield f"CUDA runtime {info['cuda_runtime']}, driver {info['cuda_driver']}"
     for device in info["devices"]:
-        yield (f"device {device['index']}: {device['name']}, compute capability {device['compute_capability']}, "
-               f"{device['memory_gib']} GiB")
+        yield (
+            f"device {device['index']}: {device['name']}, compute capability {device['compute_capability']}, "
+            f"{device['memory_gib']} GiB"
+        )
     if not info["devices"]:
         yield "device: none (no CUDA device visible to CuPy)"
     if info["kernels"] is None:

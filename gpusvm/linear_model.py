@@ -124,15 +124,20 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         """
         self._validate_params()
         source = ChunkSource(chunks)
-        source.check_passes(["finding the classes (or pass classes=...)"] * (classes is None)
-                            + [f"max_iter={self.max_iter}"] * self.max_iter)
+        source.check_passes(
+            ["finding the classes (or pass classes=...)"] * (classes is None)
+            + [f"max_iter={self.max_iter}"] * self.max_iter
+        )
         with restore_on_error(self):
             self._forget_training_state()
             classes = self._partial_fit_classes(source.classes() if classes is None else classes)
             backend = resolve_backend(self.backend)
             xp = get_namespace(backend)
-            epochs = ((epoch, chunk) for epoch in range(self.max_iter)
-                      for chunk in aligned_chunks(source.passes(f"max_iter={self.max_iter}"), self.batch_size))
+            epochs = (
+                (epoch, chunk)
+                for epoch in range(self.max_iter)
+                for chunk in aligned_chunks(source.passes(f"max_iter={self.max_iter}"), self.batch_size)
+            )
             prepare = functools.partial(self._prepared_chunk, classes=classes, backend=backend)
             seed, n_models = seed_from_random_state(self.random_state), 1 if classes.shape[0] == 2 else classes.shape[0]
             state, stepper, chunk, losses, rows = None, None, None, [], 0
@@ -146,9 +151,15 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
                         bars.end_epoch(loss=f"{losses[-1]:.5g}")
                         stepper, rows = None, 0
                     problem = OnlineProblem(
-                        X=chunk.X, labels=chunk.rows["labels"], n_classes=classes.shape[0], rule=self._rule(),
-                        batch_size=self.batch_size, fit_intercept=self.fit_intercept, seed=seed,
-                        longest_row=chunk.facts["longest_row"])
+                        X=chunk.X,
+                        labels=chunk.rows["labels"],
+                        n_classes=classes.shape[0],
+                        rule=self._rule(),
+                        batch_size=self.batch_size,
+                        fit_intercept=self.fit_intercept,
+                        seed=seed,
+                        longest_row=chunk.facts["longest_row"],
+                    )
                     # The epoch's loss runs on from the last chunk's (on the device, with no read).
                     loss_so_far = 0.0 if stepper is None else stepper.loss_sum
                     stepper = online_stepper(problem, state, xp)
@@ -187,8 +198,13 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         state = OnlineState.zeros(n_models, X.shape[1], xp) if first else self._state.to(xp)
         seed = seed_from_random_state(self.random_state) if first else self._seed
         problem = OnlineProblem(
-            X=to_backend(X, backend), labels=xp.asarray(labels, dtype=np.int32), n_classes=classes.shape[0],
-            rule=self._rule(), batch_size=self.batch_size, fit_intercept=self.fit_intercept, seed=seed,
+            X=to_backend(X, backend),
+            labels=xp.asarray(labels, dtype=np.int32),
+            n_classes=classes.shape[0],
+            rule=self._rule(),
+            batch_size=self.batch_size,
+            fit_intercept=self.fit_intercept,
+            seed=seed,
         )
         state, losses = run_online(problem, state, n_epochs=n_epochs, shuffle=shuffle, xp=xp, verbose=self.verbose)
         self._set_model(state, backend, classes, seed, X)
@@ -326,8 +342,20 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         **_COMMON_CONSTRAINTS,
     }
 
-    def __init__(self, alpha=0.1, beta=1.0, l1=1.0, l2=1.0, fit_intercept=True, batch_size=1024, max_iter=5,
-                 shuffle=True, random_state=None, backend="auto", verbose=0):
+    def __init__(
+        self,
+        alpha=0.1,
+        beta=1.0,
+        l1=1.0,
+        l2=1.0,
+        fit_intercept=True,
+        batch_size=1024,
+        max_iter=5,
+        shuffle=True,
+        random_state=None,
+        backend="auto",
+        verbose=0,
+    ):
         self.alpha = alpha
         self.beta = beta
         self.l1 = l1
@@ -391,8 +419,20 @@ class TruncatedGradientClassifier(_OnlineLogisticClassifier):
         **_COMMON_CONSTRAINTS,
     }
 
-    def __init__(self, eta0=0.5, l1=1e-4, theta=np.inf, truncate_every=1, fit_intercept=True, batch_size=256,
-                 max_iter=5, shuffle=True, random_state=None, backend="auto", verbose=0):
+    def __init__(
+        self,
+        eta0=0.5,
+        l1=1e-4,
+        theta=np.inf,
+        truncate_every=1,
+        fit_intercept=True,
+        batch_size=256,
+        max_iter=5,
+        shuffle=True,
+        random_state=None,
+        backend="auto",
+        verbose=0,
+    ):
         self.eta0 = eta0
         self.l1 = l1
         self.theta = theta
@@ -449,8 +489,18 @@ class FOBOSClassifier(_OnlineLogisticClassifier):
         **_COMMON_CONSTRAINTS,
     }
 
-    def __init__(self, eta0=0.5, l1=1e-4, fit_intercept=True, batch_size=256, max_iter=5, shuffle=True,
-                 random_state=None, backend="auto", verbose=0):
+    def __init__(
+        self,
+        eta0=0.5,
+        l1=1e-4,
+        fit_intercept=True,
+        batch_size=256,
+        max_iter=5,
+        shuffle=True,
+        random_state=None,
+        backend="auto",
+        verbose=0,
+    ):
         self.eta0 = eta0
         self.l1 = l1
         self.fit_intercept = fit_intercept
@@ -505,8 +555,18 @@ class RDAClassifier(_OnlineLogisticClassifier):
         **_COMMON_CONSTRAINTS,
     }
 
-    def __init__(self, gamma=1.0, l1=1e-4, fit_intercept=True, batch_size=256, max_iter=5, shuffle=True,
-                 random_state=None, backend="auto", verbose=0):
+    def __init__(
+        self,
+        gamma=1.0,
+        l1=1e-4,
+        fit_intercept=True,
+        batch_size=256,
+        max_iter=5,
+        shuffle=True,
+        random_state=None,
+        backend="auto",
+        verbose=0,
+    ):
         self.gamma = gamma
         self.l1 = l1
         self.fit_intercept = fit_intercept
@@ -519,4 +579,3 @@ class RDAClassifier(_OnlineLogisticClassifier):
 
     def _rule(self):
         return OnlineRule("rda", l1=self.l1, gamma=self.gamma)
-

@@ -111,8 +111,9 @@ def save(model, path, *, metadata=None, overwrite=False):
     path = check_model_path(path, overwrite=overwrite)
     arrays = {}
     try:
-        params = {name: _encode(value, f"params.{name}", arrays)
-                  for name, value in model.get_params(deep=False).items()}
+        params = {
+            name: _encode(value, f"params.{name}", arrays) for name, value in model.get_params(deep=False).items()
+        }
         attributes = {
             name: _encode(value, name, arrays)
             for name, value in sorted(model.__dict__.items())
@@ -120,8 +121,10 @@ def save(model, path, *, metadata=None, overwrite=False):
         }
         user = _encode(dict(metadata or {}), "user", arrays)
     except RecursionError:
-        raise TypeError("The model or its metadata holds a list or dict that contains itself (or nests "
-                        "thousands deep), which has no file form.") from None
+        raise TypeError(
+            "The model or its metadata holds a list or dict that contains itself (or nests "
+            "thousands deep), which has no file form."
+        ) from None
     document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -167,8 +170,15 @@ def check_model_path(path, *, overwrite=False, inputs=(), overwrite_hint="overwr
     IsADirectoryError, FileNotFoundError, PermissionError, FileExistsError
         Each naming the path and what to give instead; ``ValueError`` for an input.
     """
-    return check_output_path(path, what="the model", kind="a gpusvm model file", replaceable=is_model_file,
-                             overwrite=overwrite, inputs=inputs, overwrite_hint=overwrite_hint)
+    return check_output_path(
+        path,
+        what="the model",
+        kind="a gpusvm model file",
+        replaceable=is_model_file,
+        overwrite=overwrite,
+        inputs=inputs,
+        overwrite_hint=overwrite_hint,
+    )
 
 
 def is_model_file(path):
@@ -275,8 +285,10 @@ def _encode(value, name, arrays):
     if isinstance(value, np.ndarray) or is_cupy_array(value) or sp.issparse(value):
         return _encode_array(to_numpy(value), name, arrays)
     if type(value).__name__ in _STATE_CLASSES and type(value) is _STATE_CLASSES[type(value).__name__]:
-        fields = {field.name: _encode(getattr(value, field.name), f"{name}.{field.name}", arrays)
-                  for field in dataclasses.fields(value)}
+        fields = {
+            field.name: _encode(getattr(value, field.name), f"{name}.{field.name}", arrays)
+            for field in dataclasses.fields(value)
+        }
         return {"$dataclass": type(value).__name__, "fields": fields}
     if isinstance(value, list):
         return [_encode(item, f"{name}.{i}", arrays) for i, item in enumerate(value)]
@@ -285,25 +297,31 @@ def _encode(value, name, arrays):
     if isinstance(value, dict):
         if all(isinstance(key, str) and not key.startswith("$") for key in value):
             return {key: _encode(item, f"{name}.{key}", arrays) for key, item in value.items()}
-        return {"$dict": [[_encode(key, name, arrays), _encode(item, f"{name}.{i}", arrays)]
-                          for i, (key, item) in enumerate(value.items())]}
+        return {
+            "$dict": [
+                [_encode(key, name, arrays), _encode(item, f"{name}.{i}", arrays)]
+                for i, (key, item) in enumerate(value.items())
+            ]
+        }
     article = "an" if type(value).__name__[:1].lower() in "aeiou" else "a"
-    raise TypeError(f"{_described(name)} cannot be saved: {article} {type(value).__name__} has no safe file form "
-                    f"(NumPy arrays, numbers, strings, None, lists and dicts do).{_advice(name)}")
+    raise TypeError(
+        f"{_described(name)} cannot be saved: {article} {type(value).__name__} has no safe file form "
+        f"(NumPy arrays, numbers, strings, None, lists and dicts do).{_advice(name)}"
+    )
 
 
 def _described(name):
     """What an encoded value is, for a message: ``params.C`` is parameter C, ``user.a.b``
     is metadata value a.b, anything else a fitted attribute."""
     if name.startswith("params."):
-        return f"The parameter {name[len('params.'):]}"
+        return f"The parameter {name[len('params.') :]}"
     if name == "user" or name.startswith("user."):
-        return f"The metadata value {name[len('user.'):]!r}"
+        return f"The metadata value {name[len('user.') :]!r}"
     return f"The fitted attribute {name}"
 
 
 def _advice(name):
-    parameter = name[len("params."):].split(".", 1)[0] if name.startswith("params.") else None
+    parameter = name[len("params.") :].split(".", 1)[0] if name.startswith("params.") else None
     if parameter == "random_state":
         return " For random_state, pass an int or None."
     if parameter is not None:
@@ -316,14 +334,20 @@ def _advice(name):
 def _encode_array(array, name, arrays):
     if sp.issparse(array):
         array = array.tocsr()
-        return {"$csr": {"shape": list(array.shape), "data": _encode_array(array.data, f"{name}.data", arrays),
-                         "indices": _encode_array(array.indices, f"{name}.indices", arrays),
-                         "indptr": _encode_array(array.indptr, f"{name}.indptr", arrays)}}
+        return {
+            "$csr": {
+                "shape": list(array.shape),
+                "data": _encode_array(array.data, f"{name}.data", arrays),
+                "indices": _encode_array(array.indices, f"{name}.indices", arrays),
+                "indptr": _encode_array(array.indptr, f"{name}.indptr", arrays),
+            }
+        }
     if array.dtype == object:
         if array.ndim == 1 and all(isinstance(item, str) for item in array):
             return {"$strings": array.tolist()}  # e.g. feature_names_in_
-        raise TypeError(f"{_described(name)} cannot be saved: an object array other than a list of strings."
-                        f"{_advice(name)}")
+        raise TypeError(
+            f"{_described(name)} cannot be saved: an object array other than a list of strings.{_advice(name)}"
+        )
     member = name if _SAFE_MEMBER.match(name) and name not in arrays else f"array{len(arrays)}"
     arrays[member] = np.ascontiguousarray(array)
     return {"$array": member, "dtype": array.dtype.str, "shape": list(array.shape)}
@@ -358,7 +382,7 @@ def _remove_orphans(folder, name):
     """Delete the temporary files of saves to ``folder/name`` whose process has ended
     (killed mid-write); those of live processes, saving concurrently, stay."""
     for leftover in folder.glob(f".{glob.escape(name)}.*.tmp"):
-        pid = leftover.name[len(name) + 2:].split(".", 1)[0]
+        pid = leftover.name[len(name) + 2 :].split(".", 1)[0]
         if pid.isdigit() and not _process_is_running(int(pid)):
             leftover.unlink(missing_ok=True)
 
@@ -407,15 +431,18 @@ def _read_metadata(archive, path):
             f"{version}; this gpusvm ({_gpusvm_version()}) reads versions up to {FORMAT_VERSION}. "
             "Upgrade gpusvm to load it."
         )
-    missing = [key for key in ("solver", "params", "attributes", "classes", "n_features_in", "user")
-               if key not in document]
+    missing = [
+        key for key in ("solver", "params", "attributes", "classes", "n_features_in", "user") if key not in document
+    ]
     if missing:
         raise ModelFileError(f"{path}: {METADATA_MEMBER} lacks {', '.join(missing)}.")
     shapes = {"params": dict, "attributes": dict, "user": dict, "classes": list, "solver": str}
     for key, kind in shapes.items():
         if not isinstance(document[key], kind):
-            raise ModelFileError(f"{path}: in {METADATA_MEMBER}, {key} is a {type(document[key]).__name__}, "
-                                 f"not a {'JSON object' if kind is dict else kind.__name__}.")
+            raise ModelFileError(
+                f"{path}: in {METADATA_MEMBER}, {key} is a {type(document[key]).__name__}, "
+                f"not a {'JSON object' if kind is dict else kind.__name__}."
+            )
     if document["solver"] not in SOLVERS:
         raise ModelFileError(
             f"{path} names solver {document['solver']!r}, which this gpusvm does not have "
@@ -487,6 +514,7 @@ def _decode(value, read_array):
 
 def _check_model(model, path, classes, n_features):
     """Reject a model whose parts are wrong or disagree, before it can predict something wrong."""
+
     def fail(problem):
         raise ModelFileError(f"{path} does not hold a consistent {type(model).__name__}: {problem}.") from None
 

@@ -259,17 +259,40 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         "multi_class": [StrOptions({"ovo", "ovr"})],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
         "cache_size": [Interval(Real, 0, None, closed="neither")],
-        "kernel_cache": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both"),
-                         Interval(Integral, 0, None, closed="left")],
+        "kernel_cache": [
+            StrOptions({"auto"}),
+            Interval(Real, 0, 1, closed="both"),
+            Interval(Integral, 0, None, closed="left"),
+        ],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
         "verbose": ["verbose"],
     }
 
-    def __init__(self, nu=1e-2, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
-                 max_iter=10, batch_size=64, average=True, validation_fraction="auto", n_iter_no_change=10,
-                 tol=1e-2, time_budget=None, max_kernel_evals=None, multi_class="ovo", decision_function_shape="ovr",
-                 cache_size=1024, kernel_cache="auto", random_state=None, backend="auto", verbose=0):
+    def __init__(
+        self,
+        nu=1e-2,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        fit_intercept=True,
+        max_iter=10,
+        batch_size=64,
+        average=True,
+        validation_fraction="auto",
+        n_iter_no_change=10,
+        tol=1e-2,
+        time_budget=None,
+        max_kernel_evals=None,
+        multi_class="ovo",
+        decision_function_shape="ovr",
+        cache_size=1024,
+        kernel_cache="auto",
+        random_state=None,
+        backend="auto",
+        verbose=0,
+    ):
         self.nu = nu
         self.kernel = kernel
         self.gamma = gamma
@@ -323,7 +346,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                 self._fit_pairs(X, X_dev, order, train.size, labels, classes, gamma, seed, rules, backend)
             else:
                 targets = one_vs_rest_targets(y[train], classes)
-                result = self._solve(X_dev, train.size, targets, labels[train.size:], gamma, seed, rules, backend)
+                result = self._solve(X_dev, train.size, targets, labels[train.size :], gamma, seed, rules, backend)
                 self._set_model(result, X, y, train, targets, classes)
                 self.t_ = result.n_steps
                 self.n_iter_ = result.n_steps / max(1, -(-train.size // self.batch_size))
@@ -338,12 +361,27 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         """One SBP run on ``X_dev`` (its first ``n_train`` rows train, the rest are held out;
         ``checkpoint_every``: as :func:`~.solvers.sbp.run_sbp`'s)."""
         problem = SBPProblem(
-            X=X_dev, n_train=n_train, targets=get_namespace(backend).asarray(targets),
-            holdout_labels=holdout_labels, nu=float(self.nu), batch_size=self.batch_size, kernel=self.kernel,
-            gamma=gamma, degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept, seed=seed,
+            X=X_dev,
+            n_train=n_train,
+            targets=get_namespace(backend).asarray(targets),
+            holdout_labels=holdout_labels,
+            nu=float(self.nu),
+            batch_size=self.batch_size,
+            kernel=self.kernel,
+            gamma=gamma,
+            degree=self.degree,
+            coef0=self.coef0,
+            fit_intercept=self.fit_intercept,
+            seed=seed,
         )
-        return run_sbp(problem, self._steps(problem, backend), rules, checkpoint_every=checkpoint_every,
-                       average=self.average, verbose=self.verbose)
+        return run_sbp(
+            problem,
+            self._steps(problem, backend),
+            rules,
+            checkpoint_every=checkpoint_every,
+            average=self.average,
+            verbose=self.verbose,
+        )
 
     def _fit_pairs(self, X, X_dev, order, n_train, labels, classes, gamma, seed, rules, backend):
         """One binary SBP per pair of classes on those classes' rows (:mod:`._estimator.one_vs_one`).
@@ -361,10 +399,13 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         class_rows = [np.flatnonzero(labels == c) for c in range(classes.size)]  # training rows first, as in X_dev
         class_train = np.array([np.searchsorted(rows, n_train) for rows in class_rows])
         sizes = [class_rows[a].size + class_rows[b].size for a, b in pairs]
-        checkpoint_every = pair_checkpoint_steps(np.array([class_train[a] + class_train[b] for a, b in pairs]),
-                                                 self.batch_size)
-        kernel_evals = [None if rules.max_kernel_evals is None
-                        else max(1, int(share(rules.max_kernel_evals, size, sum(sizes)))) for size in sizes]
+        checkpoint_every = pair_checkpoint_steps(
+            np.array([class_train[a] + class_train[b] for a, b in pairs]), self.batch_size
+        )
+        kernel_evals = [
+            None if rules.max_kernel_evals is None else max(1, int(share(rules.max_kernel_evals, size, sum(sizes))))
+            for size in sizes
+        ]
         together = self._pairs_step_together(backend, n_train, X_dev.shape[0], X_dev.dtype, len(pairs))
         if not together:
             groups = [[p] for p in range(len(pairs))]
@@ -379,56 +420,106 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             rows_left -= group_rows
             if together:
                 group_results = self._solve_stack(
-                    X_dev, class_rows, class_train, [pairs[p] for p in group], gamma,
-                    [pair_seed(seed, p) for p in group], budget,
+                    X_dev,
+                    class_rows,
+                    class_train,
+                    [pairs[p] for p in group],
+                    gamma,
+                    [pair_seed(seed, p) for p in group],
+                    budget,
                     None if rules.max_kernel_evals is None else [kernel_evals[p] for p in group],
-                    checkpoint_every[group], backend)
+                    checkpoint_every[group],
+                    backend,
+                )
             else:
-                group_results = [self._solve_pair(X_dev, class_rows, class_train, pairs[p], gamma, pair_seed(seed, p),
-                                                  dataclasses.replace(budget, max_kernel_evals=kernel_evals[p]),
-                                                  int(checkpoint_every[p]), backend) for p in group]
+                group_results = [
+                    self._solve_pair(
+                        X_dev,
+                        class_rows,
+                        class_train,
+                        pairs[p],
+                        gamma,
+                        pair_seed(seed, p),
+                        dataclasses.replace(budget, max_kernel_evals=kernel_evals[p]),
+                        int(checkpoint_every[p]),
+                        backend,
+                    )
+                    for p in group
+                ]
             for p, result in zip(group, group_results, strict=True):
                 a, b = pairs[p]
-                results[p] = (np.concatenate([class_rows[a][: class_train[a]], class_rows[b][: class_train[b]]]),
-                              result)
-                histories[p] = [{**record, "seconds": record["seconds"] + offset, "pair": [int(a), int(b)]}
-                                for record in result.history]
+                results[p] = (
+                    np.concatenate([class_rows[a][: class_train[a]], class_rows[b][: class_train[b]]]),
+                    result,
+                )
+                histories[p] = [
+                    {**record, "seconds": record["seconds"] + offset, "pair": [int(a), int(b)]}
+                    for record in result.history
+                ]
         self._set_pair_model(results, X, order, labels, classes, [record for h in histories for record in h])
 
-    def _solve_stack(self, X_dev, class_rows, class_train, pairs, gamma, seeds, rules, kernel_evals, checkpoint_every,
-                     backend):
+    def _solve_stack(
+        self, X_dev, class_rows, class_train, pairs, gamma, seeds, rules, kernel_evals, checkpoint_every, backend
+    ):
         """The SBP runs of these pairs stepping together (one result each)."""
         stack = PairStack(
-            X=X_dev, class_rows=tuple(class_rows), class_train=class_train, pairs=np.array(pairs),
-            seeds=np.array(seeds, dtype=np.uint64), nu=float(self.nu), batch_size=self.batch_size,
-            kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
+            X=X_dev,
+            class_rows=tuple(class_rows),
+            class_train=class_train,
+            pairs=np.array(pairs),
+            seeds=np.array(seeds, dtype=np.uint64),
+            nu=float(self.nu),
+            batch_size=self.batch_size,
+            kernel=self.kernel,
+            gamma=gamma,
+            degree=self.degree,
+            coef0=self.coef0,
+            fit_intercept=self.fit_intercept,
         )
-        steps = make_pair_steps(stack, get_namespace(backend), kernel_cache=self.kernel_cache,
-                                cache_bytes=int(self.cache_size * 2**20))
-        return run_pair_stack(stack, steps, rules, checkpoint_every=checkpoint_every,
-                              kernel_evals=None if kernel_evals is None else np.array(kernel_evals),
-                              average=self.average, verbose=self.verbose)
+        steps = make_pair_steps(
+            stack, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=int(self.cache_size * 2**20)
+        )
+        return run_pair_stack(
+            stack,
+            steps,
+            rules,
+            checkpoint_every=checkpoint_every,
+            kernel_evals=None if kernel_evals is None else np.array(kernel_evals),
+            average=self.average,
+            verbose=self.verbose,
+        )
 
     def _pairs_step_together(self, backend, n_train, n_rows, dtype, n_pairs):
         """Whether the ``n_pairs`` one-vs-one pairs step together or one after another:
         always on the host; on a device, when ``kernel_cache`` holds the kernel matrix of
         the ``n_train`` training rows by all ``n_rows`` rows, or a cache of twice the
         rows all pairs draw in a step (the pairs read their kernel values from it)."""
-        return pairs_step_together(get_namespace(backend), n_train, n_rows, dtype, self.kernel_cache,
-                                   n_pairs * self.batch_size)
+        return pairs_step_together(
+            get_namespace(backend), n_train, n_rows, dtype, self.kernel_cache, n_pairs * self.batch_size
+        )
 
     def _solve_pair(self, X_dev, class_rows, class_train, pair, gamma, seed, rules, checkpoint_every, backend):
         """The SBP run of one pair on its own: its rows as :meth:`_fit_pairs` lays them out,
         checkpointing every ``checkpoint_every`` steps."""
         (a, b), (train_a, train_b) = pair, class_train[list(pair)]
-        rows = np.concatenate([class_rows[a][:train_a], class_rows[b][:train_b],
-                               class_rows[a][train_a:], class_rows[b][train_b:]])
-        first = np.repeat([True, False, True, False], [train_a, train_b, class_rows[a].size - train_a,
-                                                       class_rows[b].size - train_b])
+        rows = np.concatenate(
+            [class_rows[a][:train_a], class_rows[b][:train_b], class_rows[a][train_a:], class_rows[b][train_b:]]
+        )
+        first = np.repeat(
+            [True, False, True, False], [train_a, train_b, class_rows[a].size - train_a, class_rows[b].size - train_b]
+        )
         n_pair_train = train_a + train_b
-        return self._solve(X_dev[get_namespace(backend).asarray(rows)], n_pair_train,
-                           np.where(first[:n_pair_train], 1.0, -1.0)[:, None], first[n_pair_train:].astype(int),
-                           gamma, seed, rules, backend, checkpoint_every)
+        return self._solve(
+            X_dev[get_namespace(backend).asarray(rows)],
+            n_pair_train,
+            np.where(first[:n_pair_train], 1.0, -1.0)[:, None],
+            first[n_pair_train:].astype(int),
+            gamma,
+            seed,
+            rules,
+            backend,
+            checkpoint_every,
+        )
 
     def _set_pair_model(self, results, X, order, labels, classes, history):
         """Support vectors (the union of the pairs') and one coefficient row per pair."""
@@ -465,8 +556,11 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         ndarray of shape (n_samples,), (n_samples, n_classes) or (n_samples, n_pairs)
         """
         scores = super().decision_function(X)
-        if self.dual_coef_.shape[0] == 1 or not self._trains_one_vs_one(self.classes_) \
-                or self.decision_function_shape == "ovo":
+        if (
+            self.dual_coef_.shape[0] == 1
+            or not self._trains_one_vs_one(self.classes_)
+            or self.decision_function_shape == "ovo"
+        ):
             return scores
         votes = ovr_scores(to_numpy(scores), self.classes_.size)
         return get_namespace("cupy").asarray(votes) if is_cupy_array(scores) else votes
@@ -482,15 +576,17 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         # a stratified split needs every class in both parts
         if n_holdout < classes.size or y.shape[0] - n_holdout < classes.size or smallest_class < 2:
             return everything, everything[:0]
-        train, holdout = train_test_split(
-            everything, test_size=n_holdout, stratify=y, random_state=seed % 2**32
-        )
+        train, holdout = train_test_split(everything, test_size=n_holdout, stratify=y, random_state=seed % 2**32)
         return np.sort(train), np.sort(holdout)
 
     def _stopping_rules(self):
-        return StoppingRules(max_epochs=self.max_iter, time_budget=self.time_budget,
-                             max_kernel_evals=self.max_kernel_evals, n_iter_no_change=self.n_iter_no_change,
-                             tol=self.tol)
+        return StoppingRules(
+            max_epochs=self.max_iter,
+            time_budget=self.time_budget,
+            max_kernel_evals=self.max_kernel_evals,
+            n_iter_no_change=self.n_iter_no_change,
+            tol=self.tol,
+        )
 
     def _holdout_size(self, n_rows, largest_problem=None):
         """Rows to hold out under ``validation_fraction`` ('auto': see the class docstring;
@@ -502,8 +598,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         return min(AUTO_HOLDOUT_MAX_ROWS, n_rows // 10)
 
     def _steps(self, problem, backend):
-        return make_steps(problem, get_namespace(backend), kernel_cache=self.kernel_cache,
-                          cache_bytes=int(self.cache_size * 2**20))
+        return make_steps(
+            problem, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=int(self.cache_size * 2**20)
+        )
 
     def _set_model(self, result, X, y, train, targets, classes):
         """Support vectors and coefficients of the averaged model, scaled to margin 1."""
@@ -572,13 +669,15 @@ def nu_from_svc(svc, X, y):
     unknown = np.setdiff1d(np.unique(y), classes)
     if unknown.size:
         raise ValueError(
-            f"y contains labels {unknown.tolist()!r} that are not the model's classes {classes.tolist()!r}.")
+            f"y contains labels {unknown.tolist()!r} that are not the model's classes {classes.tolist()!r}."
+        )
     if svc.kernel not in KERNELS:
         raise ValueError(f"nu_from_svc needs a {', '.join(map(repr, KERNELS))} kernel; the model's is {svc.kernel!r}.")
     gamma = svc.gamma_ if hasattr(svc, "gamma_") else svc._gamma  # gpusvm's models, else SVC's private name
     signs = np.where(y == classes[1], 1.0, -1.0)
     margins = signs * to_numpy(svc.decision_function(X))
-    gram = kernel_block(svc.support_vectors_, svc.support_vectors_, kernel=svc.kernel, gamma=gamma,
-                        degree=svc.degree, coef0=svc.coef0)
+    gram = kernel_block(
+        svc.support_vectors_, svc.support_vectors_, kernel=svc.kernel, gamma=gamma, degree=svc.degree, coef0=svc.coef0
+    )
     norm = float(np.sqrt(svc.dual_coef_ @ gram @ svc.dual_coef_.T).item())
     return float(np.maximum(0.0, 1.0 - margins).mean() / norm)

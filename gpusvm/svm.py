@@ -143,9 +143,22 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, C=1.0, lam=None, batch_size=64, max_iter=1000, projection=True,
-                 average=True, fit_intercept=True, tol=1e-3, n_iter_no_change=5,
-                 class_weight=None, random_state=None, backend="auto", verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        lam=None,
+        batch_size=64,
+        max_iter=1000,
+        projection=True,
+        average=True,
+        fit_intercept=True,
+        tol=1e-3,
+        n_iter_no_change=5,
+        class_weight=None,
+        random_state=None,
+        backend="auto",
+        verbose=0,
+    ):
         self.C = C
         self.lam = lam
         self.batch_size = batch_size
@@ -248,11 +261,15 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         self._validate_params()
         source = ChunkSource(chunks)
         balanced = isinstance(self.class_weight, str) and self.class_weight == "balanced"
-        counting = [what for what, needed in (
-            ("finding the classes (or pass classes=...)", classes is None),
-            ("counting the rows of each class (for class_weight='balanced')", balanced),
-            ("counting the rows (for lam = 1 / (C n))", self.lam is None and not source.knows_n_rows()),
-        ) if needed]
+        counting = [
+            what
+            for what, needed in (
+                ("finding the classes (or pass classes=...)", classes is None),
+                ("counting the rows of each class (for class_weight='balanced')", balanced),
+                ("counting the rows (for lam = 1 / (C n))", self.lam is None and not source.knows_n_rows()),
+            )
+            if needed
+        ]
         source.check_passes(counting[:1] + [f"max_iter={self.max_iter}"] * self.max_iter)
         with restore_on_error(self):
             self._forget_training_state()
@@ -266,11 +283,13 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             seed = seed_from_random_state(self.random_state)
             backend = self._fit_backend()
             xp = get_namespace(backend)
-            epochs = ((epoch, chunk) for epoch in range(self.max_iter)
-                      for chunk in self._epoch_chunks(source, epoch, seed))
+            epochs = (
+                (epoch, chunk) for epoch in range(self.max_iter) for chunk in self._epoch_chunks(source, epoch, seed)
+            )
             dtype = {}  # the first chunk's, which later chunks are cast to
-            prepare = functools.partial(self._prepared_chunk, classes=classes, class_weight=class_weight,
-                                        dtype=dtype, backend=backend)
+            prepare = functools.partial(
+                self._prepared_chunk, classes=classes, class_weight=class_weight, dtype=dtype, backend=backend
+            )
             state, chunk, progress, objectives = None, None, None, []
             stop = NoImprovementStop(self.tol, self.n_iter_no_change)
             bars = EpochBars("PegasosSVC", self.max_iter, self.verbose, n_rows)
@@ -283,15 +302,20 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                             break
                         progress = None
                     if state is None:
-                        state = PegasosState.zeros(chunk.rows["targets"].shape[1],
-                                                   chunk.X.shape[1] + int(self.fit_intercept), chunk.X.dtype, xp)
+                        state = PegasosState.zeros(
+                            chunk.rows["targets"].shape[1],
+                            chunk.X.shape[1] + int(self.fit_intercept),
+                            chunk.X.dtype,
+                            xp,
+                        )
                     if progress is None:
                         progress = ProgressiveObjective(lam, self.fit_intercept, self.average is not False, xp)
                     targets, sample_weight = chunk.rows["targets"], chunk.rows["sample_weight"]
                     # No read from the device: the next chunk's copy overlaps this chunk's measure and steps.
                     progress.add(chunk.X, targets, sample_weight, state)
-                    problem = self._problem(chunk.X, targets, sample_weight, lam, seed,
-                                            mean_weight=chunk.facts["mean_weight"])
+                    problem = self._problem(
+                        chunk.X, targets, sample_weight, lam, seed, mean_weight=chunk.facts["mean_weight"]
+                    )
                     pegasos_stepper(problem, state, backend).run_steps(steps_per_epoch(chunk.n_rows, self.batch_size))
                     bars.update(chunk.epoch, chunk.n_rows)
                 else:
@@ -312,8 +336,10 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         rows = dict(zip(stream_classes.tolist(), counts.tolist()))
         missing = [label for label in classes.tolist() if not rows.get(label)]
         if missing:
-            raise ValueError(f"class_weight='balanced' needs rows of every class, but the chunks have none of "
-                             f"class {missing[0]!r} (classes={classes.tolist()!r}).")
+            raise ValueError(
+                f"class_weight='balanced' needs rows of every class, but the chunks have none of "
+                f"class {missing[0]!r} (classes={classes.tolist()!r})."
+            )
         n_rows = sum(rows[label] for label in classes.tolist())
         return {label: n_rows / (len(classes) * rows[label]) for label in classes.tolist()}
 
@@ -325,15 +351,22 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         if X.dtype != dtype.setdefault("X", X.dtype):  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
             X = X.astype(dtype["X"])
         targets, weights = self._targets_and_weights(y, None, classes, class_weight=class_weight)
-        return prepared_chunk(X, {"targets": targets.astype(X.dtype), "sample_weight": weights.astype(X.dtype)},
-                              backend, epoch, mean_weight=float(weights.mean()))
+        return prepared_chunk(
+            X,
+            {"targets": targets.astype(X.dtype), "sample_weight": weights.astype(X.dtype)},
+            backend,
+            epoch,
+            mean_weight=float(weights.mean()),
+        )
 
     def _epoch_chunks(self, source, epoch, seed):
         """The chunks of one streamed epoch: in a random order when the source allows it
         (a stream of its own, apart from the steps' draws)."""
         if source.random_access():
-            chunks = (source.chunk(int(index))
-                      for index in shuffled_order(seed ^ _CHUNK_ORDER_STREAM, epoch, len(source.chunks)))
+            chunks = (
+                source.chunk(int(index))
+                for index in shuffled_order(seed ^ _CHUNK_ORDER_STREAM, epoch, len(source.chunks))
+            )
         else:
             chunks = source.passes(f"max_iter={self.max_iter}")
         yield from ((X, y) for X, y in chunks if X.shape[0] or len(y))  # chunks without rows are skipped
@@ -356,12 +389,20 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         xp = get_namespace(backend)
         X = to_backend(X, backend)
         n_classes = targets.shape[1]
-        state = self._state.to(xp) if not first else PegasosState.zeros(
-            n_classes, X.shape[1] + int(self.fit_intercept), X.dtype, xp)
+        state = (
+            self._state.to(xp)
+            if not first
+            else PegasosState.zeros(n_classes, X.shape[1] + int(self.fit_intercept), X.dtype, xp)
+        )
         problem = self._problem(X, xp.asarray(targets, dtype=X.dtype), xp.asarray(weights, dtype=X.dtype), lam, seed)
         state, epochs, objectives = run_pegasos(
-            problem, state, n_epochs=n_epochs, tol=tol, n_iter_no_change=self.n_iter_no_change,
-            backend=backend, verbose=self.verbose,
+            problem,
+            state,
+            n_epochs=n_epochs,
+            tol=tol,
+            n_iter_no_change=self.n_iter_no_change,
+            backend=backend,
+            verbose=self.verbose,
         )
         self._set_model(state, backend, classes, lam, seed, X)
         self.n_iter_, self.objective_curve_ = epochs, objectives
@@ -369,10 +410,17 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
     def _problem(self, X, targets, sample_weight, lam, seed, mean_weight=None):
         """The :class:`PegasosProblem` of X and its one-vs-rest targets and weights, on X's backend."""
         return PegasosProblem(
-            X=X, targets=targets, sample_weight=sample_weight, lam=lam, batch_size=self.batch_size,
-            fit_intercept=self.fit_intercept, projection=self.projection,
+            X=X,
+            targets=targets,
+            sample_weight=sample_weight,
+            lam=lam,
+            batch_size=self.batch_size,
+            fit_intercept=self.fit_intercept,
+            projection=self.projection,
             average_start=None if self.average is False else int(self.average),
-            weight_by_step=self.average is True, seed=seed, mean_weight=mean_weight,
+            weight_by_step=self.average is True,
+            seed=seed,
+            mean_weight=mean_weight,
         )
 
     def _set_model(self, state, backend, classes, lam, seed, X):
@@ -393,7 +441,8 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                 f"fit_intercept={self.fit_intercept!r}, but the model was trained with "
                 f"fit_intercept={has_bias!r}: partial_fit continues the weights it has and cannot "
                 f"{'add' if self.fit_intercept else 'drop'} the intercept. Set fit_intercept={has_bias!r} "
-                "again, or call fit to train anew.")
+                "again, or call fit to train anew."
+            )
 
 
 class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
@@ -469,16 +518,34 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         "average": ["boolean"],
         "fit_intercept": ["boolean"],
         "class_weight": [StrOptions({"balanced"}), dict, None],
-        "kernel_cache": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both"),
-                         Interval(Integral, 0, None, closed="left")],
+        "kernel_cache": [
+            StrOptions({"auto"}),
+            Interval(Real, 0, 1, closed="both"),
+            Interval(Integral, 0, None, closed="left"),
+        ],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
         "verbose": ["verbose"],
     }
 
-    def __init__(self, C=1.0, lam=None, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
-                 batch_size=1, max_iter=2, average=False, fit_intercept=True, class_weight=None,
-                 kernel_cache="auto", random_state=None, backend="auto", verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        lam=None,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        batch_size=1,
+        max_iter=2,
+        average=False,
+        fit_intercept=True,
+        class_weight=None,
+        kernel_cache="auto",
+        random_state=None,
+        backend="auto",
+        verbose=0,
+    ):
         self.C = C
         self.lam = lam
         self.kernel = kernel
@@ -511,17 +578,26 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
             check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
             lam = _regularization(self.lam, self.C, X.shape[0])
             problem = KernelPegasosProblem(
-                X=X_dev, targets=xp.asarray(targets), sample_weight=xp.asarray(weights),
-                lam=lam, batch_size=self.batch_size, kernel=self.kernel, gamma=gamma,
-                degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
+                X=X_dev,
+                targets=xp.asarray(targets),
+                sample_weight=xp.asarray(weights),
+                lam=lam,
+                batch_size=self.batch_size,
+                kernel=self.kernel,
+                gamma=gamma,
+                degree=self.degree,
+                coef0=self.coef0,
+                fit_intercept=self.fit_intercept,
                 seed=seed_from_random_state(self.random_state),
             )
-            counts, stamps, n_steps, source = run_kernel_pegasos(problem, n_epochs=self.max_iter, xp=xp,
-                                                                 verbose=self.verbose, kernel_cache=self.kernel_cache)
+            counts, stamps, n_steps, source = run_kernel_pegasos(
+                problem, n_epochs=self.max_iter, xp=xp, verbose=self.verbose, kernel_cache=self.kernel_cache
+            )
             counts, stamps = to_numpy(counts), to_numpy(stamps)
             support = np.flatnonzero((counts != 0).any(axis=0))
-            dual_coef = dual_coefficients(counts[:, support], stamps[:, support], targets[support], lam,
-                                          self.batch_size, n_steps, self.average)
+            dual_coef = dual_coefficients(
+                counts[:, support], stamps[:, support], targets[support], lam, self.batch_size, n_steps, self.average
+            )
             self.backend_, self.classes_, self.lam_, self.gamma_ = backend, classes, lam, gamma
             self.support_ = support
             self.support_vectors_ = to_numpy(X[support])

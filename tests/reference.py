@@ -5,8 +5,20 @@ import numpy as np
 from gpusvm._random import random_indices
 
 
-def reference_pegasos(X, Y, sample_weight, lam, batch_size, n_steps, seed, *, projection=True,
-                      fit_intercept=True, average_start=None, weight_by_step=True):
+def reference_pegasos(
+    X,
+    Y,
+    sample_weight,
+    lam,
+    batch_size,
+    n_steps,
+    seed,
+    *,
+    projection=True,
+    fit_intercept=True,
+    average_start=None,
+    weight_by_step=True,
+):
     """Mini-batch Pegasos exactly as docs/algorithms.md section 1 writes it, with a dense w
     (projection radius sqrt(mean(s) / lam), which is 1/sqrt(lam) for unit weights).
 
@@ -123,7 +135,9 @@ def reference_online_logistic(kind, X, y01, epoch_orders, params, fit_intercept=
         return out
 
     t = 0
-    batches = [order[start:start + batch_size] for order in epoch_orders for start in range(0, len(order), batch_size)]
+    batches = [
+        order[start : start + batch_size] for order in epoch_orders for start in range(0, len(order), batch_size)
+    ]
     for rows in batches:
         if kind == "ftrl":
             w = ftrl_weights()

@@ -120,7 +120,8 @@ class SimulatedDevice:
 
         cuda = types.SimpleNamespace(
             Stream=lambda non_blocking=False: Stream(device, non_blocking),
-            get_current_stream=lambda: device.current[-1])
+            get_current_stream=lambda: device.current[-1],
+        )
         cupy = types.ModuleType("cupy")
         cupy.cuda, cupy.empty, cupy.ndarray = cuda, empty, DeviceArray
         sparse = types.ModuleType("cupyx.scipy.sparse")

@@ -77,8 +77,7 @@ def test_a_device_older_than_compute_capability_6_is_refused_clearly(monkeypatch
     import gpusvm._backend as backend_module
 
     monkeypatch.setattr(backend_module, "cupy_device_count", lambda: 1)
-    monkeypatch.setattr(backend_module, "current_device_problem",
-                        lambda: backend_module._device_problem(0, 52))
+    monkeypatch.setattr(backend_module, "current_device_problem", lambda: backend_module._device_problem(0, 52))
     assert resolve_backend("auto") == "numpy"
     with pytest.raises(RuntimeError, match=r"compute capability 5\.2.*6\.0 or newer.*backend='numpy'"):
         resolve_backend("cupy")

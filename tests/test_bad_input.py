@@ -66,10 +66,19 @@ def test_object_dtype(Estimator):
 
 
 @pytest.mark.parametrize("Estimator", [PegasosSVC, KernelPegasosSVC])
-@pytest.mark.parametrize("name,value", [
-    ("C", 0), ("C", -1.0), ("lam", 0.0), ("lam", -2), ("batch_size", 0), ("max_iter", 0),
-    ("backend", "tpu"), ("class_weight", "heavy"),
-])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("C", 0),
+        ("C", -1.0),
+        ("lam", 0.0),
+        ("lam", -2),
+        ("batch_size", 0),
+        ("max_iter", 0),
+        ("backend", "tpu"),
+        ("class_weight", "heavy"),
+    ],
+)
 def test_bad_parameters_name_the_parameter_and_value(Estimator, name, value):
     with pytest.raises(ValueError, match=f"'{name}' parameter of {Estimator.__name__}.*Got {value!r}"):
         Estimator(**{name: value}).fit(X_GOOD, Y_GOOD)
@@ -132,7 +141,8 @@ def test_a_device_matrix_with_duplicate_entries_is_not_modified():
     indptr = np.arange(0, 161, 4, dtype=np.int32)
     for Estimator in (PegasosSVC, KernelPegasosSVC):
         X_device = cusparse.csr_matrix(
-            (cupy.asarray(rng.normal(size=160)), cupy.asarray(indices), cupy.asarray(indptr)), shape=(40, 3))
+            (cupy.asarray(rng.normal(size=160)), cupy.asarray(indices), cupy.asarray(indptr)), shape=(40, 3)
+        )
         before = (X_device.data.get().copy(), X_device.indices.get().copy())
         model = Estimator(max_iter=2, random_state=0, backend="cupy").fit(X_device, y)
         model.decision_function(X_device)

@@ -46,8 +46,21 @@ def run(capsys, *argv):
 def test_train_then_predict_every_solver(solver, adult_files, tmp_path, capsys):
     folder, y_test = adult_files
     model_path = tmp_path / f"{solver}.model"
-    code, out, err = run(capsys, "train", "--solver", solver, *QUICK_OPTIONS[solver], "--random-state", "0",
-                         "--backend", "numpy", "--n-features", 123, folder / "train.svm", model_path)
+    code, out, err = run(
+        capsys,
+        "train",
+        "--solver",
+        solver,
+        *QUICK_OPTIONS[solver],
+        "--random-state",
+        "0",
+        "--backend",
+        "numpy",
+        "--n-features",
+        123,
+        folder / "train.svm",
+        model_path,
+    )
     assert code == 0, err
     assert f"--solver {solver}" in out and "training accuracy" in out and str(model_path) in out
     assert err == ""  # silent without --verbose
@@ -158,8 +171,10 @@ def test_gpusvm_backend_variable_is_honoured_by_train(adult_files, tmp_path, cap
 USAGE_ERRORS = {
     "unknown solver": (["train", "--solver", "libsvm", "DATA"], "invalid choice: 'libsvm'"),
     "unknown option": (["train", "--colour", "red", "DATA"], "unrecognized arguments"),
-    "option of another solver": (["train", "--solver", "pegasos", "--l1", "1", "DATA"],
-                                 "--l1 does not apply to --solver pegasos"),
+    "option of another solver": (
+        ["train", "--solver", "pegasos", "--l1", "1", "DATA"],
+        "--l1 does not apply to --solver pegasos",
+    ),
     "bad option value": (["train", "--solver", "pegasos", "--C", "-1", "DATA"], "'C' parameter of PegasosSVC"),
     "bad option type": (["train", "--solver", "ftrl", "--max-iter", "many", "DATA"], "'max_iter' parameter"),
     "bad n-features": (["train", "--n-features", "0", "DATA"], "--n-features must be at least 1"),
@@ -236,11 +251,15 @@ def test_debug_shows_the_traceback(tmp_path):
 def test_console_entry_point_end_to_end(adult_files, tmp_path):
     folder, _ = adult_files
     command = [sys.executable, "-m", "gpusvm"]
-    result = subprocess.run(command + ["train", "--solver", "ftrl", "--backend", "numpy", str(folder / "train.svm"),
-                                       str(tmp_path / "m")], capture_output=True, text=True)
+    result = subprocess.run(
+        command + ["train", "--solver", "ftrl", "--backend", "numpy", str(folder / "train.svm"), str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0 and "Model written to" in result.stdout
-    result = subprocess.run(command + ["predict", str(tmp_path / "m"), str(tmp_path / "missing.svm")],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        command + ["predict", str(tmp_path / "m"), str(tmp_path / "missing.svm")], capture_output=True, text=True
+    )
     assert result.returncode == 1 and result.stderr.startswith("gpusvm: error:") and "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1
 

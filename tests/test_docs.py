@@ -17,9 +17,18 @@ pytest.importorskip("sphinx", reason="the docs tools are not installed (pip inst
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 EXAMPLES = ROOT / "examples"
-PUBLIC_MODULES = ["gpusvm", "gpusvm.svm", "gpusvm.sbp", "gpusvm.linear_model", "gpusvm.water_level",
-                  "gpusvm.kernel_functions", "gpusvm.model_io", "gpusvm.data_files", "gpusvm.datasets",
-                  "gpusvm.dask"]
+PUBLIC_MODULES = [
+    "gpusvm",
+    "gpusvm.svm",
+    "gpusvm.sbp",
+    "gpusvm.linear_model",
+    "gpusvm.water_level",
+    "gpusvm.kernel_functions",
+    "gpusvm.model_io",
+    "gpusvm.data_files",
+    "gpusvm.datasets",
+    "gpusvm.dask",
+]
 EXAMPLE_SCRIPTS = sorted(EXAMPLES.glob("*.py"))
 
 
@@ -54,7 +63,8 @@ def test_example_has_a_gallery_title(script):
     lines = docstring.strip("\n").splitlines()
     assert len(lines) >= 3 and lines[0].strip(), f"{script.name}: the docstring must open with a title"
     assert re.fullmatch(r"=+", lines[1].strip()) and len(lines[1].strip()) >= len(lines[0].strip()), (
-        f"{script.name}: the title must be underlined with '=' at least as long as it")
+        f"{script.name}: the title must be underlined with '=' at least as long as it"
+    )
     gen_rst = pytest.importorskip("sphinx_gallery.gen_rst")
     _, title = gen_rst.extract_intro_and_title(str(script), docstring)
     assert title == lines[0].strip()

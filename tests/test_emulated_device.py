@@ -13,16 +13,27 @@ if not cupy.__version__.endswith("emulated"):
     pytest.skip("checks the CPU stand-in for CuPy (ci/emulated_cuda.sh)", allow_module_level=True)
 
 
-@pytest.mark.parametrize("operation", [
-    lambda device, host: device + host,
-    lambda device, host: host * device,
-    lambda device, host: cupy.concatenate([device, host]),
-    lambda device, host: np.concatenate([device, host]),
-    lambda device, host: cupy.ascontiguousarray(host),
-    lambda device, host: np.asarray(device),
-    lambda device, host: device.set(host.astype(np.float32)),
-], ids=["device+host", "host*device", "cupy.concatenate", "numpy.concatenate", "ascontiguousarray",
-        "numpy.asarray", "set-other-dtype"])
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda device, host: device + host,
+        lambda device, host: host * device,
+        lambda device, host: cupy.concatenate([device, host]),
+        lambda device, host: np.concatenate([device, host]),
+        lambda device, host: cupy.ascontiguousarray(host),
+        lambda device, host: np.asarray(device),
+        lambda device, host: device.set(host.astype(np.float32)),
+    ],
+    ids=[
+        "device+host",
+        "host*device",
+        "cupy.concatenate",
+        "numpy.concatenate",
+        "ascontiguousarray",
+        "numpy.asarray",
+        "set-other-dtype",
+    ],
+)
 def test_device_mixing_host_arrays_is_refused_as_by_cupy(operation):
     with pytest.raises(TypeError):
         operation(cupy.zeros(4), np.ones(4))

@@ -51,12 +51,15 @@ def in_memory_error(path, **kwargs):
 # --- item 7: the line of a data error ------------------------------------------------
 
 
-@pytest.mark.parametrize("line, reason", [
-    ("1 1:x 3:0.5\n", "could not convert string to float"),
-    ("1 3:1 1:0.5\n", "sorted"),
-    ("1 1:0.5 2147483648:1\n", "a feature index past 2147483647"),  # scikit-learn: a bare OverflowError
-    ("1 1:0.5 99999999999999999999999:1\n", "a feature index past 2147483647"),
-])
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ("1 1:x 3:0.5\n", "could not convert string to float"),
+        ("1 3:1 1:0.5\n", "sorted"),
+        ("1 1:0.5 2147483648:1\n", "a feature index past 2147483647"),  # scikit-learn: a bare OverflowError
+        ("1 1:0.5 99999999999999999999999:1\n", "a feature index past 2147483647"),
+    ],
+)
 @pytest.mark.parametrize("parser", ["auto", "scikit-learn"])
 def test_a_line_that_does_not_parse_is_named_by_its_number(tmp_path, line, reason, parser):
     path = tmp_path / "bad.svm"
@@ -70,11 +73,14 @@ def test_a_line_that_does_not_parse_is_named_by_its_number(tmp_path, line, reaso
     assert reason in message
 
 
-@pytest.mark.parametrize("line, message", [
-    ("1 1:nan 3:0.5\n", "Input X contains NaN."),
-    ("1 1:-inf 3:0.5\n", "Input X contains infinity or a value too large for dtype('float64')."),
-    ("nan 1:1 3:0.5\n", "Input y contains NaN."),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("1 1:nan 3:0.5\n", "Input X contains NaN."),
+        ("1 1:-inf 3:0.5\n", "Input X contains infinity or a value too large for dtype('float64')."),
+        ("nan 1:1 3:0.5\n", "Input y contains NaN."),
+    ],
+)
 def test_a_non_finite_value_is_named_by_its_line(tmp_path, capsys, line, message):
     path = tmp_path / "nan.svm"
     path.write_text(with_line(6, line))
@@ -94,14 +100,18 @@ def test_a_value_past_float32_is_named_by_its_line(tmp_path):
     path = tmp_path / "big.svm"
     path.write_text(with_line(3, "1 1:1e39\n"))
     assert streamed_error(path, dtype=np.float32) == (
-        f"{path}, line 3 '1 1:1e39': Input X contains infinity or a value too large for dtype('float32').")
+        f"{path}, line 3 '1 1:1e39': Input X contains infinity or a value too large for dtype('float32')."
+    )
 
 
 def test_index_errors_name_the_line(tmp_path, capsys):
     path = tmp_path / "zero.svm"
     path.write_text(with_line(7, "1 0:1 3:0.5\n"))
     for kwargs in ({"zero_based": False}, {"n_features": 3, "zero_based": False}):  # scanned, or not
-        assert streamed_error(path, **kwargs) == f"{path} uses feature index 0 (line 7 '1 0:1 3:0.5'), but zero_based=False."
+        assert (
+            streamed_error(path, **kwargs)
+            == f"{path} uses feature index 0 (line 7 '1 0:1 3:0.5'), but zero_based=False."
+        )
     assert "line 7 '1 0:1 3:0.5'" in in_memory_error(path, n_features=3, zero_based=False)
     wide = tmp_path / "wide.svm"
     wide.write_text(with_line(5, "1 7:1\n"))
@@ -121,8 +131,15 @@ def test_a_csv_value_error_names_the_line(tmp_path):
 # --- item 8: compressed files are streams --------------------------------------------
 
 
-@pytest.mark.parametrize("name, opener", [("data.svm.gz", gzip.open), ("data.svm.bz2", bz2.open),
-                                          ("data.svm.xz", lzma.open), ("gzip-without-its-extension.svm", gzip.open)])
+@pytest.mark.parametrize(
+    "name, opener",
+    [
+        ("data.svm.gz", gzip.open),
+        ("data.svm.bz2", bz2.open),
+        ("data.svm.xz", lzma.open),
+        ("gzip-without-its-extension.svm", gzip.open),
+    ],
+)
 def test_compressed_files_are_read_as_streams(tmp_path, capsys, name, opener):
     plain = tmp_path / "plain.svm"
     plain.write_text(svmlight_text(50))
@@ -179,8 +196,10 @@ def test_a_truncated_compressed_file_is_named(tmp_path):
 def test_chunks_of_different_widths_are_named(Estimator, sparse):
     rng = np.random.default_rng(0)
     make = sp.csr_matrix if sparse else np.asarray
-    chunks = [(make(rng.normal(size=(5, 3))), np.array([0, 1, 0, 1, 0])),
-              (make(rng.normal(size=(5, 4))), np.array([1, 0, 1, 0, 1]))]
+    chunks = [
+        (make(rng.normal(size=(5, 3))), np.array([0, 1, 0, 1, 0])),
+        (make(rng.normal(size=(5, 4))), np.array([1, 0, 1, 0, 1])),
+    ]
     for classes in (None, [0, 1]):  # found by the pass for the classes, or by training
         with pytest.raises(ValueError, match="^Chunk 1 has 4 features, but chunk 0 has 3: every chunk must have"):
             Estimator(batch_size=4).fit_chunks(chunks, classes=classes)
@@ -197,8 +216,10 @@ def test_a_text_file_read_as_npz_is_not_told_about_pickles(tmp_path, capsys):
     path.write_text(svmlight_text())
     message = in_memory_error(path, fmt="npz")
     assert "allow_pickle" not in message and "pickle" not in message
-    assert message == (f"{path} is not a .npz file (not a zip archive); its first line is '-1 1:0.0 3:0.5'. For a "
-                       "LIBSVM/svmlight file, use --format svmlight (or an extension other than .npz).")
+    assert message == (
+        f"{path} is not a .npz file (not a zip archive); its first line is '-1 1:0.0 3:0.5'. For a "
+        "LIBSVM/svmlight file, use --format svmlight (or an extension other than .npz)."
+    )
     np.save(tmp_path / "X.npy", np.ones((3, 2)))
     assert "is a .npy file (one array); gpusvm reads .npz archives" in in_memory_error(tmp_path / "X.npy", fmt="npz")
     code, _, err = run(capsys, "train", "--format", "npz", path, tmp_path / "m")
@@ -208,13 +229,16 @@ def test_a_text_file_read_as_npz_is_not_told_about_pickles(tmp_path, capsys):
 # --- found by the sweep ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"1 1:0.5\r-1 2:1\r", "lines end with a carriage return alone; end them with \\n or \\r\\n"),
-    (b"\xef\xbb\xbf1 1:0.5\n", "a UTF-8 byte order mark starts the line; save the file without one"),
-    (b"1 1:0.5 x\n", "a feature is not index:value"),
-    (b"\x93NUMPY\x01\x00v\x00{'descr': '<f8'}\n", "this is a .npy file (NumPy's binary format), not text"),
-    (b"PK\x03\x04\x14\x00\x00\x00\x08\x00\n", "this is a zip archive (a .npz file, or a gpusvm model?), not text"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"1 1:0.5\r-1 2:1\r", "lines end with a carriage return alone; end them with \\n or \\r\\n"),
+        (b"\xef\xbb\xbf1 1:0.5\n", "a UTF-8 byte order mark starts the line; save the file without one"),
+        (b"1 1:0.5 x\n", "a feature is not index:value"),
+        (b"\x93NUMPY\x01\x00v\x00{'descr': '<f8'}\n", "this is a .npy file (NumPy's binary format), not text"),
+        (b"PK\x03\x04\x14\x00\x00\x00\x08\x00\n", "this is a zip archive (a .npz file, or a gpusvm model?), not text"),
+    ],
+)
 def test_a_line_that_does_not_parse_gets_a_reason_that_fits(tmp_path, content, reason):
     path = tmp_path / "odd.svm"
     path.write_bytes(content)

@@ -20,12 +20,20 @@ def test_counts_match_reference(backend, rng, batch_size, n_classes):
     y = rng.integers(0, n_classes, n)
     weights = rng.uniform(0.5, 1.5, n)
     gamma, lam, seed = 0.3, 0.02, int(rng.integers(2**32))
-    model = KernelPegasosSVC(lam=lam, gamma=gamma, batch_size=batch_size, max_iter=3, fit_intercept=False,
-                             average=False, random_state=seed, backend=backend).fit(X, y, sample_weight=weights)
+    model = KernelPegasosSVC(
+        lam=lam,
+        gamma=gamma,
+        batch_size=batch_size,
+        max_iter=3,
+        fit_intercept=False,
+        average=False,
+        random_state=seed,
+        backend=backend,
+    ).fit(X, y, sample_weight=weights)
     classes = np.unique(y)
     Y = np.where(y == classes[1], 1.0, -1.0)[:, None] if n_classes == 2 else np.where(y[:, None] == classes, 1.0, -1.0)
     counts, steps = reference_kernel_pegasos(rbf_kernel(X, gamma=gamma), Y, weights, lam, batch_size, model.t_, seed)
-    expected = (counts * Y.T / (lam * steps * batch_size))
+    expected = counts * Y.T / (lam * steps * batch_size)
     support = np.flatnonzero((counts != 0).any(axis=0))
     np.testing.assert_array_equal(model.support_, support)
     np.testing.assert_allclose(model.dual_coef_, expected[:, support], rtol=1e-12)
@@ -88,8 +96,9 @@ def test_backends_agree(dtype, rng):
         gpu = KernelPegasosSVC(backend="cupy", **common).fit(data, y)
         np.testing.assert_array_equal(gpu.support_, cpu.support_)
         np.testing.assert_allclose(gpu.dual_coef_, cpu.dual_coef_, rtol=1e-12)
-        np.testing.assert_allclose(gpu.decision_function(data), cpu.decision_function(data),
-                                   rtol=scores_tolerance, atol=scores_tolerance / 100)
+        np.testing.assert_allclose(
+            gpu.decision_function(data), cpu.decision_function(data), rtol=scores_tolerance, atol=scores_tolerance / 100
+        )
 
 
 @needs_device

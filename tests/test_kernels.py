@@ -7,7 +7,14 @@ import subprocess
 
 import pytest
 
-from gpusvm._device.cuda_modules import COMPILE_OPTIONS, assemble_source, c_type, cuda_source_dir, name_expressions, template_kernels
+from gpusvm._device.cuda_modules import (
+    COMPILE_OPTIONS,
+    assemble_source,
+    c_type,
+    cuda_source_dir,
+    name_expressions,
+    template_kernels,
+)
 
 from .conftest import needs_device
 
@@ -30,8 +37,19 @@ def compile_with_nvcc(source, tmp_path, arch, output="ptx"):
     path.write_text(source)
     verbose = ["-Xptxas", "-v"] if output == "cubin" else []
     return subprocess.run(
-        [nvcc, "-std=c++17", f"-arch={arch}", f"-{output}", *verbose, "-o", str(tmp_path / f"unit.{output}"), str(path)],
-        capture_output=True, text=True, timeout=300,
+        [
+            nvcc,
+            "-std=c++17",
+            f"-arch={arch}",
+            f"-{output}",
+            *verbose,
+            "-o",
+            str(tmp_path / f"unit.{output}"),
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -48,7 +66,7 @@ LARGEST_BLOCK = 1024  # threads: what a kernel not named below must be able to r
 # frame, and each read in a row loop is a load from memory.  Kernels allowed one, and why.
 STACK_FRAME_ALLOWED = {
     "sbp_level_solve": "one block a problem, after the row passes: the per-basin values of "
-                       "its answer and its bisection are indexed by basin",
+    "its answer and its bisection are indexed by basin",
 }
 
 
@@ -73,7 +91,7 @@ def plain_kernels(name):
 def kernel_name(mangled):
     """A kernel's name from its symbol (a template instantiation's is mangled)."""
     length = re.match(r"_Z(\d+)", mangled)
-    return mangled[len(length.group(0)):][: int(length.group(1))] if length else mangled
+    return mangled[len(length.group(0)) :][: int(length.group(1))] if length else mangled
 
 
 def ptxas_resources(report):
@@ -111,7 +129,10 @@ def test_sources_found():
         p.name for p in cuda_source_dir().iterdir()
     }
     assert template_kernels(assemble_source("pegasos.cu")) == [
-        "pegasos_accumulate", "pegasos_finish", "pegasos_fused_steps", "pegasos_margins",
+        "pegasos_accumulate",
+        "pegasos_finish",
+        "pegasos_fused_steps",
+        "pegasos_margins",
     ]
     assert c_type("float32") == "float" and c_type("float64") == "double"
     with pytest.raises(TypeError, match="float32 or float64"):
@@ -131,13 +152,15 @@ def test_kernel_compiles_and_fits_its_launches(name, arch, tmp_path):
         threads = blocks.get(kernel, LARGEST_BLOCK)
         allocated = -(-registers // 8) * 8
         assert allocated * threads <= REGISTERS_PER_BLOCK, (
-            f"{kernel} uses {registers} registers a thread: a block of {threads} threads cannot launch")
+            f"{kernel} uses {registers} registers a thread: a block of {threads} threads cannot launch"
+        )
         assert shared <= STATIC_SHARED_BYTES_PER_BLOCK, f"{kernel} uses {shared} bytes of static shared memory"
     frames = ptxas_stack_frames(result.stderr)
     assert set(frames) == set(resources)
     for kernel, frame in frames.items():
         assert frame == 0 or kernel in STACK_FRAME_ALLOWED, (
-            f"{kernel} has a {frame}-byte stack frame: values indexed at run time live in local memory")
+            f"{kernel} has a {frame}-byte stack frame: values indexed at run time live in local memory"
+        )
 
 
 @needs_nvcc
@@ -151,8 +174,10 @@ def test_blocks_of_1024_threads_are_declared_to_the_compiler(tmp_path):
     result = compile_with_nvcc(instantiate_all(assemble_source("pegasos.cu")), tmp_path, "sm_90")
     assert result.returncode == 0, result.stderr
     ptx = (tmp_path / "unit.ptx").read_text()
-    declared = {kernel_name(mangled): int(threads) for mangled, threads in
-                re.findall(r"\.entry\s+(\w+)\([^)]*\)\s*\.maxntid\s+(\d+)", ptx)}
+    declared = {
+        kernel_name(mangled): int(threads)
+        for mangled, threads in re.findall(r"\.entry\s+(\w+)\([^)]*\)\s*\.maxntid\s+(\d+)", ptx)
+    }
     assert declared == {"pegasos_fused_steps": FUSED_MAX_BATCH}
 
 
@@ -188,7 +213,8 @@ ptxas info    : Used 32 registers, used 0 barriers
 def test_errors_point_at_the_original_file_and_line(tmp_path):
     (tmp_path / "helper.cuh").write_text("#pragma once\n\n__device__ int broken() { return not_declared_here; }\n")
     (tmp_path / "main.cu").write_text(
-        '// a kernel\n#include "helper.cuh"\n\n__global__ void k() { int x = also_missing; }\n')
+        '// a kernel\n#include "helper.cuh"\n\n__global__ void k() { int x = also_missing; }\n'
+    )
     source = assemble_source("main.cu", directory=tmp_path)
     build = tmp_path / "build"
     build.mkdir()

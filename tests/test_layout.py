@@ -40,8 +40,17 @@ PACKAGE = ROOT / "gpusvm"
 DATA = Path(__file__).resolve().parent / "data"
 
 LAYERS = [  # lowest first: (name, module prefixes); a module's layer is its longest prefix
-    ("foundations", ["gpusvm._backend", "gpusvm._random", "gpusvm._validation", "gpusvm._instrumentation",
-                     "gpusvm._output_files", "gpusvm._version"]),
+    (
+        "foundations",
+        [
+            "gpusvm._backend",
+            "gpusvm._random",
+            "gpusvm._validation",
+            "gpusvm._instrumentation",
+            "gpusvm._output_files",
+            "gpusvm._version",
+        ],
+    ),
     ("device runtime", ["gpusvm._device"]),
     ("kernel functions and water levels", ["gpusvm.kernel_functions", "gpusvm.water_level"]),
     ("solvers", ["gpusvm.solvers"]),
@@ -51,9 +60,10 @@ LAYERS = [  # lowest first: (name, module prefixes); a module's layer is its lon
 
 # Two-way imports allowed for now, each with its reason.
 KNOWN_CYCLES = {
-    frozenset({"gpusvm.solvers.pegasos", "gpusvm.solvers.pegasos._cuda"}):
-        "pegasos/__init__.py still holds the problem and the NumPy steps (moved whole while issue 46's "
-        "streaming work edits it); split them into _problem.py and _numpy.py after that merge",
+    frozenset(
+        {"gpusvm.solvers.pegasos", "gpusvm.solvers.pegasos._cuda"}
+    ): "pegasos/__init__.py still holds the problem and the NumPy steps (moved whole while issue 46's "
+    "streaming work edits it); split them into _problem.py and _numpy.py after that merge",
 }
 
 # Modules outside _device/ and the CUDA modules that import CuPy: array conversions on the
@@ -89,8 +99,10 @@ def is_package(name):
 
 
 def layer_of(name):
-    best = max((prefix for _, prefixes in LAYERS for prefix in prefixes
-                if name == prefix or name.startswith(prefix + ".")), key=len)
+    best = max(
+        (prefix for _, prefixes in LAYERS for prefix in prefixes if name == prefix or name.startswith(prefix + ".")),
+        key=len,
+    )
     return next(rank for rank, (_, prefixes) in enumerate(LAYERS) if best in prefixes)
 
 
@@ -193,9 +205,12 @@ def package_edges():
 
 
 def test_every_module_has_a_layer_and_imports_run_down_the_layers():
-    wrong = [f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
-             + (" inside a function" if in_function else "")
-             for a, b, in_function in package_edges() if b in MODULES and layer_of(b) > layer_of(a)]
+    wrong = [
+        f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
+        + (" inside a function" if in_function else "")
+        for a, b, in_function in package_edges()
+        if b in MODULES and layer_of(b) > layer_of(a)
+    ]
     assert not wrong, "imports that run up the layers:\n" + "\n".join(wrong)
 
 
@@ -258,8 +273,11 @@ def import_sites():
     """Every import of a gpusvm module in the package, the tests, the benchmarks, ci/ and
     the examples: ``(file, line, module, names)``."""
     files = package_files() + sorted(
-        p for folder in ("tests", "bench", "ci", "examples", "docs") for p in (ROOT / folder).rglob("*.py")
-        if "__pycache__" not in p.parts and "_build" not in p.parts)
+        p
+        for folder in ("tests", "bench", "ci", "examples", "docs")
+        for p in (ROOT / folder).rglob("*.py")
+        if "__pycache__" not in p.parts and "_build" not in p.parts
+    )
     for path in files:
         name = module_name(path) if path.is_relative_to(PACKAGE) else None
         for target, names, node, _ in imports(parsed(path), name, name is not None and is_package(name)):
@@ -282,7 +300,7 @@ def test_every_import_of_a_gpusvm_module_resolves():
 
 
 def test_the_cuda_loader_is_named_as_such_outside_the_device_runtime():
-    """"kernel" means an SVM kernel everywhere above ``_device/``: the loader's names say CUDA."""
+    """ "kernel" means an SVM kernel everywhere above ``_device/``: the loader's names say CUDA."""
     old = {"get_kernel", "get_module", "kernel_dir"}
     wrong = [f"{name}: {sorted(BOUND[name] & old)}" for name in MODULES if BOUND[name] & old]
     assert not wrong, wrong
@@ -292,9 +310,14 @@ def test_the_cuda_loader_is_named_as_such_outside_the_device_runtime():
 def cuda_sources_launched(tree):
     """The ``.cu`` files a module names in its ``get_cuda_kernel`` calls (a literal, or a
     module-level constant)."""
-    constants = {node.targets[0].id: node.value.value for node in tree.body
-                 if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+    constants = {
+        node.targets[0].id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }
     launched = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "get_cuda_kernel" and node.args:
@@ -306,8 +329,11 @@ def cuda_sources_launched(tree):
     return launched
 
 
-CUDA_MODULES = sorted(name for name, tree in TREES.items()
-                      if is_cuda_module(name) or (cuda_sources_launched(tree) and name != "gpusvm._device.cuda_modules"))
+CUDA_MODULES = sorted(
+    name
+    for name, tree in TREES.items()
+    if is_cuda_module(name) or (cuda_sources_launched(tree) and name != "gpusvm._device.cuda_modules")
+)
 
 
 @pytest.mark.parametrize("name", CUDA_MODULES)
@@ -322,9 +348,15 @@ def test_every_cuda_module_names_the_cu_file_it_launches_in_its_first_docstring_
 def test_the_cuda_modules_are_where_the_layout_puts_them():
     assert set(CUDA_MODULES) == {
         "gpusvm._device.step_blocks",
-        "gpusvm.kernel_functions._cuda", "gpusvm.water_level._cuda", "gpusvm.water_level._sbp_level_cuda",
-        "gpusvm.solvers._kernel_values_cuda", "gpusvm.solvers.pegasos._cuda", "gpusvm.solvers.kernel_pegasos._cuda",
-        "gpusvm.solvers.online_logistic._cuda", "gpusvm.solvers.sbp._cuda", "gpusvm.solvers.sbp._pairs_cuda",
+        "gpusvm.kernel_functions._cuda",
+        "gpusvm.water_level._cuda",
+        "gpusvm.water_level._sbp_level_cuda",
+        "gpusvm.solvers._kernel_values_cuda",
+        "gpusvm.solvers.pegasos._cuda",
+        "gpusvm.solvers.kernel_pegasos._cuda",
+        "gpusvm.solvers.online_logistic._cuda",
+        "gpusvm.solvers.sbp._cuda",
+        "gpusvm.solvers.sbp._pairs_cuda",
     }
 
 
@@ -340,10 +372,12 @@ def test_each_solver_chooses_its_backend_in_make_steps_alone(solver):
         if name == package or name.startswith(package + "."):
             for node in ast.walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                        isinstance(n, ast.Name) and n.id == "on_device" for n in ast.walk(node)):
+                    isinstance(n, ast.Name) and n.id == "on_device" for n in ast.walk(node)
+                ):
                     choosers.add(node.name)
                 if isinstance(node, ast.Compare) and any(
-                        isinstance(c, ast.Constant) and c.value in ("cupy", "numpy") for c in node.comparators):
+                    isinstance(c, ast.Constant) and c.value in ("cupy", "numpy") for c in node.comparators
+                ):
                     pytest.fail(f"{name}, line {node.lineno}: compares a backend name")
     assert choosers <= {"make_steps", "make_pair_steps", "pairs_step_together"}, choosers
     assert "make_steps" in choosers
@@ -365,8 +399,12 @@ def monkeypatched_module_globals():
                     if f"{node.module}.{alias.name}" in MODULES:
                         aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "setattr" and getattr(node.func.value, "id", None) == "monkeypatch"):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "setattr"
+                and getattr(node.func.value, "id", None) == "monkeypatch"
+            ):
                 continue
             first = node.args[0]
             if isinstance(first, ast.Name) and first.id in aliases and isinstance(node.args[1], ast.Constant):
@@ -385,8 +423,11 @@ def test_every_monkeypatched_module_global_is_read_where_it_is_patched():
     move, a patch of a re-export (read by nobody) would silently test nothing."""
     patched = list(monkeypatched_module_globals())
     assert len(patched) >= 10
-    wrong = [f"{path}:{line}: {module}.{name}" for path, line, module, name in patched
-             if module not in MODULES or name not in names_read(TREES[module])]
+    wrong = [
+        f"{path}:{line}: {module}.{name}"
+        for path, line, module, name in patched
+        if module not in MODULES or name not in names_read(TREES[module])
+    ]
     assert not wrong, "patched globals that their module does not read:\n" + "\n".join(wrong)
 
 

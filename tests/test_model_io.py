@@ -176,8 +176,9 @@ def test_cupy_model_round_trip_and_cross_backend(solver, tmp_path, rng):
     np.testing.assert_allclose(scores.get(), model.decision_function(X), rtol=1e-9, atol=1e-9)
     cpu_model = SMALL_MODELS[solver]().set_params(backend="numpy").fit(X, y)
     save(cpu_model, tmp_path / "c")
-    np.testing.assert_allclose(load(tmp_path / "c", backend="cupy").decision_function(X),
-                               cpu_model.decision_function(X), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        load(tmp_path / "c", backend="cupy").decision_function(X), cpu_model.decision_function(X), rtol=1e-9, atol=1e-9
+    )
 
 
 def test_load_with_an_unavailable_backend_says_so(fitted_path):
@@ -276,6 +277,7 @@ def set_in(path_keys, value):
         for key in path_keys[:-1]:
             node = node[key]
         node[path_keys[-1]] = value
+
     return edit
 
 
@@ -298,31 +300,43 @@ DAMAGES = {
     "missing array": lambda src, out: rewrite(src, out, drop=["coef_.npy"]),
     "array of another shape": lambda src, out: rewrite(src, out, members={"coef_.npy": npy_bytes(np.ones((1, 2)))}),
     "array of another dtype": lambda src, out: rewrite(
-        src, out, members={"coef_.npy": npy_bytes(np.ones((1, 6), dtype=np.float32))}),
+        src, out, members={"coef_.npy": npy_bytes(np.ones((1, 6), dtype=np.float32))}
+    ),
     "object array": lambda src, out: rewrite(
-        src, out, members={"coef_.npy": npy_bytes(np.array([[None] * 6], dtype=object), allow_pickle=True)}),
+        src, out, members={"coef_.npy": npy_bytes(np.array([[None] * 6], dtype=object), allow_pickle=True)}
+    ),
     "garbled npy": lambda src, out: rewrite(src, out, members={"coef_.npy": b"\x93NUMPY garbage"}),
     "bad parameter": lambda src, out: rewrite(src, out, document=set_in(["params", "alpha"], -1.0)),
     "unknown parameter": lambda src, out: rewrite(src, out, document=set_in(["params", "kernel"], "rbf")),
     "attribute that shadows a method": lambda src, out: rewrite(
-        src, out, document=set_in(["attributes", "predict"], 1)),
+        src, out, document=set_in(["attributes", "predict"], 1)
+    ),
     "dunder attribute": lambda src, out: rewrite(src, out, document=set_in(["attributes", "__class__"], "x")),
     "classes disagree": lambda src, out: rewrite(src, out, document=set_in(["classes"], [3, 14])),
     "one class": lambda src, out: rewrite(
-        src, out, members={"classes_.npy": npy_bytes(np.array([3]))},
-        document=lambda doc: (doc.update(classes=[3]), doc["attributes"]["classes_"].update(shape=[1]))),
+        src,
+        out,
+        members={"classes_.npy": npy_bytes(np.array([3]))},
+        document=lambda doc: (doc.update(classes=[3]), doc["attributes"]["classes_"].update(shape=[1])),
+    ),
     "wrong feature count": lambda src, out: rewrite(src, out, document=set_in(["n_features_in"], 7)),
     "features and weights disagree": lambda src, out: rewrite(
-        src, out, document=lambda doc: (doc.update(n_features_in=7), doc["attributes"].update(n_features_in_=7))),
+        src, out, document=lambda doc: (doc.update(n_features_in=7), doc["attributes"].update(n_features_in_=7))
+    ),
     "intercept of another length": lambda src, out: rewrite(
-        src, out, members={"intercept_.npy": npy_bytes(np.ones(3))},
-        document=set_in(["attributes", "intercept_", "shape"], [3])),
+        src,
+        out,
+        members={"intercept_.npy": npy_bytes(np.ones(3))},
+        document=set_in(["attributes", "intercept_", "shape"], [3]),
+    ),
     "non-finite weights": lambda src, out: rewrite(src, out, members={"coef_.npy": npy_bytes(np.full((1, 6), np.nan))}),
     "unknown tag": lambda src, out: rewrite(src, out, document=set_in(["attributes", "t_"], {"$code": "rm -rf"})),
     "unknown state class": lambda src, out: rewrite(
-        src, out, document=set_in(["attributes", "_state", "$dataclass"], "Popen")),
+        src, out, document=set_in(["attributes", "_state", "$dataclass"], "Popen")
+    ),
     "state with other fields": lambda src, out: rewrite(
-        src, out, document=lambda doc: doc["attributes"]["_state"]["fields"].pop("level")),
+        src, out, document=lambda doc: doc["attributes"]["_state"]["fields"].pop("level")
+    ),
     "backend unknown": lambda src, out: rewrite(src, out, document=set_in(["attributes", "backend_"], "tpu")),
 }
 
@@ -364,6 +378,7 @@ def test_a_missing_file_is_a_file_not_found_error(tmp_path):
 def replace_array(path, out, member, array):
     """A copy of the model file with the array ``member`` replaced by ``array``, its
     description in the JSON updated to match (an edit made with care, not damage)."""
+
     def describe(node):
         if isinstance(node, dict):
             if node.get("$array") == member:
@@ -395,21 +410,35 @@ EDITS = {
     "seed a string": ("ftrl", set_attribute("_seed", "7")),
     "negative step count": ("pegasos", set_attribute("t_", -3)),
     "step count not the state's": ("ftrl", set_attribute("t_", 5)),
-    "pegasos state of another shape": ("pegasos", lambda src, out: replace_array(
-        src, out, "_state.v", np.zeros((1, 3)))),
-    "online state of another shape": ("ftrl", lambda src, out: replace_array(
-        src, out, "_state.first", np.zeros((2, 7)))),
+    "pegasos state of another shape": (
+        "pegasos",
+        lambda src, out: replace_array(src, out, "_state.v", np.zeros((1, 3))),
+    ),
+    "online state of another shape": (
+        "ftrl",
+        lambda src, out: replace_array(src, out, "_state.first", np.zeros((2, 7))),
+    ),
     "state that disagrees with coef_": ("pegasos", lambda src, out: replace_array(src, out, "coef_", np.ones((1, 6)))),
     "classes reordered": ("pegasos", reorder_classes),
-    "classes repeated": ("ftrl", lambda src, out: rewrite(
-        replace_array(src, out, "classes_", np.array([3, 3])), out, document=set_in(["classes"], [3, 3]))),
+    "classes repeated": (
+        "ftrl",
+        lambda src, out: rewrite(
+            replace_array(src, out, "classes_", np.array([3, 3])), out, document=set_in(["classes"], [3, 3])
+        ),
+    ),
     "complex coef_": ("pegasos", lambda src, out: replace_array(src, out, "coef_", np.ones((1, 6), dtype=complex))),
     "int64 coef_": ("ftrl", lambda src, out: replace_array(src, out, "coef_", np.ones((1, 6), dtype=np.int64))),
     "kernel gamma_ zero": ("kernel-pegasos", set_attribute("gamma_", 0.0)),
-    "negative support index": ("sbp", lambda src, out: replace_array(
-        src, out, "support_", -np.ones_like(np.load(src)["support_"]))),
-    "non-finite support vectors": ("kernel-pegasos", lambda src, out: replace_array(
-        src, out, "support_vectors_", np.full_like(np.load(src)["support_vectors_"], np.nan))),
+    "negative support index": (
+        "sbp",
+        lambda src, out: replace_array(src, out, "support_", -np.ones_like(np.load(src)["support_"])),
+    ),
+    "non-finite support vectors": (
+        "kernel-pegasos",
+        lambda src, out: replace_array(
+            src, out, "support_vectors_", np.full_like(np.load(src)["support_vectors_"], np.nan)
+        ),
+    ),
 }
 
 

@@ -51,11 +51,13 @@ def test_matches_the_per_example_reference(kind, batch_size, sparse, fit_interce
     """batch_size=1 is the sequential algorithm; larger batches its documented merge."""
     Estimator, params = CASES[kind]
     X, y = sparse_problem(rng)
-    model = Estimator(**params, batch_size=batch_size, max_iter=3, fit_intercept=fit_intercept,
-                      random_state=11, backend="numpy")
+    model = Estimator(
+        **params, batch_size=batch_size, max_iter=3, fit_intercept=fit_intercept, random_state=11, backend="numpy"
+    )
     model.fit(sp.csr_matrix(X) if sparse else X, y)
-    expected = reference_weights(kind, X, y, params, seed=11, epochs=3, batch_size=batch_size,
-                                 fit_intercept=fit_intercept)
+    expected = reference_weights(
+        kind, X, y, params, seed=11, epochs=3, batch_size=batch_size, fit_intercept=fit_intercept
+    )
     np.testing.assert_allclose(fitted_weights(model)[0], expected, rtol=0, atol=1e-12)
     assert model.n_nonzero_ == np.count_nonzero(expected[:-1])
     assert model.t_ == 3 * X.shape[0] and model.n_iter_ == 3
@@ -139,14 +141,25 @@ def test_partial_fit_needs_classes_first(Estimator, rng):
         Estimator().partial_fit(X, y)
 
 
-@pytest.mark.parametrize("Estimator,name,value", [
-    (FTRLClassifier, "alpha", 0.0), (FTRLClassifier, "alpha", -1.0), (FTRLClassifier, "l1", -0.1),
-    (FTRLClassifier, "l2", -2), (FTRLClassifier, "beta", -1), (FOBOSClassifier, "eta0", 0),
-    (FOBOSClassifier, "l1", -1e-3), (TruncatedGradientClassifier, "theta", -1.0),
-    (TruncatedGradientClassifier, "truncate_every", 0), (RDAClassifier, "gamma", 0.0),
-    (RDAClassifier, "l1", -1.0), (RDAClassifier, "batch_size", 0), (FTRLClassifier, "max_iter", 0),
-    (FTRLClassifier, "backend", "tpu"),
-])
+@pytest.mark.parametrize(
+    "Estimator,name,value",
+    [
+        (FTRLClassifier, "alpha", 0.0),
+        (FTRLClassifier, "alpha", -1.0),
+        (FTRLClassifier, "l1", -0.1),
+        (FTRLClassifier, "l2", -2),
+        (FTRLClassifier, "beta", -1),
+        (FOBOSClassifier, "eta0", 0),
+        (FOBOSClassifier, "l1", -1e-3),
+        (TruncatedGradientClassifier, "theta", -1.0),
+        (TruncatedGradientClassifier, "truncate_every", 0),
+        (RDAClassifier, "gamma", 0.0),
+        (RDAClassifier, "l1", -1.0),
+        (RDAClassifier, "batch_size", 0),
+        (FTRLClassifier, "max_iter", 0),
+        (FTRLClassifier, "backend", "tpu"),
+    ],
+)
 def test_bad_hyperparameters_name_the_parameter_and_value(Estimator, name, value, rng):
     X, y = sparse_problem(rng)
     with pytest.raises(ValueError, match=f"'{name}' parameter of {Estimator.__name__}.*Got {value!r}"):

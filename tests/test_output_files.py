@@ -58,8 +58,10 @@ def test_train_never_writes_the_model_over_its_data(files, capsys, chunked):
 def test_train_does_not_replace_a_file_that_is_not_a_model(files, capsys):
     test = files / "test.svm"
     code, _, err = train(capsys, files / "train.svm", test)  # a test file given as MODEL by mistake
-    assert code == 1 and err.strip() == (f"gpusvm: error: {str(test)!r} exists and is not a gpusvm model file; "
-                                         "not replacing it with the model (--force replaces it).")
+    assert code == 1 and err.strip() == (
+        f"gpusvm: error: {str(test)!r} exists and is not a gpusvm model file; "
+        "not replacing it with the model (--force replaces it)."
+    )
     assert test.read_text() == svmlight_text()
     assert train(capsys, "--force", files / "train.svm", test)[0] == 0  # asked for
     assert load(test).n_features_in_ == 3
@@ -151,8 +153,10 @@ def test_a_metadata_value_that_cannot_be_saved_is_named_as_metadata(files, model
     with pytest.raises(TypeError, match="^metadata must be a dict or None, got a list"):
         save(model, files / "m", metadata=[("a", 1)])
     with pytest.raises(TypeError, match="parameter random_state.*For random_state, pass an int or None"):
-        save(FTRLClassifier(max_iter=1, random_state=np.random.RandomState(0)).fit(*read_data(files / "train.svm")[:2]),
-             files / "m")
+        save(
+            FTRLClassifier(max_iter=1, random_state=np.random.RandomState(0)).fit(*read_data(files / "train.svm")[:2]),
+            files / "m",
+        )
     assert not (files / "m").exists()
 
 

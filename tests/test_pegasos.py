@@ -43,12 +43,28 @@ def test_matches_reference(backend, rng, n_classes, average, projection, sparse)
     X, y = random_problem(rng, n_classes=n_classes, density=0.4 if sparse else 1.0)
     weights = rng.uniform(0.2, 2.0, size=X.shape[0])
     lam, batch, epochs, seed = float(rng.uniform(1e-4, 1e-1)), 8, 3, int(rng.integers(2**32))
-    model = PegasosSVC(lam=lam, batch_size=batch, max_iter=epochs, tol=None, average=average,
-                       projection=projection, random_state=seed, backend=backend)
+    model = PegasosSVC(
+        lam=lam,
+        batch_size=batch,
+        max_iter=epochs,
+        tol=None,
+        average=average,
+        projection=projection,
+        random_state=seed,
+        backend=backend,
+    )
     model.fit(sp.csr_matrix(X) if sparse else X, y, sample_weight=weights)
     expected = reference_pegasos(
-        X, targets_of(y, np.unique(y)), weights, lam, batch, model.t_, seed, projection=projection,
-        average_start=None if average is False else int(average), weight_by_step=average is True,
+        X,
+        targets_of(y, np.unique(y)),
+        weights,
+        lam,
+        batch,
+        model.t_,
+        seed,
+        projection=projection,
+        average_start=None if average is False else int(average),
+        weight_by_step=average is True,
     )
     np.testing.assert_allclose(weights_of(model), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
     assert model.t_ == epochs * int(np.ceil(X.shape[0] / batch))
@@ -57,10 +73,12 @@ def test_matches_reference(backend, rng, n_classes, average, projection, sparse)
 
 def test_no_intercept_matches_reference(backend, rng):
     X, y = random_problem(rng)
-    model = PegasosSVC(lam=0.01, batch_size=5, max_iter=2, tol=None, fit_intercept=False,
-                       random_state=3, backend=backend).fit(X, y)
-    expected = reference_pegasos(X, targets_of(y, np.unique(y)), np.ones(len(y)), 0.01, 5, model.t_, 3,
-                                 fit_intercept=False, average_start=1)
+    model = PegasosSVC(
+        lam=0.01, batch_size=5, max_iter=2, tol=None, fit_intercept=False, random_state=3, backend=backend
+    ).fit(X, y)
+    expected = reference_pegasos(
+        X, targets_of(y, np.unique(y)), np.ones(len(y)), 0.01, 5, model.t_, 3, fit_intercept=False, average_start=1
+    )
     np.testing.assert_allclose(model.coef_, expected, rtol=1e-9, atol=1e-12)
     assert np.all(model.intercept_ == 0)
 
@@ -89,8 +107,9 @@ def test_sparse_with_many_features_uses_touched_columns_only(rng):
     X = sp.random(n, d, density=0.002, random_state=int(rng.integers(1000)), format="csr")
     y = rng.integers(0, 2, n)
     model = PegasosSVC(lam=0.05, batch_size=4, max_iter=2, tol=None, random_state=2).fit(X, y)
-    expected = reference_pegasos(X.toarray(), targets_of(y, np.unique(y)), np.ones(n), 0.05, 4, model.t_, 2,
-                                 average_start=1)
+    expected = reference_pegasos(
+        X.toarray(), targets_of(y, np.unique(y)), np.ones(n), 0.05, 4, model.t_, 2, average_start=1
+    )
     np.testing.assert_allclose(weights_of(model), expected, rtol=1e-9, atol=1e-12)
 
 
@@ -151,8 +170,7 @@ def test_early_stopping_and_objective_curve():
     assert model.n_iter_ < 500
     assert len(model.objective_curve_) == model.n_iter_
     n = X.shape[0]
-    expected = primal_objective(X, np.where(y == 1, 1.0, -1.0)[:, None], np.ones(n),
-                                weights_of(model), 1.0 / n, True)
+    expected = primal_objective(X, np.where(y == 1, 1.0, -1.0)[:, None], np.ones(n), weights_of(model), 1.0 / n, True)
     assert model.objective_curve_[-1] == pytest.approx(expected, rel=1e-12)
 
 
@@ -203,9 +221,16 @@ def test_adult_objective_and_accuracy_near_linearsvc():
 
 @settings(max_examples=40, deadline=None)
 @given(
-    n=st.integers(2, 30), d=st.integers(1, 6), n_classes=st.integers(2, 3), batch=st.integers(1, 9),
-    log_lam=st.floats(-5, 1), sparse=st.booleans(), average=st.sampled_from([False, True, 3]),
-    fit_intercept=st.booleans(), seed=st.integers(0, 2**32 - 1), data_seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 30),
+    d=st.integers(1, 6),
+    n_classes=st.integers(2, 3),
+    batch=st.integers(1, 9),
+    log_lam=st.floats(-5, 1),
+    sparse=st.booleans(),
+    average=st.sampled_from([False, True, 3]),
+    fit_intercept=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+    data_seed=st.integers(0, 2**32 - 1),
 )
 def test_property_matches_reference(n, d, n_classes, batch, log_lam, sparse, average, fit_intercept, seed, data_seed):
     """Any small problem, any batch (larger than n too), any lambda: the plain algorithm's w."""
@@ -214,12 +239,22 @@ def test_property_matches_reference(n, d, n_classes, batch, log_lam, sparse, ave
     y = np.arange(n) % n_classes  # every class present
     data.shuffle(y)
     lam = 10.0**log_lam
-    model = PegasosSVC(lam=lam, batch_size=batch, max_iter=2, tol=None, average=average,
-                       fit_intercept=fit_intercept, random_state=seed)
+    model = PegasosSVC(
+        lam=lam, batch_size=batch, max_iter=2, tol=None, average=average, fit_intercept=fit_intercept, random_state=seed
+    )
     model.fit(sp.csr_matrix(X) if sparse else X, y)
-    expected = reference_pegasos(X, targets_of(y, np.unique(y)), np.ones(n), lam, batch, model.t_, seed,
-                                 fit_intercept=fit_intercept, average_start=None if average is False else int(average),
-                                 weight_by_step=average is True)
+    expected = reference_pegasos(
+        X,
+        targets_of(y, np.unique(y)),
+        np.ones(n),
+        lam,
+        batch,
+        model.t_,
+        seed,
+        fit_intercept=fit_intercept,
+        average_start=None if average is False else int(average),
+        weight_by_step=average is True,
+    )
     got = weights_of(model)
     np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10 * max(1.0, np.abs(expected).max()))
 
@@ -229,8 +264,9 @@ def test_sparse_rows_without_nonzeros(backend):
     X = sp.csr_matrix(np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]))
     y = np.array([0, 1, 1, 0])
     model = PegasosSVC(lam=1.0, batch_size=1, max_iter=3, tol=None, random_state=0, backend=backend).fit(X, y)
-    expected = reference_pegasos(X.toarray(), targets_of(y, np.unique(y)), np.ones(4), 1.0, 1, model.t_, 0,
-                                 average_start=1)
+    expected = reference_pegasos(
+        X.toarray(), targets_of(y, np.unique(y)), np.ones(4), 1.0, 1, model.t_, 0, average_start=1
+    )
     np.testing.assert_allclose(weights_of(model), expected, rtol=1e-12, atol=1e-15)
 
 
@@ -253,14 +289,20 @@ def test_blocks_of_steps_replayed_give_the_direct_model(step_block_mode, rng, mo
 
 
 @pytest.mark.parametrize("mode", ["direct", "replay"])
-@pytest.mark.parametrize(("sparse", "n_classes", "fit_intercept", "average", "batch", "d"), [
-    (False, 3, True, True, 4, 9), (True, 3, True, True, 4, 9), (True, 2, False, False, 4, 9),
-    (True, 3, True, True, 48, 9),  # rows in groups of 16 lanes, pairs in groups of 4, a round partly idle
-    (False, 2, True, True, 48, 40),  # rows longer than their group: entries past the first read
-    (False, 2, True, True, 1000, 9),  # a lane a row
-])
-def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeypatch, mode, sparse, n_classes,
-                                                                    fit_intercept, average, batch, d):
+@pytest.mark.parametrize(
+    ("sparse", "n_classes", "fit_intercept", "average", "batch", "d"),
+    [
+        (False, 3, True, True, 4, 9),
+        (True, 3, True, True, 4, 9),
+        (True, 2, False, False, 4, 9),
+        (True, 3, True, True, 48, 9),  # rows in groups of 16 lanes, pairs in groups of 4, a round partly idle
+        (False, 2, True, True, 48, 40),  # rows longer than their group: entries past the first read
+        (False, 2, True, True, 1000, 9),  # a lane a row
+    ],
+)
+def test_device_fused_steps_give_the_reference_and_the_direct_model(
+    rng, monkeypatch, mode, sparse, n_classes, fit_intercept, average, batch, d
+):
     """``pegasos_fused_steps`` (one launch a block of steps, ``GPUSVM_FUSED_STEPS``) takes
     the steps of the per-step launches: the reference's model, and the direct launches'
     to rounding, across blocks, partial blocks, partial_fit, lane groups of every width
@@ -273,12 +315,23 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeyp
 
     fused_lengths = []  # the steps each fused launch runs
     launch_fused = _pegasos_cuda.CupyPegasosSteps._launch_fused
-    monkeypatch.setattr(_pegasos_cuda.CupyPegasosSteps, "_launch_fused",
-                        lambda self, length, launch: (fused_lengths.append(length), launch_fused(self, length, launch)))
+    monkeypatch.setattr(
+        _pegasos_cuda.CupyPegasosSteps,
+        "_launch_fused",
+        lambda self, length, launch: (fused_lengths.append(length), launch_fused(self, length, launch)),
+    )
     X_dense, y = random_problem(rng, n=50, d=d, n_classes=n_classes, density=0.5 if sparse else 1.0)
     X = sp.csr_matrix(X_dense) if sparse else X_dense
-    settings = dict(lam=1e-3, batch_size=batch, max_iter=2, tol=None, average=average, fit_intercept=fit_intercept,
-                    random_state=5, backend="cupy")
+    settings = dict(
+        lam=1e-3,
+        batch_size=batch,
+        max_iter=2,
+        tol=None,
+        average=average,
+        fit_intercept=fit_intercept,
+        random_state=5,
+        backend="cupy",
+    )
     monkeypatch.setattr(step_blocks, "BLOCK_STEPS", 3)  # at batch 4, 13 steps an epoch: blocks of 3, 3, 3, 3, 1
     monkeypatch.setattr(step_blocks, "default_mode", lambda: mode)
     monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: True)
@@ -286,10 +339,20 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeyp
     steps = -(-X.shape[0] // batch)
     epoch_blocks = [3] * (steps // 3) + ([steps % 3] if steps % 3 else [])
     # direct: every block is a fused launch; replay: the first block of each length, run then recorded
-    assert fused_lengths == (epoch_blocks * 2 if mode == "direct"
-                             else [length for length in dict.fromkeys(epoch_blocks) for _ in range(2)])
-    expected = reference_pegasos(X_dense, targets_of(y, np.unique(y)), np.ones(len(y)), 1e-3, batch, fused.t_, 5,
-                                 fit_intercept=fit_intercept, average_start=1 if average else None)
+    assert fused_lengths == (
+        epoch_blocks * 2 if mode == "direct" else [length for length in dict.fromkeys(epoch_blocks) for _ in range(2)]
+    )
+    expected = reference_pegasos(
+        X_dense,
+        targets_of(y, np.unique(y)),
+        np.ones(len(y)),
+        1e-3,
+        batch,
+        fused.t_,
+        5,
+        fit_intercept=fit_intercept,
+        average_start=1 if average else None,
+    )
     np.testing.assert_allclose(weights_of(fused), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
     fused.partial_fit(X[:9], y[:9])
     monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: False)
@@ -298,8 +361,7 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(rng, monkeyp
     assert fused_lengths == []
     # the sums of a margin and of a weight's updates are taken in another order: rounding apart
     direct_weights = weights_of(direct)
-    np.testing.assert_allclose(weights_of(fused), direct_weights, rtol=1e-11,
-                               atol=1e-12 * np.abs(direct_weights).max())
+    np.testing.assert_allclose(weights_of(fused), direct_weights, rtol=1e-11, atol=1e-12 * np.abs(direct_weights).max())
 
 
 def test_fused_steps_limits_are_the_kernels():
@@ -309,8 +371,11 @@ def test_fused_steps_limits_are_the_kernels():
 
     source = (cuda_source_dir() / "pegasos.cu").read_text()
     declared = {name: int(value) for name, value in re.findall(r"#define PEGASOS_FUSED_(MAX_\w+) (\d+)", source)}
-    assert declared == {"MAX_BATCH": pegasos.FUSED_MAX_BATCH, "MAX_CLASSES": pegasos.FUSED_MAX_CLASSES,
-                        "MAX_PAIRS": pegasos.FUSED_MAX_PAIRS}
+    assert declared == {
+        "MAX_BATCH": pegasos.FUSED_MAX_BATCH,
+        "MAX_CLASSES": pegasos.FUSED_MAX_CLASSES,
+        "MAX_PAIRS": pegasos.FUSED_MAX_PAIRS,
+    }
     assert pegasos.fits_fused_steps(1024, 2) and pegasos.fits_fused_steps(32, 64)
     assert not pegasos.fits_fused_steps(2048, 1) and not pegasos.fits_fused_steps(64, 65)
     assert not pegasos.fits_fused_steps(1024, 3)
@@ -323,27 +388,48 @@ def schedule_step_by_step(problem, first_step, n_steps, weight_sum, given_from):
         average_weight = problem.average_weight(t)
         weight_sum += average_weight
         given_first_row = -1 if given_from is None else (t - given_from) * problem.batch_size
-        rows[i] = (t, problem.step_size_over_batch(t), problem.shrink(t), average_weight, weight_sum,
-                   given_first_row)
+        rows[i] = (t, problem.step_size_over_batch(t), problem.shrink(t), average_weight, weight_sum, given_first_row)
     return rows
 
 
-@pytest.mark.parametrize("first_step, weight_sum, given_from", [
-    (1, 0.0, None), (2, 1.0, None), (37, 12345.678, 37), (1_000_003, 5.3e11, 999_990),
-])
-@pytest.mark.parametrize("lam, batch_size, average_start, weight_by_step", [
-    (1e-4, 64, 1, True), (0.37, 1, 1, False), (1.0 / 32561, 1024, None, False), (3e-7, 7, 25, True),
-    (2.5, 256, 1_000_010, False),
-])
-def test_schedule_equals_the_scalar_step_values(lam, batch_size, average_start, weight_by_step, first_step,
-                                                weight_sum, given_from):
+@pytest.mark.parametrize(
+    "first_step, weight_sum, given_from",
+    [
+        (1, 0.0, None),
+        (2, 1.0, None),
+        (37, 12345.678, 37),
+        (1_000_003, 5.3e11, 999_990),
+    ],
+)
+@pytest.mark.parametrize(
+    "lam, batch_size, average_start, weight_by_step",
+    [
+        (1e-4, 64, 1, True),
+        (0.37, 1, 1, False),
+        (1.0 / 32561, 1024, None, False),
+        (3e-7, 7, 25, True),
+        (2.5, 256, 1_000_010, False),
+    ],
+)
+def test_schedule_equals_the_scalar_step_values(
+    lam, batch_size, average_start, weight_by_step, first_step, weight_sum, given_from
+):
     """The CUDA steps' schedule, computed for all steps at once, holds the values the NumPy
     steps compute one step at a time, bit for bit (the running weight sum included)."""
     from gpusvm.solvers.pegasos import PegasosProblem, pegasos_schedule
 
     problem = PegasosProblem(
-        X=np.zeros((3, 2)), targets=np.ones((3, 1)), sample_weight=np.ones(3), lam=lam, batch_size=batch_size,
-        fit_intercept=True, projection=True, average_start=average_start, weight_by_step=weight_by_step, seed=0)
+        X=np.zeros((3, 2)),
+        targets=np.ones((3, 1)),
+        sample_weight=np.ones(3),
+        lam=lam,
+        batch_size=batch_size,
+        fit_intercept=True,
+        projection=True,
+        average_start=average_start,
+        weight_by_step=weight_by_step,
+        seed=0,
+    )
     for n_steps in (0, 1, 5000):
         schedule = pegasos_schedule(problem, first_step, n_steps, weight_sum, given_from)
         expected = schedule_step_by_step(problem, first_step, n_steps, weight_sum, given_from)
@@ -369,9 +455,18 @@ def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse, monkeypatch
 
     def problem(rows):
         return PegasosProblem(
-            X=to_backend(X[rows], backend), targets=xp.asarray(targets[rows]), sample_weight=xp.asarray(weights[rows]),
-            lam=0.02, batch_size=batch, fit_intercept=True, projection=True, average_start=1, weight_by_step=True,
-            seed=seed, mean_weight=float(weights.mean()))
+            X=to_backend(X[rows], backend),
+            targets=xp.asarray(targets[rows]),
+            sample_weight=xp.asarray(weights[rows]),
+            lam=0.02,
+            batch_size=batch,
+            fit_intercept=True,
+            projection=True,
+            average_start=1,
+            weight_by_step=True,
+            seed=seed,
+            mean_weight=float(weights.mean()),
+        )
 
     def stepped(stepper):
         for _ in range(n_steps):
@@ -424,7 +519,6 @@ def test_progressive_objective_is_the_primal_objective_of_the_weights_each_chunk
         return primal_objective(X[rows], targets[rows], weights[rows], to_host(state.weights(averaged)), lam, True)
 
     for averaged in (False, True):
-        assert measured([states[0]] * 2, averaged) == pytest.approx(exact(states[0], slice(0, 90), averaged),
-                                                                    rel=1e-12)
+        assert measured([states[0]] * 2, averaged) == pytest.approx(exact(states[0], slice(0, 90), averaged), rel=1e-12)
         expected = (50 * exact(states[0], parts[0], averaged) + 40 * exact(states[1], parts[1], averaged)) / 90
         assert measured(states, averaged) == pytest.approx(expected, rel=1e-12)

@@ -19,10 +19,18 @@ from gpusvm import (
 # (estimator, bar title, the figure the solver keeps, nvtx ranges of its phases)
 SOLVERS = [
     (PegasosSVC(max_iter=3), "Pegasos", "objective=", {"pegasos.margins", "pegasos.update", "pegasos.objective"}),
-    (KernelPegasosSVC(max_iter=2), "Kernel Pegasos", None,
-     {"kernel_pegasos.margins", "kernel_pegasos.update", "kernel_pegasos.kernel_rows"}),
-    (SBPClassifier(max_iter=2, validation_fraction=0.1), "SBP", "holdout_error=",
-     {"sbp.water_level", "sbp.kernel_row", "sbp.update", "sbp.checkpoint"}),
+    (
+        KernelPegasosSVC(max_iter=2),
+        "Kernel Pegasos",
+        None,
+        {"kernel_pegasos.margins", "kernel_pegasos.update", "kernel_pegasos.kernel_rows"},
+    ),
+    (
+        SBPClassifier(max_iter=2, validation_fraction=0.1),
+        "SBP",
+        "holdout_error=",
+        {"sbp.water_level", "sbp.kernel_row", "sbp.update", "sbp.checkpoint"},
+    ),
     (FTRLClassifier(max_iter=2), "online ftrl", "loss=", {"online.margins", "online.update", "online.epoch"}),
     (TruncatedGradientClassifier(max_iter=2), "online tg", "loss=", {"online.margins", "online.update"}),
     (FOBOSClassifier(max_iter=2), "online fobos", "loss=", {"online.margins", "online.update"}),
@@ -86,6 +94,5 @@ def test_every_range_colour_is_one_nvtx_knows_without_matplotlib():
     from nvtx.colors import _NVTX_COLORS
 
     package = Path(__file__).resolve().parent.parent / "gpusvm"
-    colours = {match for path in package.rglob("*.py")
-               for match in re.findall(r'color="([^"]+)"', path.read_text())}
+    colours = {match for path in package.rglob("*.py") for match in re.findall(r'color="([^"]+)"', path.read_text())}
     assert colours and colours <= set(_NVTX_COLORS), colours - set(_NVTX_COLORS)

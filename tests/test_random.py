@@ -114,11 +114,16 @@ def test_cuda_header_stream_matches_numpy(tmp_path):
     source = tmp_path / "stream.cu"
     source.write_text(HOST_PROGRAM)
     binary = tmp_path / "stream"
-    subprocess.run(["nvcc", "-std=c++17", f"-I{cuda_source_dir()}", "-o", str(binary), str(source)],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        ["nvcc", "-std=c++17", f"-I{cuda_source_dir()}", "-o", str(binary), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     seed, step, n = 2**62 + 11, 987654321, 32561
-    lines = subprocess.run([str(binary), str(seed), str(step), str(n)], check=True,
-                           capture_output=True, text=True).stdout.split("\n")
+    lines = subprocess.run(
+        [str(binary), str(seed), str(step), str(n)], check=True, capture_output=True, text=True
+    ).stdout.split("\n")
     bits = [int(line.split()[0]) for line in lines if line]
     indices = [int(line.split()[1]) for line in lines if line]
     assert bits == [int(b) for b in random_bits(seed, step, 16)]

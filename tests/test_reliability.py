@@ -24,15 +24,21 @@ from gpusvm.kernel_functions import inner_products
 
 from .conftest import to_host
 
-ALL_ESTIMATORS = [PegasosSVC, KernelPegasosSVC, SBPClassifier, FTRLClassifier, TruncatedGradientClassifier,
-                  FOBOSClassifier, RDAClassifier]
+ALL_ESTIMATORS = [
+    PegasosSVC,
+    KernelPegasosSVC,
+    SBPClassifier,
+    FTRLClassifier,
+    TruncatedGradientClassifier,
+    FOBOSClassifier,
+    RDAClassifier,
+]
 Z = np.random.default_rng(0).normal(size=(80, 4))
 Y = (Z[:, 0] > 0).astype(int)
 
 
 def fitted_copy(model):
-    return {name: np.copy(value) if isinstance(value, np.ndarray) else value
-            for name, value in model.__dict__.items()}
+    return {name: np.copy(value) if isinstance(value, np.ndarray) else value for name, value in model.__dict__.items()}
 
 
 def assert_unchanged(model, before):
@@ -89,13 +95,16 @@ def test_kernel_settings_that_overflow_are_refused(Estimator):
 
 
 @pytest.mark.parametrize("Estimator", [PegasosSVC, KernelPegasosSVC])
-@pytest.mark.parametrize("class_weight,message", [
-    ({0: np.nan, 1: 1.0}, r"class_weight\[0\] = nan"),
-    ({0: 1.0, 1: np.inf}, r"class_weight\[1\] = inf"),
-    ({0: -1.0, 1: 1.0}, r"class_weight\[0\] = -1.0"),
-    ({0: "heavy", 1: 1.0}, r"class_weight\[0\] = 'heavy'"),
-    ({0: 0.0, 1: 0.0}, "Every row has weight 0"),
-])
+@pytest.mark.parametrize(
+    "class_weight,message",
+    [
+        ({0: np.nan, 1: 1.0}, r"class_weight\[0\] = nan"),
+        ({0: 1.0, 1: np.inf}, r"class_weight\[1\] = inf"),
+        ({0: -1.0, 1: 1.0}, r"class_weight\[0\] = -1.0"),
+        ({0: "heavy", 1: 1.0}, r"class_weight\[0\] = 'heavy'"),
+        ({0: 0.0, 1: 0.0}, "Every row has weight 0"),
+    ],
+)
 def test_bad_class_weights_are_refused_by_name(Estimator, class_weight, message):
     with pytest.raises(ValueError, match=message):
         Estimator(class_weight=class_weight, random_state=0).fit(Z, Y)
@@ -129,8 +138,10 @@ def test_sbp_trains_without_a_holdout_when_a_class_has_one_row():
 
 def wide_sparse(n_rows, n_columns, nnz, seed=0):
     rng = np.random.default_rng(seed)
-    return sp.csr_matrix((rng.normal(size=nnz), (rng.integers(0, n_rows, nnz), rng.integers(0, n_columns, nnz))),
-                         shape=(n_rows, n_columns))
+    return sp.csr_matrix(
+        (rng.normal(size=nnz), (rng.integers(0, n_rows, nnz), rng.integers(0, n_columns, nnz))),
+        shape=(n_rows, n_columns),
+    )
 
 
 @pytest.mark.parametrize("shapes", [((3, 50), (7, 50)), ((7, 2**20), (3, 2**20)), ((64, 2**20), (200, 2**20))])
@@ -188,8 +199,10 @@ def test_pegasos_partial_fit_after_fit_intercept_changed_says_so_and_keeps_the_m
 def test_nu_from_svc_reads_gpusvm_kernel_models_too():
     svc = SVC(gamma=0.5).fit(Z, Y)
     nu_svc = nu_from_svc(svc, Z, Y)
-    for model in (KernelPegasosSVC(gamma=0.5, max_iter=20, random_state=0).fit(Z, Y),
-                  SBPClassifier(gamma=0.5, nu=nu_svc, max_iter=20, validation_fraction=0, random_state=0).fit(Z, Y)):
+    for model in (
+        KernelPegasosSVC(gamma=0.5, max_iter=20, random_state=0).fit(Z, Y),
+        SBPClassifier(gamma=0.5, nu=nu_svc, max_iter=20, validation_fraction=0, random_state=0).fit(Z, Y),
+    ):
         nu = nu_from_svc(model, Z, Y)
         assert 0 < nu < 1
     # SBP trained at SVC's nu sits near the same point of the path: nu read back is close

@@ -26,8 +26,20 @@ from .conftest import needs_device
 from .reference import reference_sbp
 
 
-def make_problem(rng, backend, *, n_train=40, n_holdout=7, n_classes=2, sparse=False, kernel="rbf",
-                 batch_size=1, fit_intercept=True, nu=0.05, dtype=np.float64):
+def make_problem(
+    rng,
+    backend,
+    *,
+    n_train=40,
+    n_holdout=7,
+    n_classes=2,
+    sparse=False,
+    kernel="rbf",
+    batch_size=1,
+    fit_intercept=True,
+    nu=0.05,
+    dtype=np.float64,
+):
     X = rng.normal(size=(n_train + n_holdout, 5)).astype(dtype)
     if sparse:
         X[:, 1:][rng.random((X.shape[0], X.shape[1] - 1)) < 0.5] = 0.0  # column 0 keeps rows distinct:
@@ -38,12 +50,22 @@ def make_problem(rng, backend, *, n_train=40, n_holdout=7, n_classes=2, sparse=F
     targets = one_vs_rest_targets(y[:n_train], classes)
     X_dev = to_backend(sp.csr_matrix(X) if sparse else X, backend)
     problem = SBPProblem(
-        X=X_dev, n_train=n_train, targets=get_namespace(backend).asarray(targets),
-        holdout_labels=y[n_train:], nu=nu, batch_size=batch_size, kernel=kernel, gamma=0.3, degree=2,
-        coef0=1.0, fit_intercept=fit_intercept, seed=int(rng.integers(2**32)),
+        X=X_dev,
+        n_train=n_train,
+        targets=get_namespace(backend).asarray(targets),
+        holdout_labels=y[n_train:],
+        nu=nu,
+        batch_size=batch_size,
+        kernel=kernel,
+        gamma=0.3,
+        degree=2,
+        coef0=1.0,
+        fit_intercept=fit_intercept,
+        seed=int(rng.integers(2**32)),
     )
-    K = kernel_block(X[:n_train].astype(np.float64), X.astype(np.float64), kernel=kernel, gamma=0.3,
-                     degree=2, coef0=1.0)
+    K = kernel_block(
+        X[:n_train].astype(np.float64), X.astype(np.float64), kernel=kernel, gamma=0.3, degree=2, coef0=1.0
+    )
     return problem, K, targets
 
 
@@ -67,8 +89,15 @@ def run_steps(steps, n_steps):
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("kernel", ["rbf", "linear", "poly"])
 def test_steps_match_plain_algorithm(backend, rng, fit_intercept, batch_size, n_classes, sparse, kernel):
-    problem, K, targets = make_problem(rng, backend, n_classes=n_classes, sparse=sparse, kernel=kernel,
-                                       batch_size=batch_size, fit_intercept=fit_intercept)
+    problem, K, targets = make_problem(
+        rng,
+        backend,
+        n_classes=n_classes,
+        sparse=sparse,
+        kernel=kernel,
+        batch_size=batch_size,
+        fit_intercept=fit_intercept,
+    )
     got = run_steps(solver_steps(problem, backend), 60)
     expected = reference_sbp(K, problem.n_train, targets, problem.nu, batch_size, fit_intercept, problem.seed, 60)
     for name, a, b in zip(("alpha", "responses", "holdout"), got, expected, strict=True):
@@ -83,13 +112,16 @@ def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, 
     evicted, prefetched), or the drawn rows' products each step."""
     from gpusvm.solvers.sbp._cuda import CupySBPSteps
 
-    problem, K, targets = make_problem(rng, "cupy", n_classes=3, sparse=sparse, batch_size=4, n_train=30,
-                                       n_holdout=5, nu=0.01)  # few rows under the level: they are prefetched
+    problem, K, targets = make_problem(
+        rng, "cupy", n_classes=3, sparse=sparse, batch_size=4, n_train=30, n_holdout=5, nu=0.01
+    )  # few rows under the level: they are prefetched
     row_bytes = problem.n_rows * problem.X.dtype.itemsize
     kernel_cache = {"matrix": "auto", "cache": 26 * row_bytes, "products": 0}[kernel_values]
     steps = CupySBPSteps(problem, kernel_cache=kernel_cache)
     assert (steps.kernel_matrix is not None, steps.row_cache is not None) == (
-        kernel_values == "matrix", kernel_values == "cache")
+        kernel_values == "matrix",
+        kernel_values == "cache",
+    )
     assert steps.kernel_values_source == kernel_values
     schedule = sbp_solver.step_schedule(1, 14, steps.eta0)
     steps.run_steps(schedule[:8])  # two full blocks and a partial one, then one of each
@@ -131,8 +163,9 @@ def recording_cache(matrix, kept_rows):
     blocks = []
 
     n_rows, n_columns = matrix.shape
-    return KernelRowCache(rows_of(matrix, blocks), n_rows, n_columns, matrix.dtype,
-                          max_bytes=kept_rows * n_columns * matrix.itemsize), blocks
+    return KernelRowCache(
+        rows_of(matrix, blocks), n_rows, n_columns, matrix.dtype, max_bytes=kept_rows * n_columns * matrix.itemsize
+    ), blocks
 
 
 def rows_of(matrix, blocks=None):
@@ -174,8 +207,7 @@ def test_row_cache_combines_the_rows_it_is_asked_for(rng, dtype):
         combined = cache.combine(weights, rows, prefetch=lambda: rng.permutation(30))
         assert combined.dtype == np.float64
         tolerance = 1e-12 if dtype == np.float64 else 1e-5
-        np.testing.assert_allclose(combined, weights @ matrix[rows].astype(np.float64), rtol=tolerance,
-                                   atol=tolerance)
+        np.testing.assert_allclose(combined, weights @ matrix[rows].astype(np.float64), rtol=tolerance, atol=tolerance)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -204,8 +236,9 @@ def test_row_cache_prefetches_in_blocks_without_evicting_the_rows_asked_for(rng)
     matrix = rng.normal(size=(40, 9))
     cache, blocks = recording_cache(matrix, 12)
     assert cache.block_rows == 6  # half the cache
-    np.testing.assert_array_equal(cache.rows(np.array([3]), prefetch=lambda: np.array([3, 7, 7, 1, 9, 2, 5, 8])),
-                                  matrix[[3]])
+    np.testing.assert_array_equal(
+        cache.rows(np.array([3]), prefetch=lambda: np.array([3, 7, 7, 1, 9, 2, 5, 8])), matrix[[3]]
+    )
     np.testing.assert_array_equal(blocks[-1], [3, 7, 1, 9, 2, 5])  # one block, most wanted first
     before = len(blocks)
     np.testing.assert_array_equal(cache.rows(np.array([1, 5, 7])), matrix[[1, 5, 7]])
@@ -231,8 +264,15 @@ def test_row_cache_computes_a_large_miss_in_products_of_bounded_memory(rng):
         return kernel_block(X[rows], X, kernel="rbf", gamma=0.1, X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms)
 
     row_bytes = 60 * 8
-    cache = KernelRowCache(compute_rows, 60, 60, np.float64, max_bytes=60 * row_bytes, block_bytes=5 * row_bytes,
-                           product_row_bytes=2 * row_bytes)  # the result and a temporary as large
+    cache = KernelRowCache(
+        compute_rows,
+        60,
+        60,
+        np.float64,
+        max_bytes=60 * row_bytes,
+        block_bytes=5 * row_bytes,
+        product_row_bytes=2 * row_bytes,
+    )  # the result and a temporary as large
     assert cache.product_rows == 2 and cache.block_rows == 2
     asked = rng.permutation(60)[:13]
     got = cache.rows(asked)
@@ -269,14 +309,19 @@ def test_device_row_cache_computes_a_large_miss_in_products_of_bounded_memory(rn
     per_row = _kernel_values_cuda.product_row_bytes(n_columns, X.shape[1], X.dtype)
     assert per_row == (2 * n_columns + X.shape[1]) * X.dtype.itemsize
     monkeypatch.setattr(_kernel_values_cuda, "BLOCK_BYTES", 4 * per_row + 1)
-    cache = _kernel_values_cuda.DeviceRowCache(compute_rows, 30, n_columns, X.dtype, 30 * n_columns * 8, 22,
-                                               n_features=X.shape[1])
+    cache = _kernel_values_cuda.DeviceRowCache(
+        compute_rows, 30, n_columns, X.dtype, 30 * n_columns * 8, 22, n_features=X.shape[1]
+    )
     assert cache.product_rows == 4
     drawn = rng.permutation(30)[:22]
     cache.look_up(cupy.asarray(drawn))
     assert calls == [4] * 5 + [2]
-    np.testing.assert_allclose(cache.store[cache.store_rows].get(),
-                               problem.kernel_rows(cupy.asarray(drawn), sq_norms).get(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        cache.store[cache.store_rows].get(),
+        problem.kernel_rows(cupy.asarray(drawn), sq_norms).get(),
+        rtol=1e-12,
+        atol=1e-14,
+    )
 
 
 @needs_device
@@ -306,8 +351,7 @@ def test_device_drawn_row_products_in_blocks_of_bounded_memory(rng, monkeypatch,
     products.compute(rows)
     assert calls == [3, 3, 3, 1]
     dense = X.toarray() if sparse else X
-    np.testing.assert_allclose(products.dots.get(), inner_products(dense[rows], dense).get(), rtol=1e-12,
-                               atol=1e-12)
+    np.testing.assert_allclose(products.dots.get(), inner_products(dense[rows], dense).get(), rtol=1e-12, atol=1e-12)
 
 
 def test_row_cache_stops_prefetching_rows_that_are_never_asked_for(rng):
@@ -335,8 +379,9 @@ def test_device_history_says_where_the_kernel_values_came_from(rng, kernel_cache
     ``kernel_cache`` decides (a small fit: its matrix fits in half any device)."""
     X = rng.normal(size=(30, 3))
     y = (X[:, 0] > 0).astype(int)
-    model = SBPClassifier(max_iter=1, batch_size=4, validation_fraction=0.0, kernel_cache=kernel_cache,
-                          random_state=0, backend="cupy").fit(X, y)
+    model = SBPClassifier(
+        max_iter=1, batch_size=4, validation_fraction=0.0, kernel_cache=kernel_cache, random_state=0, backend="cupy"
+    ).fit(X, y)
     assert {record["kernel_values_source"] for record in model.history_} == {source}
 
 
@@ -370,8 +415,9 @@ def test_reaches_the_svm_optimum_of_the_matching_svc(breast_cancer):
     X_train, X_test, y_train, y_test = breast_cancer
     svc = SVC(C=1.0, gamma=0.02).fit(X_train, y_train)
     nu = nu_from_svc(svc, X_train, y_train)
-    model = SBPClassifier(nu=nu, gamma=0.02, max_iter=30, validation_fraction=0.0, batch_size=4,
-                          random_state=0).fit(X_train, y_train)
+    model = SBPClassifier(nu=nu, gamma=0.02, max_iter=30, validation_fraction=0.0, batch_size=4, random_state=0).fit(
+        X_train, y_train
+    )
     svc_level = nu / (np.maximum(0, 1 - np.where(y_train == 1, 1, -1) * svc.decision_function(X_train)).mean())
     objective = [record["objective"] for record in model.history_]
     assert objective[-1] <= svc_level * (1 + 1e-6)
@@ -402,8 +448,9 @@ def test_decision_function_is_the_averaged_model(rng):
     problem, K, targets = make_problem(rng, "numpy", n_holdout=0)
     X = problem.X
     y = np.where(targets[:, 0] > 0, 1, 0)
-    model = SBPClassifier(nu=problem.nu, gamma=problem.gamma, validation_fraction=0.0, max_iter=1,
-                          batch_size=1, random_state=problem.seed).fit(X, y)
+    model = SBPClassifier(
+        nu=problem.nu, gamma=problem.gamma, validation_fraction=0.0, max_iter=1, batch_size=1, random_state=problem.seed
+    ).fit(X, y)
     alpha, c, _ = reference_sbp(K, problem.n_train, targets, problem.nu, 1, True, problem.seed, model.t_)
     from gpusvm.water_level import find_gamma_and_bias_sorted
 
@@ -416,11 +463,13 @@ def test_stopping_rules(breast_cancer):
     X_train, _, y_train, _ = breast_cancer
     n_train = X_train.shape[0]
     budget = 25 * n_train
-    model = SBPClassifier(max_kernel_evals=budget, validation_fraction=0.0, batch_size=1,
-                          random_state=0).fit(X_train, y_train)
+    model = SBPClassifier(max_kernel_evals=budget, validation_fraction=0.0, batch_size=1, random_state=0).fit(
+        X_train, y_train
+    )
     assert model.t_ == 25 and model.history_[-1]["kernel_evals"] == budget
-    early = SBPClassifier(n_iter_no_change=2, max_iter=50, validation_fraction=0.1, batch_size=1,
-                          random_state=0).fit(X_train, y_train)
+    early = SBPClassifier(n_iter_no_change=2, max_iter=50, validation_fraction=0.1, batch_size=1, random_state=0).fit(
+        X_train, y_train
+    )
     assert early.n_iter_ < 50
     errors = [record["holdout_error"] for record in early.history_]
     assert min(errors[:-2]) <= min(errors[-2:])  # stopped after two checkpoints without improvement
@@ -431,8 +480,11 @@ def test_stopping_rules(breast_cancer):
 def gain_below(objectives, tol, window):
     """Checkpoints (0-based) where the objective gained less than tol of its size over the
     last ``window`` checkpoints."""
-    return [i for i in range(window, len(objectives))
-            if objectives[i] - objectives[i - window] < tol * abs(objectives[i - window])]
+    return [
+        i
+        for i in range(window, len(objectives))
+        if objectives[i] - objectives[i - window] < tol * abs(objectives[i - window])
+    ]
 
 
 def test_without_a_holdout_tol_stops_when_the_objective_stalls(breast_cancer):
@@ -473,11 +525,25 @@ def test_last_iterate_and_verbose(breast_cancer, capsys):
     assert "SBP" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name,value", [("nu", -0.1), ("kernel", "sigmoid"), ("gamma", -1.0), ("tol", -1e-3),
-                                        ("batch_size", 0), ("validation_fraction", 1.0),
-                                        ("max_iter", 0), ("backend", "tpu"), ("max_kernel_evals", 0),
-                                        ("multi_class", "crammer_singer"), ("decision_function_shape", "ovx"),
-                                        ("kernel_cache", 1.5), ("kernel_cache", -1), ("kernel_cache", "all")])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("nu", -0.1),
+        ("kernel", "sigmoid"),
+        ("gamma", -1.0),
+        ("tol", -1e-3),
+        ("batch_size", 0),
+        ("validation_fraction", 1.0),
+        ("max_iter", 0),
+        ("backend", "tpu"),
+        ("max_kernel_evals", 0),
+        ("multi_class", "crammer_singer"),
+        ("decision_function_shape", "ovx"),
+        ("kernel_cache", 1.5),
+        ("kernel_cache", -1),
+        ("kernel_cache", "all"),
+    ],
+)
 def test_bad_parameters(name, value, breast_cancer):
     X_train, _, y_train, _ = breast_cancer
     with pytest.raises(ValueError, match=f"'{name}' parameter of SBPClassifier.*Got {value!r}"):
@@ -523,8 +589,9 @@ def test_the_clock_is_read_after_the_queued_steps(monkeypatch, breast_cancer):
     X_train, _, y_train, _ = breast_cancer
     calls = []
     monkeypatch.setattr(NumpySBPSteps, "synchronize", lambda self: calls.append(1))
-    model = SBPClassifier(time_budget=1e6, max_iter=1, batch_size=8, validation_fraction=0.0, random_state=0,
-                          backend="numpy").fit(X_train, y_train)
+    model = SBPClassifier(
+        time_budget=1e6, max_iter=1, batch_size=8, validation_fraction=0.0, random_state=0, backend="numpy"
+    ).fit(X_train, y_train)
     steps = model.history_[-1]["steps"]
     assert len(calls) >= steps  # once per step for the budget, once per checkpoint for history_
 
@@ -547,8 +614,16 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept, monkeypatch):
     from gpusvm.solvers.sbp import pair_checkpoint_steps
 
     X, y, X_test, _ = four_classes(rng, n_test=50)
-    params = dict(nu=0.05, gamma=0.2, batch_size=4, max_iter=4, validation_fraction=0.0, fit_intercept=fit_intercept,
-                  tol=0.01, n_iter_no_change=3)
+    params = dict(
+        nu=0.05,
+        gamma=0.2,
+        batch_size=4,
+        max_iter=4,
+        validation_fraction=0.0,
+        fit_intercept=fit_intercept,
+        tol=0.01,
+        n_iter_no_change=3,
+    )
     model = SBPClassifier(random_state=11, decision_function_shape="ovo", **params).fit(X, y)
     pair_scores = model.decision_function(X_test)
     assert pair_scores.shape == (50, 6) and model.dual_coef_.shape == (6, model.support_.size)
@@ -560,15 +635,17 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept, monkeypatch):
     for number, (i, j) in enumerate(class_pairs(4)):
         rows = np.concatenate([np.flatnonzero(y == model.classes_[i]), np.flatnonzero(y == model.classes_[j])])
         binary = SBPClassifier(random_state=pair_seed(11, number), **params)
-        monkeypatch.setattr(binary, "_solve", functools.partial(binary._solve,
-                                                                checkpoint_every=int(checkpoint_every[number])))
+        monkeypatch.setattr(
+            binary, "_solve", functools.partial(binary._solve, checkpoint_every=int(checkpoint_every[number]))
+        )
         binary.fit(X[rows], y[rows] == model.classes_[i])
         np.testing.assert_allclose(pair_scores[:, number], binary.decision_function(X_test), rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(model.water_level_[number], binary.water_level_[0], rtol=1e-12)
         records = [record for record in model.history_ if record["pair"] == [i, j]]
         assert [r["steps"] for r in records] == [r["steps"] for r in binary.history_]
-        np.testing.assert_allclose([r["objective"] for r in records], [r["objective"] for r in binary.history_],
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            [r["objective"] for r in records], [r["objective"] for r in binary.history_], rtol=1e-12
+        )
         steps += binary.t_
         stopped_at.add(binary.t_ if binary.n_iter_ < params["max_iter"] else None)
     assert len(stopped_at - {None}) > 1  # the objective's gain stopped pairs, each at its own step
@@ -585,19 +662,32 @@ def test_one_vs_one_pairs_stepping_together_equal_pairs_one_after_another(rng, f
     X, y, X_test, _ = four_classes(rng, n=900, n_test=50)
     keep = (y == "a") | (rng.random(y.size) < 0.2)  # class a large: pairs of very different widths
     X, y = X[keep], y[keep]
-    params = dict(nu=0.05, gamma=0.2, batch_size=3, max_iter=4, validation_fraction=0.3, n_iter_no_change=3,
-                  max_kernel_evals=60_000, fit_intercept=fit_intercept, decision_function_shape="ovo", random_state=5)
+    params = dict(
+        nu=0.05,
+        gamma=0.2,
+        batch_size=3,
+        max_iter=4,
+        validation_fraction=0.3,
+        n_iter_no_change=3,
+        max_kernel_evals=60_000,
+        fit_intercept=fit_intercept,
+        decision_function_shape="ovo",
+        random_state=5,
+    )
     together = SBPClassifier(**params).fit(X, y)
     monkeypatch.setattr(SBPClassifier, "_pairs_step_together", lambda *args: False)
     apart = SBPClassifier(**params).fit(X, y)
     np.testing.assert_array_equal(together.support_, apart.support_)
     np.testing.assert_allclose(together.dual_coef_, apart.dual_coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(together.intercept_, apart.intercept_, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(together.decision_function(X_test), apart.decision_function(X_test), rtol=1e-9,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        together.decision_function(X_test), apart.decision_function(X_test), rtol=1e-9, atol=1e-12
+    )
     assert together.t_ == apart.t_
-    by_pair = lambda model: sorted((tuple(r["pair"]), r["steps"], r["kernel_evals"], r["holdout_error"])  # noqa: E731
-                                   for r in model.history_)
+
+    def by_pair(model):
+        return sorted((tuple(r["pair"]), r["steps"], r["kernel_evals"], r["holdout_error"]) for r in model.history_)
+
     assert by_pair(together) == by_pair(apart)
     assert any(r["holdout_error"] is not None for r in together.history_)
 
@@ -611,12 +701,20 @@ def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed
     n_classes = int(labels.max()) + 1
     class_rows = tuple(np.flatnonzero(labels == c) for c in range(n_classes))
     pairs = class_pairs(n_classes)
-    return PairStack(X=to_backend(X, backend), class_rows=class_rows,
-                     class_train=np.array([np.searchsorted(rows, n_train) for rows in class_rows]),
-                     pairs=np.array(pairs), seeds=np.array([pair_seed(seed, p) for p in range(len(pairs))],
-                                                           dtype=np.uint64),
-                     nu=nu, batch_size=batch_size, kernel="rbf", gamma=0.2, degree=3, coef0=0.0,
-                     fit_intercept=fit_intercept)
+    return PairStack(
+        X=to_backend(X, backend),
+        class_rows=class_rows,
+        class_train=np.array([np.searchsorted(rows, n_train) for rows in class_rows]),
+        pairs=np.array(pairs),
+        seeds=np.array([pair_seed(seed, p) for p in range(len(pairs))], dtype=np.uint64),
+        nu=nu,
+        batch_size=batch_size,
+        kernel="rbf",
+        gamma=0.2,
+        degree=3,
+        coef0=0.0,
+        fit_intercept=fit_intercept,
+    )
 
 
 @pytest.mark.parametrize("kernel_values", ["matrix", "cache"])
@@ -663,8 +761,9 @@ def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_interc
         np.testing.assert_allclose(b.bias, a.bias, rtol=1e-9, atol=1e-12, err_msg=f"pair {p}")
         np.testing.assert_allclose(b.alpha, a.alpha, rtol=1e-9, atol=1e-12, err_msg=f"pair {p}")
     copies, asnumpy = [], _sbp_pairs_cuda.cupy.asnumpy
-    monkeypatch.setattr(_sbp_pairs_cuda.cupy, "asnumpy", lambda *args, **kwargs: copies.append(1)
-                        or asnumpy(*args, **kwargs))
+    monkeypatch.setattr(
+        _sbp_pairs_cuda.cupy, "asnumpy", lambda *args, **kwargs: copies.append(1) or asnumpy(*args, **kwargs)
+    )
     device_steps.evaluate(True, np.arange(len(device)))
     assert len(copies) == 1
 
@@ -686,11 +785,20 @@ def test_stacked_pairs_of_different_sizes_checkpoint_together_in_long_blocks(rng
     steps.block_steps = 64  # plan blocks as a device's steps are issued
     blocks, evaluated = [], []
     run_block, evaluate = sbp_pairs.run_pair_block, steps.evaluate
-    monkeypatch.setattr(sbp_pairs, "run_pair_block",
-                        lambda stepper, first, count, active: blocks.append(first + count - 1)
-                        or run_block(stepper, first, count, active))
-    monkeypatch.setattr(steps, "evaluate", lambda average, pairs: evaluated.append(
-        (int(steps.n_steps[pairs].max()), set(pairs.tolist()))) or evaluate(average, pairs))
+    monkeypatch.setattr(
+        sbp_pairs,
+        "run_pair_block",
+        lambda stepper, first, count, active: (
+            blocks.append(first + count - 1) or run_block(stepper, first, count, active)
+        ),
+    )
+    monkeypatch.setattr(
+        steps,
+        "evaluate",
+        lambda average, pairs: (
+            evaluated.append((int(steps.n_steps[pairs].max()), set(pairs.tolist()))) or evaluate(average, pairs)
+        ),
+    )
     rules = sbp_solver.StoppingRules(max_epochs=2, n_iter_no_change=4)
     last = np.full(stack.n_pairs, 10**6)
     last[[0, -1]] = 37, 13  # budgets of kernel evaluations that end these pairs between checkpoints
@@ -723,8 +831,10 @@ def test_one_vs_one_scores_and_votes_are_svcs(rng):
 
     X, y, X_test, y_test = four_classes(rng)
     svc = SVC(gamma=0.2, decision_function_shape="ovo").fit(X, y)
-    np.testing.assert_allclose(ovr_scores(svc.decision_function(X_test), 4),
-                               svc.set_params(decision_function_shape="ovr").decision_function(X_test))
+    np.testing.assert_allclose(
+        ovr_scores(svc.decision_function(X_test), 4),
+        svc.set_params(decision_function_shape="ovr").decision_function(X_test),
+    )
     model = SBPClassifier(nu=0.05, gamma=0.2, max_iter=5, random_state=0).fit(X, y)
     scores = model.decision_function(X_test)
     assert scores.shape == (300, 4)
@@ -737,15 +847,19 @@ def test_one_vs_one_scores_and_votes_are_svcs(rng):
 def test_one_vs_one_shares_the_budgets_and_holds_out_per_pair(rng):
     X, y, _, _ = four_classes(rng, n=1200)
     budget = 400_000
-    model = SBPClassifier(batch_size=2, max_iter=50, max_kernel_evals=budget, validation_fraction=0.0,
-                          random_state=0).fit(X, y)
+    model = SBPClassifier(
+        batch_size=2, max_iter=50, max_kernel_evals=budget, validation_fraction=0.0, random_state=0
+    ).fit(X, y)
     last = {tuple(record["pair"]): record for record in model.history_}  # each pair's last record
     assert set(last) == set(itertools.combinations(range(4), 2))
     assert 0.8 * budget <= sum(record["kernel_evals"] for record in last.values()) <= budget
     rows = {pair: np.isin(y, model.classes_[list(pair)]).sum() for pair in last}
     for pair, record in last.items():  # each its share by rows, up to a step of batch_size * rows
-        assert budget * rows[pair] / sum(rows.values()) - 2 * rows[pair] < record["kernel_evals"] \
+        assert (
+            budget * rows[pair] / sum(rows.values()) - 2 * rows[pair]
+            < record["kernel_evals"]
             <= budget * rows[pair] / sum(rows.values())
+        )
     timed = SBPClassifier(batch_size=1, max_iter=1000, time_budget=0.3, random_state=0).fit(X, y)
     assert max(r["seconds"] for r in timed.history_) < 1.5 and len({tuple(r["pair"]) for r in timed.history_}) == 6
     held = SBPClassifier(max_iter=2, validation_fraction=0.25, random_state=0).fit(X, y)

@@ -39,8 +39,9 @@ GRIDS = {
 
 
 def data(n_classes=2, n=240):
-    X, y = make_classification(n_samples=n, n_features=8, n_informative=5, n_classes=n_classes,
-                               class_sep=1.5, random_state=0)
+    X, y = make_classification(
+        n_samples=n, n_features=8, n_informative=5, n_classes=n_classes, class_sep=1.5, random_state=0
+    )
     return X * 10 + 3, y  # a scale that the pipeline's scaler removes
 
 

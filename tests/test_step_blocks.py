@@ -3,10 +3,13 @@ import pytest
 from gpusvm._device import step_blocks as _step_blocks
 
 
-@pytest.mark.parametrize(("variable", "read", "on", "off"), [
-    ("GPUSVM_CUDA_GRAPHS", _step_blocks.default_mode, "graph", "direct"),
-    ("GPUSVM_FUSED_STEPS", _step_blocks.fused_steps_default, True, False),
-])
+@pytest.mark.parametrize(
+    ("variable", "read", "on", "off"),
+    [
+        ("GPUSVM_CUDA_GRAPHS", _step_blocks.default_mode, "graph", "direct"),
+        ("GPUSVM_FUSED_STEPS", _step_blocks.fused_steps_default, True, False),
+    ],
+)
 def test_switches_read_zero_or_one_and_refuse_anything_else(monkeypatch, variable, read, on, off):
     monkeypatch.delenv(variable, raising=False)
     assert read() == off

@@ -43,7 +43,7 @@ def sparse_data(n=1500, d=40, n_classes=2, seed=0):
 
 
 def chunks_of(X, y, rows):
-    return [(X[i:i + rows], y[i:i + rows]) for i in range(0, X.shape[0], rows)]
+    return [(X[i : i + rows], y[i : i + rows]) for i in range(0, X.shape[0], rows)]
 
 
 # --- the readers ---------------------------------------------------------------------
@@ -95,8 +95,7 @@ def test_npz_chunks_stream_dense_sparse_and_shards(tmp_path):
         reader = NpzChunks(tmp_path / name, chunk_rows=400)
         parts = list(reader)
         assert [part[0].shape[0] for part in parts] == [400, 400, 400, 300]
-        np.testing.assert_allclose(sp.vstack([sp.csr_matrix(X) for X, _ in parts]).toarray(), X.toarray(),
-                                   rtol=1e-7)
+        np.testing.assert_allclose(sp.vstack([sp.csr_matrix(X) for X, _ in parts]).toarray(), X.toarray(), rtol=1e-7)
         np.testing.assert_array_equal(np.concatenate([y for _, y in parts]), y)
         np.testing.assert_allclose(sp.csr_matrix(reader[3][0]).toarray(), X[1200:].toarray(), rtol=1e-7)
     shards = NpzChunks([tmp_path / "dense.npz", tmp_path / "sparse.npz"], chunk_rows=1000)
@@ -124,8 +123,21 @@ def test_npz_chunks_refuse_a_sparse_matrix_that_is_not_csr_by_name(tmp_path, mat
     save_npz_with_labels(path, X.asformat(matrix_format), y)
     with pytest.raises(ValueError, match=f"{matrix_format}.npz holds a {matrix_format.upper()} matrix.*CSR.*tocsr"):
         list(NpzChunks(path, chunk_rows=400))
-    code = main(["train", "--solver", "pegasos", "--max-iter", "2", "--backend", "numpy", "--chunk-rows", "400",
-                 str(path), str(tmp_path / "m.model")])
+    code = main(
+        [
+            "train",
+            "--solver",
+            "pegasos",
+            "--max-iter",
+            "2",
+            "--backend",
+            "numpy",
+            "--chunk-rows",
+            "400",
+            str(path),
+            str(tmp_path / "m.model"),
+        ]
+    )
     assert code == 1 and f"holds a {matrix_format.upper()} matrix" in capsys.readouterr().err
 
 
@@ -294,12 +306,15 @@ def test_streamed_pegasos_and_ftrl_from_a_file_on_both_backends(tmp_path, backen
 
 def test_streamed_pegasos_stops_when_the_progressive_objective_stops_improving(backend):
     # max_iter=1000 epochs used to run to the end (tol did not apply to a streamed fit)
-    X, y = make_classification(n_samples=3000, n_features=20, n_informative=8, flip_y=0.01, class_sep=2.0,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=3000, n_features=20, n_informative=8, flip_y=0.01, class_sep=2.0, random_state=0
+    )
     in_memory = PegasosSVC(random_state=0, backend=backend).fit(X, y)  # 67 epochs
     streamed = PegasosSVC(random_state=0, backend=backend).fit_chunks(chunks_of(X, y, 500))
     assert streamed.n_iter_ < streamed.max_iter and streamed.n_iter_ <= 2 * in_memory.n_iter_, (
-        streamed.n_iter_, in_memory.n_iter_)
+        streamed.n_iter_,
+        in_memory.n_iter_,
+    )
     assert len(streamed.objective_curve_) == streamed.n_iter_ and streamed.t_ == streamed.n_iter_ * 6 * 8
     from gpusvm.solvers.pegasos import NoImprovementStop
 
@@ -307,8 +322,9 @@ def test_streamed_pegasos_stops_when_the_progressive_objective_stops_improving(b
     assert [stop(value) for value in streamed.objective_curve_] == [False] * (streamed.n_iter_ - 1) + [True]
     # it follows the exact objective: of the model returned, and of the in-memory fit
     targets = np.where(y == 1, 1.0, -1.0)[:, None]
-    exact = primal_objective(X, targets, np.ones(len(y)), np.hstack([streamed.coef_, streamed.intercept_[:, None]]),
-                             streamed.lam_, True)
+    exact = primal_objective(
+        X, targets, np.ones(len(y)), np.hstack([streamed.coef_, streamed.intercept_[:, None]]), streamed.lam_, True
+    )
     assert exact < streamed.objective_curve_[-1] < 1.05 * exact
     assert streamed.objective_curve_[-1] < 1.1 * in_memory.objective_curve_[-1]
     assert abs(streamed.score(X, y) - in_memory.score(X, y)) < 0.01
@@ -338,8 +354,15 @@ def test_streamed_pegasos_balances_classes_over_the_stream(backend):
 def test_streamed_fits_skip_chunks_without_rows(tmp_path, backend):
     X, y = sparse_data(n=1000)
     chunks = chunks_of(X, y, 250)
-    with_empty = [chunks[0], (X[:0], y[:0]), chunks[1], (np.zeros((0, 40)), np.zeros(0)), chunks[2], chunks[3],
-                  (X[:0], y[:0])]
+    with_empty = [
+        chunks[0],
+        (X[:0], y[:0]),
+        chunks[1],
+        (np.zeros((0, 40)), np.zeros(0)),
+        chunks[2],
+        chunks[3],
+        (X[:0], y[:0]),
+    ]
     model = PegasosSVC(max_iter=2, random_state=0, backend=backend).fit_chunks(with_empty)
     assert model.t_ == 2 * 4 * 4  # two epochs of four chunks of four steps
     ftrl = FTRLClassifier(max_iter=2, random_state=0, backend=backend)
@@ -363,13 +386,16 @@ def test_streamed_pegasos_on_a_source_without_rows_says_so(classes):
             PegasosSVC(backend="numpy").fit_chunks(chunks, classes=classes)
 
 
-@pytest.mark.parametrize(("Estimator", "settings", "classes", "needs"), [
-    (PegasosSVC, dict(max_iter=2, lam=1e-3), [1, 11], "max_iter=2"),
-    (PegasosSVC, dict(max_iter=1), [1, 11], "max_iter=1"),  # counting the rows for lam first
-    (PegasosSVC, dict(max_iter=1, lam=1e-3), None, "max_iter=1"),  # finding the classes first
-    (PegasosSVC, dict(max_iter=1, lam=1e-3, class_weight="balanced"), [1, 11], "max_iter=1"),
-    (FTRLClassifier, dict(max_iter=2), [1, 11], "max_iter=2"),
-])
+@pytest.mark.parametrize(
+    ("Estimator", "settings", "classes", "needs"),
+    [
+        (PegasosSVC, dict(max_iter=2, lam=1e-3), [1, 11], "max_iter=2"),
+        (PegasosSVC, dict(max_iter=1), [1, 11], "max_iter=1"),  # counting the rows for lam first
+        (PegasosSVC, dict(max_iter=1, lam=1e-3), None, "max_iter=1"),  # finding the classes first
+        (PegasosSVC, dict(max_iter=1, lam=1e-3, class_weight="balanced"), [1, 11], "max_iter=1"),
+        (FTRLClassifier, dict(max_iter=2), [1, 11], "max_iter=2"),
+    ],
+)
 def test_a_one_shot_iterator_is_refused_before_it_is_read(Estimator, settings, classes, needs):
     X, y = sparse_data()
     read = []
@@ -464,8 +490,23 @@ def test_train_with_chunk_rows_on_the_command_line(tmp_path, capsys):
     data = tmp_path / "data.svm"
     dump_svmlight_file(X, y, str(data), zero_based=False)
     model_path = tmp_path / "m.model"
-    code = main(["train", "--solver", "ftrl", "--batch-size", "64", "--random-state", "0", "--backend", "numpy",
-                 "--chunk-rows", "300", str(data), str(model_path)])
+    code = main(
+        [
+            "train",
+            "--solver",
+            "ftrl",
+            "--batch-size",
+            "64",
+            "--random-state",
+            "0",
+            "--backend",
+            "numpy",
+            "--chunk-rows",
+            "300",
+            str(data),
+            str(model_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "300 rows at a time" in out and "rows/s" in out
     model = load(model_path)
@@ -485,14 +526,45 @@ def test_streamed_training_on_the_command_line_shows_each_epoch(tmp_path, capsys
     X, y = make_classification(n_samples=2000, n_features=20, n_informative=8, flip_y=0.05, random_state=0)
     data = tmp_path / "data.svm"
     dump_svmlight_file(X, y, str(data), zero_based=True)
-    code = main(["train", "--solver", "pegasos", "--max-iter", "4", "--random-state", "0", "--backend", "numpy",
-                 "--chunk-rows", "500", str(data), str(tmp_path / "m.model")])
+    code = main(
+        [
+            "train",
+            "--solver",
+            "pegasos",
+            "--max-iter",
+            "4",
+            "--random-state",
+            "0",
+            "--backend",
+            "numpy",
+            "--chunk-rows",
+            "500",
+            str(data),
+            str(tmp_path / "m.model"),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0 and "4 epoch(s)" in captured.out
     for epoch in range(1, 5):  # a line an epoch, with its total of rows and its objective
         assert re.search(f"PegasosSVC epoch {epoch}/4: 100%.* 2000/2000 .*objective=", captured.err)
-    assert main(["train", "--solver", "ftrl", "--max-iter", "2", "--backend", "numpy", "--chunk-rows", "500",
-                 str(data), str(tmp_path / "m.model")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--solver",
+                "ftrl",
+                "--max-iter",
+                "2",
+                "--backend",
+                "numpy",
+                "--chunk-rows",
+                "500",
+                str(data),
+                str(tmp_path / "m.model"),
+            ]
+        )
+        == 0
+    )
     assert re.search("FTRLClassifier epoch 2/2: 100%.* 2000/2000 .*loss=", capsys.readouterr().err)
 
 
@@ -504,8 +576,11 @@ def test_the_device_memory_check_names_what_is_needed_and_the_way_out():
     needed = device_bytes_to_fit(X, n_outputs=1, batch_size=64)
     assert needed == 60_000 * 784 * 4 + 6 * 8 * 60_000 + 2 * 8 * 64 * 60_000
     check_device_memory(needed, "SBPClassifier on 60000 rows", free=needed)
-    with pytest.raises(MemoryError, match=r"SBPClassifier on 60000 rows needs about 0\.24 GiB on the GPU, which "
-                                          r"has 0\.10 GiB free.*float32.*backend='numpy'"):
+    with pytest.raises(
+        MemoryError,
+        match=r"SBPClassifier on 60000 rows needs about 0\.24 GiB on the GPU, which "
+        r"has 0\.10 GiB free.*float32.*backend='numpy'",
+    ):
         check_device_memory(needed, "SBPClassifier on 60000 rows", free=2**30 // 10)
 
 
@@ -535,12 +610,14 @@ def test_linear_solvers_name_fit_chunks_when_host_data_cannot_fit_the_device(Est
     monkeypatch.setattr(backend_module, "free_device_bytes", lambda: needed // 2)
     model = Estimator(backend=backend, max_iter=1)
     if backend == "cupy":
-        with pytest.raises(MemoryError, match=f"{Estimator.__name__} on 300 rows x 40 features needs about .*"
-                                              r"train from host memory with fit_chunks"):
+        with pytest.raises(
+            MemoryError,
+            match=f"{Estimator.__name__} on 300 rows x 40 features needs about .*"
+            r"train from host memory with fit_chunks",
+        ):
             model.fit(X, y)
         assert not hasattr(model, "coef_")
         model.fit_chunks(chunks_of(X, y, 100))  # two chunks on the device at a time
     else:  # host memory is not checked: the NumPy backend trains
         model.fit(X, y)
     assert model.coef_.shape == (1, 40)
-

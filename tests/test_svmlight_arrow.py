@@ -53,11 +53,22 @@ def test_arrow_reads_a_number_exactly_when_python_float_does():
     tokens = ["".join(t) for length in (1, 2, 3) for t in itertools.product(NUMBER_CHARACTERS, repeat=length)]
     tokens += ["".join(rng.choice(list(NUMBER_CHARACTERS), size=rng.integers(4, 14))) for _ in range(1500)]
     tokens += [repr(x) for x in rng.normal(size=300) * 10.0 ** rng.integers(-300, 300, size=300)]
-    tokens += ["1e999", "-1e999", "4.9406564584124654e-324", "2.4703282292062328e-324", "0.1000000000000000055511151231257827"]
-    differences = [(t, arrow_float(t), python_float(t)) for t in tokens
-                   if (arrow_float(t) is None) != (python_float(t) is None)
-                   or (python_float(t) is not None and np.float64(arrow_float(t)).tobytes()
-                       != np.float64(python_float(t)).tobytes())]
+    tokens += [
+        "1e999",
+        "-1e999",
+        "4.9406564584124654e-324",
+        "2.4703282292062328e-324",
+        "0.1000000000000000055511151231257827",
+    ]
+    differences = [
+        (t, arrow_float(t), python_float(t))
+        for t in tokens
+        if (arrow_float(t) is None) != (python_float(t) is None)
+        or (
+            python_float(t) is not None
+            and np.float64(arrow_float(t)).tobytes() != np.float64(python_float(t)).tobytes()
+        )
+    ]
     assert differences == []
 
 
@@ -68,7 +79,9 @@ def test_plain_blocks_give_scikit_learns_arrays(dtype, piece_bytes, monkeypatch)
     rng = np.random.default_rng(1)
     X = sp.random(300, 2000, density=0.02, format="csr", random_state=1)
     X.data = rng.normal(size=X.nnz) * 10.0 ** rng.integers(-8, 8, size=X.nnz)
-    X = sp.csr_matrix(sp.diags((np.arange(300) != 5).astype(float)) @ X)  # row 5 without features: its label alone, then a space
+    X = sp.csr_matrix(
+        sp.diags((np.arange(300) != 5).astype(float)) @ X
+    )  # row 5 without features: its label alone, then a space
     X.eliminate_zeros()
     y = rng.integers(-1, 3, size=300).astype(float) * 1.5
     buffer = io.BytesIO()
@@ -80,12 +93,33 @@ def test_plain_blocks_give_scikit_learns_arrays(dtype, piece_bytes, monkeypatch)
         assert_same_arrays(got, sklearn_arrays(variant, dtype))
 
 
-@pytest.mark.parametrize("block", [
-    b"1 2:3 # a comment\n", b"# header\n1 2:3\n", b"1 qid:4 2:3\n", b"1 2:3\n\n0 1:1\n", b" 1 2:3\n",
-    b"1 3:1 2:1\n", b"1 2:1 2:1\n", b"1 1.0:3\n", b"1 1e1:3\n", b"1 +1:3\n", b"1 -1:3\n", b"1 1:nan\n",
-    b"1 2147483648:1\n", b"1 2:3:4\n", b"1 2:\n", b"1 :2\n", b"1:2 3:4\n", b"1 2:3\x0b4:5\n", b"1,2 3:4\n",
-    b"1 2:3 4\n", b"1 1:1e\n", b"",
-])
+@pytest.mark.parametrize(
+    "block",
+    [
+        b"1 2:3 # a comment\n",
+        b"# header\n1 2:3\n",
+        b"1 qid:4 2:3\n",
+        b"1 2:3\n\n0 1:1\n",
+        b" 1 2:3\n",
+        b"1 3:1 2:1\n",
+        b"1 2:1 2:1\n",
+        b"1 1.0:3\n",
+        b"1 1e1:3\n",
+        b"1 +1:3\n",
+        b"1 -1:3\n",
+        b"1 1:nan\n",
+        b"1 2147483648:1\n",
+        b"1 2:3:4\n",
+        b"1 2:\n",
+        b"1 :2\n",
+        b"1:2 3:4\n",
+        b"1 2:3\x0b4:5\n",
+        b"1,2 3:4\n",
+        b"1 2:3 4\n",
+        b"1 1:1e\n",
+        b"",
+    ],
+)
 def test_blocks_outside_the_plain_grammar_are_left_to_scikit_learn(block):
     assert parse_plain_block(block, np.float64) is None
 
@@ -95,11 +129,11 @@ def test_without_pyarrow_scikit_learn_reads_every_block(monkeypatch, tmp_path):
     path = tmp_path / "data.svm"
     path.write_bytes(block)
     expected = [[0.5, 0, 0, 2], [0, 1, 0, 0]]
-    (X, y), = list(SvmlightChunks(path, 10, n_features=4, zero_based=True, parser="scikit-learn"))
+    ((X, y),) = list(SvmlightChunks(path, 10, n_features=4, zero_based=True, parser="scikit-learn"))
     np.testing.assert_array_equal(X.toarray(), expected)
     monkeypatch.setitem(sys.modules, "pyarrow.csv", None)  # import pyarrow.csv raises ImportError
     assert parse_plain_block(block, np.float64) is None
-    (X, y), = list(SvmlightChunks(path, 10, n_features=4, zero_based=True))
+    ((X, y),) = list(SvmlightChunks(path, 10, n_features=4, zero_based=True))
     np.testing.assert_array_equal(X.toarray(), expected)
     with pytest.raises(ValueError, match="parser must be 'auto' or 'scikit-learn', got 'pandas'"):
         SvmlightChunks(path, 10, parser="pandas")
@@ -121,9 +155,12 @@ def now_and_then_random(plain):
 
 INDEX = now_and_then_random(st.integers(0, 40).map(str))
 VALUE = now_and_then_random(st.one_of(st.floats(allow_nan=False).map(repr), st.integers(-9, 9).map(str)))
-LINE = st.tuples(now_and_then_random(st.integers(-2, 2).map(str)),
-                 st.lists(st.tuples(INDEX, VALUE), max_size=5),
-                 st.sampled_from(["", " ", "\t", "\r"]), st.sampled_from([True] * 9 + [False]))
+LINE = st.tuples(
+    now_and_then_random(st.integers(-2, 2).map(str)),
+    st.lists(st.tuples(INDEX, VALUE), max_size=5),
+    st.sampled_from(["", " ", "\t", "\r"]),
+    st.sampled_from([True] * 9 + [False]),
+)
 
 
 def block_of(lines):
@@ -178,17 +215,26 @@ def whole_file_cases(tmp_path):
 
 
 @pytest.mark.parametrize("block_bytes", [1 << 23, 20])  # the whole file; a line or two
-@pytest.mark.parametrize("arguments", [
-    dict(), dict(zero_based=True), dict(zero_based=False), dict(n_features=40), dict(dtype=np.float32),
-    dict(zero_based=False, n_features=40),
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        dict(),
+        dict(zero_based=True),
+        dict(zero_based=False),
+        dict(n_features=40),
+        dict(dtype=np.float32),
+        dict(zero_based=False, n_features=40),
+    ],
+)
 def test_load_svmlight_gives_scikit_learns_result(tmp_path, monkeypatch, arguments, block_bytes):
     from gpusvm._stream import readers as _chunked_files
     from gpusvm.datasets import load_svmlight
 
     reading = _chunked_files.read_svmlight_in_blocks
-    monkeypatch.setattr("gpusvm.datasets.read_svmlight_in_blocks",
-                        lambda *args, **kwargs: reading(*args, **kwargs, block_bytes=block_bytes))
+    monkeypatch.setattr(
+        "gpusvm.datasets.read_svmlight_in_blocks",
+        lambda *args, **kwargs: reading(*args, **kwargs, block_bytes=block_bytes),
+    )
     for name, path in whole_file_cases(tmp_path).items():
         try:
             X_expected, y_expected = load_svmlight_file(str(path), **arguments)
@@ -207,8 +253,12 @@ def test_load_svmlight_errors_are_scikit_learns(tmp_path):
     from gpusvm.datasets import load_svmlight
 
     path = tmp_path / "data.svm"
-    for text, arguments in ((b"1 0:1 5:2\n", dict(zero_based=False)), (b"1 1:1 5:2\n", dict(n_features=3)),
-                            (b"1 1:1 5:x\n", dict()), (b"1 1:1\n", dict(n_features=0))):
+    for text, arguments in (
+        (b"1 0:1 5:2\n", dict(zero_based=False)),
+        (b"1 1:1 5:2\n", dict(n_features=3)),
+        (b"1 1:1 5:x\n", dict()),
+        (b"1 1:1\n", dict(n_features=0)),
+    ):
         path.write_bytes(text)
         with pytest.raises(ValueError) as expected:
             load_svmlight_file(str(path), **arguments)

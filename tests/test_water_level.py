@@ -72,8 +72,9 @@ def test_bad_volume_and_empty_raise():
         find_gamma(np.ones(0), 1.0)
 
 
-labelled = heights.flatmap(lambda c: st.tuples(
-    st.just(c), arrays(np.int64, c.shape, elements=st.sampled_from([-1, 1]))))
+labelled = heights.flatmap(
+    lambda c: st.tuples(st.just(c), arrays(np.int64, c.shape, elements=st.sampled_from([-1, 1])))
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -244,7 +245,9 @@ def test_tracker_searches_only_a_window_of_candidates(monkeypatch):
     searches, sorted_sizes = [], []
     original_search, original_sort = wl._covered_rank, np.sort
     monkeypatch.setattr(wl, "_covered_rank", lambda *a: searches.append(1) or original_search(*a))
-    monkeypatch.setattr(wl.np, "sort", lambda a, *args, **kw: sorted_sizes.append(a.size) or original_sort(a, *args, **kw))
+    monkeypatch.setattr(
+        wl.np, "sort", lambda a, *args, **kw: sorted_sizes.append(a.size) or original_sort(a, *args, **kw)
+    )
     rng = np.random.default_rng(1)
     c, y = rng.normal(size=20_000), rng.choice([-1, 1], size=20_000)
     tracker = wl.LevelTracker(volume=2000.0)
@@ -295,8 +298,11 @@ def test_levels_of_rows_agree_with_the_oracle_row_by_row(seed, with_bias, intege
 
     rng = np.random.default_rng(seed)
     n_problems, width = int(rng.integers(1, 8)), int(rng.integers(2, 40))
-    responses = rng.integers(-3, 4, size=(n_problems, width)).astype(float) if integers \
+    responses = (
+        rng.integers(-3, 4, size=(n_problems, width)).astype(float)
+        if integers
         else rng.normal(size=(n_problems, width)) * rng.choice([1e-3, 1, 1e3])
+    )
     sizes = rng.integers(2, width + 1, size=n_problems)
     used = np.arange(width) < sizes[:, None]
     positive = used & (rng.random((n_problems, width)) < 0.5)
@@ -304,8 +310,7 @@ def test_levels_of_rows_agree_with_the_oracle_row_by_row(seed, with_bias, intege
     responses[~used] = rng.normal(size=(~used).sum()) * 1e6  # padding: must not count
     volumes = rng.choice([0.0, 0.5, 3.0, 100.0], size=n_problems) * rng.uniform(0.5, 2, size=n_problems)
     classes = (positive, used & ~positive) if with_bias else (used,)
-    level, bias, edges, covered = levels_of_rows(responses, [class_offsets(c) for c in classes], volumes,
-                                                 window=window)
+    level, bias, edges, covered = levels_of_rows(responses, [class_offsets(c) for c in classes], volumes, window=window)
     for p in range(n_problems):
         c = responses[p, : sizes[p]]
         expected = LevelTracker(volumes[p]).covered(c, positive[p, : sizes[p]] if with_bias else None)

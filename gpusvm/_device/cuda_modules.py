@@ -94,14 +94,10 @@ def _compile_module(file_name):
     source = assemble_source(file_name)
     expressions = name_expressions(source)
     try:
-        module = cupy.RawModule(
-            code=source, options=COMPILE_OPTIONS, name_expressions=expressions
-        )
+        module = cupy.RawModule(code=source, options=COMPILE_OPTIONS, name_expressions=expressions)
         module.compile()
     except cupy.cuda.compiler.CompileException as error:
-        raise RuntimeError(
-            f"CUDA source {file_name} failed to compile (file and line below):\n{error}"
-        ) from error
+        raise RuntimeError(f"CUDA source {file_name} failed to compile (file and line below):\n{error}") from error
     return module
 
 

@@ -81,8 +81,10 @@ class DeviceStaging:
         """``chunk`` with its host arrays copied into ``slot`` (asynchronous; the current
         stream waits for the copy)."""
         solver_stream = cupy.cuda.get_current_stream()
-        host = {**_parts(chunk.X), **{f"rows.{name}": array for name, array in chunk.rows.items()
-                                      if not is_cupy_array(array)}}
+        host = {
+            **_parts(chunk.X),
+            **{f"rows.{name}": array for name, array in chunk.rows.items() if not is_cupy_array(array)},
+        }
         if slot.copied is not None:
             slot.copied.synchronize()  # chunk i - 2's copy has left the pinned buffers
         views, any_grown = {}, False
@@ -90,9 +92,9 @@ class DeviceStaging:
             pinned, _ = _grown(slot.pinned, name, array.nbytes, lambda n: cupyx.empty_pinned(n, dtype=np.uint8))
             device, grown = _grown(slot.device, name, array.nbytes, lambda n: cupy.empty(n, dtype=np.uint8))
             any_grown |= grown
-            pinned_view = pinned[:array.nbytes].view(array.dtype).reshape(array.shape)
+            pinned_view = pinned[: array.nbytes].view(array.dtype).reshape(array.shape)
             np.copyto(pinned_view, array)
-            views[name] = (pinned_view, device[:array.nbytes].view(array.dtype).reshape(array.shape))
+            views[name] = (pinned_view, device[: array.nbytes].view(array.dtype).reshape(array.shape))
         solver_done = solver_stream.record() if any_grown else None
         with self.stream:
             for event in (slot.released, solver_done):
@@ -103,9 +105,13 @@ class DeviceStaging:
             slot.copied = self.stream.record()
         solver_stream.wait_event(slot.copied)
         return dataclasses.replace(
-            chunk, X=_device_X(chunk.X, {name: device for name, (_, device) in views.items()}),
-            rows={name: views[f"rows.{name}"][1] if f"rows.{name}" in views else array
-                  for name, array in chunk.rows.items()})
+            chunk,
+            X=_device_X(chunk.X, {name: device for name, (_, device) in views.items()}),
+            rows={
+                name: views[f"rows.{name}"][1] if f"rows.{name}" in views else array
+                for name, array in chunk.rows.items()
+            },
+        )
 
 
 def _device_X(X, device):

@@ -120,7 +120,7 @@ class StepBlocks:
         # CuPy refuses ``device[:n] = host``.  On the current stream, after the steps that
         # read the previous schedule, and without waiting for them (set() without a stream
         # would copy synchronously).
-        self.schedule[:schedule.shape[0]].set(schedule, stream=cupy.cuda.get_current_stream())
+        self.schedule[: schedule.shape[0]].set(schedule, stream=cupy.cuda.get_current_stream())
         self.position.fill(0)
         full, rest = divmod(schedule.shape[0], self.block_steps)
         for length in [self.block_steps] * full + ([rest] if rest else []):

@@ -74,13 +74,15 @@ def cuda_facts(check_kernels=True):
     for index in range(cupy_device_count()):
         properties = runtime.getDeviceProperties(index)
         name = properties["name"]
-        devices.append({
-            "index": index,
-            "name": name.decode() if isinstance(name, bytes) else str(name),
-            "compute_capability": cupy.cuda.Device(index).compute_capability,
-            "supported": int(cupy.cuda.Device(index).compute_capability) >= MIN_COMPUTE_CAPABILITY,
-            "memory_gib": round(properties["totalGlobalMem"] / 2**30, 1),
-        })
+        devices.append(
+            {
+                "index": index,
+                "name": name.decode() if isinstance(name, bytes) else str(name),
+                "compute_capability": cupy.cuda.Device(index).compute_capability,
+                "supported": int(cupy.cuda.Device(index).compute_capability) >= MIN_COMPUTE_CAPABILITY,
+                "memory_gib": round(properties["totalGlobalMem"] / 2**30, 1),
+            }
+        )
     found["devices"] = devices
     if check_kernels:
         found["kernels"] = kernel_compile_report()

@@ -128,13 +128,16 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         if not finite:
             settings = ""
             if hasattr(self, "kernel"):
-                settings = (f" and the kernel settings (kernel={self.kernel!r}, gamma={self.gamma!r}, "
-                            f"coef0={self.coef0!r}, degree={self.degree!r})")
+                settings = (
+                    f" and the kernel settings (kernel={self.kernel!r}, gamma={self.gamma!r}, "
+                    f"coef0={self.coef0!r}, degree={self.degree!r})"
+                )
             raise ValueError(
                 f"{type(self).__name__} learned a model with NaN or infinite values: its arithmetic overflowed. "
                 f"The likely cause is the feature scale (X's largest absolute value here is "
                 f"{largest_absolute_value(X):.3g}){settings}. Scale the features, e.g. with "
-                "sklearn.preprocessing.StandardScaler.")
+                "sklearn.preprocessing.StandardScaler."
+            )
 
     def _predict_namespace(self, X):
         """Where to compute predictions: the input's device, else the training backend."""

@@ -62,8 +62,13 @@ class KernelModelMixin:
             chunk = max(1, _PREDICT_BLOCK_ELEMENTS // support_vectors.shape[0])
             for start in range(0, X.shape[0], chunk):
                 block = kernel_block(
-                    X_dev[start:start + chunk], support_vectors, kernel=self.kernel, gamma=self.gamma_,
-                    degree=self.degree, coef0=self.coef0, Y_sq_norms=sv_sq_norms,
+                    X_dev[start : start + chunk],
+                    support_vectors,
+                    kernel=self.kernel,
+                    gamma=self.gamma_,
+                    degree=self.degree,
+                    coef0=self.coef0,
+                    Y_sq_norms=sv_sq_norms,
                 )
-                scores[start:start + chunk] = block @ dual_coef.T + intercept
+                scores[start : start + chunk] = block @ dual_coef.T + intercept
         return scores_like_input(scores, X)

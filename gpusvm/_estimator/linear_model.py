@@ -9,7 +9,8 @@ from .base import scores_like_input
 STREAMING_WAYS_OUT = (
     "This solver needs only a mini-batch at a time: train from host memory with fit_chunks, two chunks on "
     "the device at a time (e.g. fit_chunks([(X[i:i + 100_000], y[i:i + 100_000]) for i in range(0, "
-    "X.shape[0], 100_000)])), or use float32 X (half the bytes), or backend='numpy'.")
+    "X.shape[0], 100_000)])), or use float32 X (half the bytes), or backend='numpy'."
+)
 
 
 def device_bytes_of(X, n_outputs):
@@ -28,9 +29,11 @@ class LinearModelMixin:
         """On the cupy backend, refuse early a host X that cannot be copied to the device,
         naming ``fit_chunks``, which streams it instead."""
         if backend == "cupy" and not is_cupy_array(X):
-            check_device_memory(device_bytes_of(X, n_outputs),
-                                f"{type(self).__name__} on {X.shape[0]} rows x {X.shape[1]} features",
-                                ways_out=STREAMING_WAYS_OUT)
+            check_device_memory(
+                device_bytes_of(X, n_outputs),
+                f"{type(self).__name__} on {X.shape[0]} rows x {X.shape[1]} features",
+                ways_out=STREAMING_WAYS_OUT,
+            )
 
     @nvtx_range("predict.linear", color="cyan")
     def decision_function(self, X):

@@ -40,7 +40,8 @@ class ChunkSource:
             if self._used:
                 raise ValueError(
                     f"{what} needs another pass over the chunks, but they come from a one-shot iterator. "
-                    "Pass a list or a re-iterable reader (gpusvm.data_files.SvmlightChunks, NpzChunks).")
+                    "Pass a list or a re-iterable reader (gpusvm.data_files.SvmlightChunks, NpzChunks)."
+                )
             self._used = True
         for number, chunk in enumerate(self.chunks):
             yield self._checked(chunk, number)
@@ -52,7 +53,8 @@ class ChunkSource:
             raise ValueError(
                 f"{reasons[-1]} needs another pass over the chunks, but they come from a one-shot iterator, "
                 f"read once; this fit reads them {len(reasons)} times ({', '.join(dict.fromkeys(reasons))}). "
-                "Pass a list or a re-iterable reader (gpusvm.data_files.SvmlightChunks, NpzChunks).")
+                "Pass a list or a re-iterable reader (gpusvm.data_files.SvmlightChunks, NpzChunks)."
+            )
 
     def knows_n_rows(self):
         """Whether the source tells its number of rows without a pass of ours."""
@@ -84,8 +86,11 @@ class ChunkSource:
     def random_access(self):
         """Whether chunk ``i`` can be read on its own (``len`` and ``source[i]``), cheaply
         (a reader of a compressed file says ``seekable = False``)."""
-        return (hasattr(self.chunks, "__getitem__") and hasattr(self.chunks, "__len__")
-                and getattr(self.chunks, "seekable", True))
+        return (
+            hasattr(self.chunks, "__getitem__")
+            and hasattr(self.chunks, "__len__")
+            and getattr(self.chunks, "seekable", True)
+        )
 
     def chunk(self, index):
         return self._checked(self.chunks[index], index)
@@ -98,8 +103,10 @@ class ChunkSource:
                 self._width = (X.shape[1], number)
             elif X.shape[1] != self._width[0]:
                 width, first = self._width
-                raise ValueError(f"Chunk {number} has {X.shape[1]} features, but chunk {first} has {width}: "
-                                 "every chunk must have the same features.")
+                raise ValueError(
+                    f"Chunk {number} has {X.shape[1]} features, but chunk {first} has {width}: "
+                    "every chunk must have the same features."
+                )
         return X, y
 
 

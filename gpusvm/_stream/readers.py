@@ -72,16 +72,18 @@ class SvmlightChunks:
         chunk by scikit-learn's reader.
     """
 
-    def __init__(self, path, chunk_rows=100_000, *, n_features=None, zero_based="auto", dtype=np.float64,
-                 parser="auto"):
+    def __init__(
+        self, path, chunk_rows=100_000, *, n_features=None, zero_based="auto", dtype=np.float64, parser="auto"
+    ):
         if not isinstance(chunk_rows, numbers.Integral) or isinstance(chunk_rows, bool):
             raise TypeError(f"chunk_rows must be an integer, got {chunk_rows!r}.")
         if chunk_rows < 1:
             raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows!r}.")
         if parser not in ("auto", "scikit-learn"):
             raise ValueError(f"parser must be 'auto' or 'scikit-learn', got {parser!r}.")
-        if n_features is not None and (not isinstance(n_features, numbers.Integral) or isinstance(n_features, bool)
-                                       or n_features < 1):
+        if n_features is not None and (
+            not isinstance(n_features, numbers.Integral) or isinstance(n_features, bool) or n_features < 1
+        ):
             raise ValueError(f"n_features must be an integer of at least 1 or None, got {n_features!r}.")
         if not (zero_based is True or zero_based is False or zero_based == "auto"):
             raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}.")
@@ -97,8 +99,9 @@ class SvmlightChunks:
             for number, (offset, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
                 offsets.append(offset)
                 first_line = 1 + number * self.chunk_rows
-                X, y = _parse(block, self.path, first_line, zero_based=True, n_columns=None, dtype=self.dtype,
-                              parser=self.parser)
+                X, y = _parse(
+                    block, self.path, first_line, zero_based=True, n_columns=None, dtype=self.dtype, parser=self.parser
+                )
                 check_finite_rows(X, y, self.path, block, first_line)
                 self._check_indices(X, block, first_line)
                 n_rows += X.shape[0]
@@ -113,8 +116,9 @@ class SvmlightChunks:
         elif width > self._n_features:  # found once the index base is known: read again for the line
             with open_svmlight(self.path) as handle:
                 for number, (_, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
-                    X, _ = _parse(block, self.path, 1, zero_based=True, n_columns=None, dtype=self.dtype,
-                                  parser=self.parser)
+                    X, _ = _parse(
+                        block, self.path, 1, zero_based=True, n_columns=None, dtype=self.dtype, parser=self.parser
+                    )
                     self._check_indices(X, block, 1 + number * self.chunk_rows)
             raise ValueError(f"{self.path} has {width} features, more than n_features={self._n_features}.")
         self._offsets, self._n_rows = offsets, n_rows
@@ -160,12 +164,14 @@ class SvmlightChunks:
 
     def _chunk(self, block, first_line):
         shift = 0 if self._zero_based else 1
-        X, y = _parse(block, self.path, first_line, zero_based=True, n_columns=None, dtype=self.dtype,
-                      parser=self.parser)
+        X, y = _parse(
+            block, self.path, first_line, zero_based=True, n_columns=None, dtype=self.dtype, parser=self.parser
+        )
         check_finite_rows(X, y, self.path, block, first_line)
         self._check_indices(X, block, first_line)
-        X = sp.csr_matrix((X.data, X.indices - shift if shift else X.indices, X.indptr),
-                          shape=(X.shape[0], self._n_features))
+        X = sp.csr_matrix(
+            (X.data, X.indices - shift if shift else X.indices, X.indptr), shape=(X.shape[0], self._n_features)
+        )
         return X, y
 
     def _check_indices(self, X, block, first_line):
@@ -175,22 +181,24 @@ class SvmlightChunks:
             return
         if self._zero_based is False and X.indices.min() == 0:
             row = row_of_entry(X, int(np.flatnonzero(X.indices == 0)[0]))
-            raise ValueError(f"{self.path} uses feature index 0 ({_line_of_row(block, row, first_line)}), "
-                             "but zero_based=False.")
+            raise ValueError(
+                f"{self.path} uses feature index 0 ({_line_of_row(block, row, first_line)}), but zero_based=False."
+            )
         if self._n_features is not None and self._zero_based != "auto":
             limit = self._n_features + (0 if self._zero_based else 1)  # the raw indices below it
             if X.indices.max() >= limit:
                 row = row_of_entry(X, int(np.flatnonzero(X.indices >= limit)[0]))
-                raise ValueError(f"{self.path} has feature index {int(X.indices.max())} "
-                                 f"({_line_of_row(block, row, first_line)}), past n_features={self._n_features}"
-                                 f"{'' if self._zero_based else ' (one-based)'}.")
+                raise ValueError(
+                    f"{self.path} has feature index {int(X.indices.max())} "
+                    f"({_line_of_row(block, row, first_line)}), past n_features={self._n_features}"
+                    f"{'' if self._zero_based else ' (one-based)'}."
+                )
 
 
 # --- compressed files ----------------------------------------------------------------
 
 # The first bytes of each compressed format that open_svmlight reads, and its opener.
-_COMPRESSIONS = {"gzip": (b"\x1f\x8b", gzip.open), "bzip2": (b"BZh", bz2.open),
-                 "xz": (b"\xfd7zXZ\x00", lzma.open)}
+_COMPRESSIONS = {"gzip": (b"\x1f\x8b", gzip.open), "bzip2": (b"BZh", bz2.open), "xz": (b"\xfd7zXZ\x00", lzma.open)}
 # What a damaged or truncated compressed file raises while it is read.
 _DECOMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, lzma.LZMAError, zlib.error, OSError)
 
@@ -267,12 +275,15 @@ def read_svmlight_in_blocks(path, *, n_features=None, dtype=np.float64, zero_bas
         file wider than ``n_features``).
     """
     known_arguments = (n_features is None or isinstance(n_features, numbers.Integral) and n_features >= 1) and (
-        zero_based is True or zero_based is False or zero_based == "auto")
+        zero_based is True or zero_based is False or zero_based == "auto"
+    )
     if not known_arguments:
         return None
     with open_svmlight(path) as handle:
-        blocks = (_parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype, locate=False)
-                  for block in _whole_line_blocks(handle, block_bytes))
+        blocks = (
+            _parse(block, path, 0, zero_based=True, n_columns=None, dtype=dtype, locate=False)
+            for block in _whole_line_blocks(handle, block_bytes)
+        )
         try:
             read = joined(((X.data, X.indices, X.indptr, labels) for X, labels in blocks), dtype)
         except ValueError:  # the caller's scikit-learn reader gives the error, for the whole file
@@ -317,11 +328,13 @@ def _parse(block, path, first_line, *, zero_based, n_columns, dtype, parser="aut
     except _PARSE_ERRORS as error:
         found = _first_bad_line(block, read) if locate else None
         if found is None:
-            raise ValueError(f"{path} is not a LIBSVM/svmlight file (in the lines from {first_line}): "
-                             f"{_reason(error)}") from None
+            raise ValueError(
+                f"{path} is not a LIBSVM/svmlight file (in the lines from {first_line}): {_reason(error)}"
+            ) from None
         number, line, reason = found
-        raise ValueError(f"{path} is not a LIBSVM/svmlight file: line {first_line + number} "
-                         f"{_shown(line)}: {reason}") from None
+        raise ValueError(
+            f"{path} is not a LIBSVM/svmlight file: line {first_line + number} {_shown(line)}: {reason}"
+        ) from None
 
 
 def _scikit_learn_parse(block, *, n_columns, zero_based, dtype):
@@ -521,7 +534,7 @@ class _NpzShard:
         path = self.path
 
         def array(name):
-            return _NpyMember(path, handle, infos[name], name[:-len(".npy")])
+            return _NpyMember(path, handle, infos[name], name[: -len(".npy")])
 
         self.y = array("y.npy") if "y.npy" in infos else None
         if "X.npy" in infos:
@@ -541,7 +554,8 @@ class _NpzShard:
                     f"{path} holds a {matrix_format.upper()} matrix (scipy.sparse.save_npz); NpzChunks reads the rows "
                     f"of a CSR matrix or of a dense X, and a {matrix_format.upper()} matrix cannot give its rows "
                     "without reading all of it. Convert the file once, e.g. scipy.sparse.save_npz(path, "
-                    "scipy.sparse.load_npz(path).tocsr()) (keeping y), or read it whole (without chunk_rows).")
+                    "scipy.sparse.load_npz(path).tocsr()) (keeping y), or read it whole (without chunk_rows)."
+                )
             self.sparse = True
             self.shape = tuple(int(n) for n in array("shape.npy").whole(handle))
             self.data, self.indices, self.indptr = array("data.npy"), array("indices.npy"), array("indptr.npy")
@@ -550,8 +564,9 @@ class _NpzShard:
         else:
             raise ValueError(f"{path} holds {sorted(infos)}; expected X.npy (and y.npy) or a save_npz matrix.")
         if self.y is not None and self.y.shape != (self.shape[0],):
-            raise ValueError(f"{path}: y has shape {self.y.shape}, but X has {self.shape[0]} rows: "
-                             "one label a row is needed.")
+            raise ValueError(
+                f"{path}: y has shape {self.y.shape}, but X has {self.shape[0]} rows: one label a row is needed."
+            )
 
     def rows(self, start, stop):
         """Rows ``start .. stop - 1`` as ``(X, y)``."""
@@ -563,10 +578,14 @@ class _NpzShard:
             indptr = self.indptr.values(handle, start, stop + 1)
             low, high = int(indptr[0]), int(indptr[-1])
             if not 0 <= low <= high <= self.data.shape[0]:
-                raise ValueError(f"{self.path}: the CSR row pointers of rows {start} to {stop - 1} are damaged "
-                                 f"({low} to {high}, of {self.data.shape[0]} entries).")
-            X = sp.csr_matrix((self.data.values(handle, low, high), self.indices.values(handle, low, high),
-                               indptr - indptr[0]), shape=(stop - start, self.shape[1]))
+                raise ValueError(
+                    f"{self.path}: the CSR row pointers of rows {start} to {stop - 1} are damaged "
+                    f"({low} to {high}, of {self.data.shape[0]} entries)."
+                )
+            X = sp.csr_matrix(
+                (self.data.values(handle, low, high), self.indices.values(handle, low, high), indptr - indptr[0]),
+                shape=(stop - start, self.shape[1]),
+            )
             return X, y
 
 
@@ -584,19 +603,23 @@ class _NpyMember:
             if version not in readers:
                 raise ValueError(f".npy format version {version} is not streamed; save with NumPy's default")
             length_bytes = 2 if version == (1, 0) else 4
-            self.offset = 8 + length_bytes + int.from_bytes(prelude[8:8 + length_bytes], "little")
+            self.offset = 8 + length_bytes + int.from_bytes(prelude[8 : 8 + length_bytes], "little")
             stream = io.BytesIO(bytes(self.member.read(handle, 0, min(self.offset, self.member.size))))
             np.lib.format.read_magic(stream)
             self.shape, self.fortran_order, self.dtype = readers[version](stream)
         except ValueError as error:
             raise ValueError(f"{path}: {name} is not a readable .npy array: {error}.") from None
         if self.dtype.hasobject:
-            raise ValueError(f"{path}: {name} holds Python objects, which are not read (that would need pickle); "
-                             "save numbers or strings.")
+            raise ValueError(
+                f"{path}: {name} holds Python objects, which are not read (that would need pickle); "
+                "save numbers or strings."
+            )
         expected = self.offset + math.prod(self.shape) * self.dtype.itemsize
         if expected != self.member.size:
-            raise ValueError(f"{path}: {name} should take {expected} bytes for its shape {self.shape}, but takes "
-                             f"{self.member.size} (damaged or truncated?).")
+            raise ValueError(
+                f"{path}: {name} should take {expected} bytes for its shape {self.shape}, but takes "
+                f"{self.member.size} (damaged or truncated?)."
+            )
 
     def values(self, handle, start, stop):
         """The values ``start .. stop - 1`` of the flattened array."""
@@ -618,9 +641,11 @@ class _ZipMember:
     def __init__(self, path, handle, info):
         self.path, self.name, self.size, self.crc = path, info.filename, info.file_size, info.CRC
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
-            raise ValueError(f"{path}: {info.filename} is encrypted or compressed by zip method "
-                             f"{info.compress_type}; NpzChunks reads stored and deflated members (as numpy.savez, "
-                             "numpy.savez_compressed and scipy.sparse.save_npz write them).")
+            raise ValueError(
+                f"{path}: {info.filename} is encrypted or compressed by zip method "
+                f"{info.compress_type}; NpzChunks reads stored and deflated members (as numpy.savez, "
+                "numpy.savez_compressed and scipy.sparse.save_npz write them)."
+            )
         self.deflated = info.compress_type == zipfile.ZIP_DEFLATED
         handle.seek(info.header_offset)
         header = handle.read(30)  # the local file header, whose name and extra field lengths can differ
@@ -642,8 +667,9 @@ class _ZipMember:
         try:
             return self._read(handle, offset, size)
         except (OSError, zlib.error) as error:
-            raise ValueError(f"{self.path} is not a readable .npz file (damaged or truncated?): {self.name}: "
-                             f"{error}") from None
+            raise ValueError(
+                f"{self.path} is not a readable .npz file (damaged or truncated?): {self.name}: {error}"
+            ) from None
 
     def _read(self, handle, offset, size):
         out, stop = bytearray(size), offset + size
@@ -675,7 +701,7 @@ class _ZipMember:
             crc = zlib.crc32(piece, crc)
             skip = max(0, offset - position)
             if skip < len(piece):
-                out[position + skip - offset:position + len(piece) - offset] = piece[skip:]
+                out[position + skip - offset : position + len(piece) - offset] = piece[skip:]
             position += len(piece)
             if position == boundary:
                 self.offsets.append(position)

@@ -39,8 +39,13 @@ _DIGIT, _SIGN_POINT_EXPONENT, _COLON, _SPACE, _NEWLINE, _OTHER = range(6)
 def _byte_classes():
     """The ``bytes.translate`` table from a byte to its class."""
     table = bytearray([_OTHER] * 256)
-    for characters, byte_class in ((b"0123456789", _DIGIT), (b".+-eE", _SIGN_POINT_EXPONENT), (b":", _COLON),
-                                   (b" \t\r", _SPACE), (b"\n", _NEWLINE)):
+    for characters, byte_class in (
+        (b"0123456789", _DIGIT),
+        (b".+-eE", _SIGN_POINT_EXPONENT),
+        (b":", _COLON),
+        (b" \t\r", _SPACE),
+        (b"\n", _NEWLINE),
+    ):
         for character in characters:
             table[character] = byte_class
     return bytes(table)
@@ -189,10 +194,15 @@ def _arrow_numbers(text):
 
     read = csv.ReadOptions(column_names=["number"], block_size=1 << 24)
     # No quotes, no nulls: a field is a number or the block is not plain.
-    parse = csv.ParseOptions(delimiter=",", quote_char=False, double_quote=False, escape_char=False,
-                             ignore_empty_lines=True)
-    convert = csv.ConvertOptions(column_types={"number": pa.float64()}, null_values=[],
-                                 strings_can_be_null=False, quoted_strings_can_be_null=False)
+    parse = csv.ParseOptions(
+        delimiter=",", quote_char=False, double_quote=False, escape_char=False, ignore_empty_lines=True
+    )
+    convert = csv.ConvertOptions(
+        column_types={"number": pa.float64()},
+        null_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
     try:
         table = csv.read_csv(pa.py_buffer(text), read_options=read, parse_options=parse, convert_options=convert)
     except pa.ArrowInvalid:

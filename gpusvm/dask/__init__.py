@@ -24,5 +24,11 @@ from ._online import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGr
 from ._pegasos import PegasosSVC
 from ._sbp import SBPClassifier
 
-__all__ = ["FOBOSClassifier", "FTRLClassifier", "PegasosSVC", "RDAClassifier", "SBPClassifier",
-           "TruncatedGradientClassifier"]
+__all__ = [
+    "FOBOSClassifier",
+    "FTRLClassifier",
+    "PegasosSVC",
+    "RDAClassifier",
+    "SBPClassifier",
+    "TruncatedGradientClassifier",
+]

@@ -40,8 +40,9 @@ def current_client(client):
     """``client``, or the current dask.distributed client, with a clear error when none."""
     if client is not None:
         if not isinstance(client, Client):
-            raise TypeError(f"client must be a dask.distributed Client or None (the current one), got a "
-                            f"{type(client).__name__}.")
+            raise TypeError(
+                f"client must be a dask.distributed Client or None (the current one), got a {type(client).__name__}."
+            )
         return client
     try:
         return default_client()
@@ -49,7 +50,8 @@ def current_client(client):
         raise ValueError(
             "gpusvm.dask needs a dask.distributed Client: create one first (e.g. "
             "`Client(LocalCluster())`, or `Client(LocalCUDACluster())` from dask-cuda for one GPU per "
-            "worker), or set the estimator's `client` attribute.") from None
+            "worker), or set the estimator's `client` attribute."
+        ) from None
 
 
 def as_row_chunked_arrays(X, y, sample_weight, estimator_name):
@@ -63,12 +65,14 @@ def as_row_chunked_arrays(X, y, sample_weight, estimator_name):
         y = y[:, 0]
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row; got a dask array of shape {y.shape}.")
-    arrays = [X, y] + ([] if sample_weight is None else [_as_dask_array(sample_weight, "sample_weight",
-                                                                        estimator_name)])
+    arrays = [X, y] + (
+        [] if sample_weight is None else [_as_dask_array(sample_weight, "sample_weight", estimator_name)]
+    )
     arrays = [array if not np.isnan(array.shape[0]) else array.compute_chunk_sizes() for array in arrays]
     if len({array.shape[0] for array in arrays}) != 1:
-        raise ValueError(f"X, y and sample_weight must have the same number of rows; got "
-                         f"{[array.shape[0] for array in arrays]!r}.")
+        raise ValueError(
+            f"X, y and sample_weight must have the same number of rows; got {[array.shape[0] for array in arrays]!r}."
+        )
     X = arrays[0] if len(arrays[0].chunks[1]) == 1 else arrays[0].rechunk({1: -1})
     rows = X.chunks[0]
     others = [array if array.chunks[0] == rows else array.rechunk({0: rows}) for array in arrays[1:]]
@@ -83,7 +87,8 @@ def _as_dask_array(data, name, estimator_name):
     raise TypeError(
         f"gpusvm.dask.{estimator_name} takes dask arrays or dataframes; got {name} of type "
         f"{type(data).__name__}. Use gpusvm.{estimator_name} for data in memory, or wrap it with "
-        "dask.array.from_array(..., chunks=...).")
+        "dask.array.from_array(..., chunks=...)."
+    )
 
 
 class _Partitions:
@@ -133,8 +138,16 @@ def _add_partitions(client, estimator, sources, starts, by_worker):
             while waiting[worker] and len(adding[worker]) < PARTITIONS_AHEAD:
                 number = waiting[worker].popleft()
                 inputs = [source.future(client, number, worker) for source in sources]
-                built[worker] = client.submit(add_partition, built[worker], estimator, (number, int(starts[number])),
-                                              *inputs, workers=[worker], allow_other_workers=True, pure=False)
+                built[worker] = client.submit(
+                    add_partition,
+                    built[worker],
+                    estimator,
+                    (number, int(starts[number])),
+                    *inputs,
+                    workers=[worker],
+                    allow_other_workers=True,
+                    pure=False,
+                )
                 adding[worker].append(built[worker])
         with client.as_current():
             wait([future for queue in adding.values() for future in queue], return_when="FIRST_COMPLETED")
@@ -179,15 +192,25 @@ class ShardSet:
         by_worker = _assign_partitions(client, sources[0], starts)
         built = _add_partitions(client, _local_twin(estimator), sources, starts, by_worker)
         workers = sorted(by_worker)
-        futures = [client.submit(finish_shard, built.pop(worker), workers=[worker], allow_other_workers=True,
-                                 pure=False) for worker in workers]  # popped: the pieces go with the shard
-        summaries = client.gather([client.submit(summarize, future, workers=[worker], allow_other_workers=True,
-                                                 pure=False) for future, worker in zip(futures, workers)])
+        futures = [
+            client.submit(finish_shard, built.pop(worker), workers=[worker], allow_other_workers=True, pure=False)
+            for worker in workers
+        ]  # popped: the pieces go with the shard
+        summaries = client.gather(
+            [
+                client.submit(summarize, future, workers=[worker], allow_other_workers=True, pure=False)
+                for future, worker in zip(futures, workers)
+            ]
+        )
         keep = [i for i, summary in enumerate(summaries) if summary is not None]
         if not keep:
             raise ValueError(f"{type(estimator).__name__} got a collection with no rows.")
-        shards = cls([futures[i] for i in keep], [summaries[i] for i in keep],
-                     [workers[i] for i in keep], [by_worker[workers[i]] for i in keep])
+        shards = cls(
+            [futures[i] for i in keep],
+            [summaries[i] for i in keep],
+            [workers[i] for i in keep],
+            [by_worker[workers[i]] for i in keep],
+        )
         shards._check_consistent(type(estimator).__name__)
         return shards
 
@@ -198,8 +221,10 @@ class ShardSet:
         if len(features) > 1:
             raise ValueError(f"The partitions of X do not agree on the number of features: {sorted(features)!r}.")
         if len(dtypes) > 1 or len(kinds) > 1:
-            raise ValueError(f"The partitions of X must share one dtype and be all dense or all sparse for {name}; "
-                             f"got dtypes {sorted(map(str, dtypes))!r}, sparse {sorted(kinds)!r}.")
+            raise ValueError(
+                f"The partitions of X must share one dtype and be all dense or all sparse for {name}; "
+                f"got dtypes {sorted(map(str, dtypes))!r}, sparse {sorted(kinds)!r}."
+            )
 
     @property
     def n_rows(self):
@@ -244,8 +269,10 @@ class ShardSet:
         the caller has them)."""
         placements = placements or self.placements(client)
         per_shard = per_shard or [()] * len(self.futures)
-        return [client.submit(function, shard, *args, *extra, **placement, pure=False)
-                for shard, extra, placement in zip(self.futures, per_shard, placements)]
+        return [
+            client.submit(function, shard, *args, *extra, **placement, pure=False)
+            for shard, extra, placement in zip(self.futures, per_shard, placements)
+        ]
 
     def placements(self, client):
         """:meth:`near` of every shard."""
@@ -313,6 +340,7 @@ def worker_loss_guard(client, shards, what, resumable=True):
 
     Yields a function that says which of the shards' workers have left.
     """
+
     def lost_workers():
         alive = set(client.nthreads())
         return [worker for worker in shards.workers if worker not in alive]
@@ -323,14 +351,19 @@ def worker_loss_guard(client, shards, what, resumable=True):
         lost = sorted(_departures_seen(lost_workers, set(), error))
         if not lost:
             raise
-        held = [number for worker, numbers in zip(shards.workers, shards.partitions) if worker in lost
-                for number in numbers]
-        advice = (f"gpusvm.dask resumes an epoch from its last checkpoint up to {MAX_RESUMES} times when dask "
-                  "can recompute the lost partitions (from a source, not from client.scatter); here it could not."
-                  if resumable else "The state on those workers is lost with them: fit again on the workers left.")
+        held = [
+            number for worker, numbers in zip(shards.workers, shards.partitions) if worker in lost for number in numbers
+        ]
+        advice = (
+            f"gpusvm.dask resumes an epoch from its last checkpoint up to {MAX_RESUMES} times when dask "
+            "can recompute the lost partitions (from a source, not from client.scatter); here it could not."
+            if resumable
+            else "The state on those workers is lost with them: fit again on the workers left."
+        )
         raise RuntimeError(
             f"{what} failed after worker(s) {lost!r} left the cluster (they held partitions {held!r}): "
-            f"{type(error).__name__}: {error}. {advice}") from error
+            f"{type(error).__name__}: {error}. {advice}"
+        ) from error
 
 
 def _departures_seen(lost_workers, known_lost, error):
@@ -362,4 +395,6 @@ def run_epoch_with_resumes(client, shards, epoch_function, checkpoint, epoch):
                 warnings.warn(
                     f"Worker(s) {sorted(newly_lost)!r} left the cluster during epoch {epoch + 1}; resuming the "
                     "epoch from its start on the workers left (the model will be the same).",
-                    RuntimeWarning, stacklevel=3)
+                    RuntimeWarning,
+                    stacklevel=3,
+                )

@@ -58,8 +58,9 @@ class DaskEstimatorMixin:
         """
         local = self.local_class(**self._local_params())
         params = set(self.get_params(deep=False))
-        local.__dict__.update({name: value for name, value in self.__dict__.items()
-                               if name not in params and name != "_client"})
+        local.__dict__.update(
+            {name: value for name, value in self.__dict__.items() if name not in params and name != "_client"}
+        )
         return local
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -79,8 +80,15 @@ class DaskEstimatorMixin:
         """
         with restore_on_error(self):
             self._forget_training_state()
-            self._fit_on_cluster(X, y, sample_weight, classes=None, n_epochs=self.max_iter, first=True,
-                                 shuffle=getattr(self, "shuffle", False))
+            self._fit_on_cluster(
+                X,
+                y,
+                sample_weight,
+                classes=None,
+                n_epochs=self.max_iter,
+                first=True,
+                shuffle=getattr(self, "shuffle", False),
+            )
         return self
 
     @available_if(lambda self: hasattr(self.local_class, "partial_fit"))
@@ -101,14 +109,17 @@ class DaskEstimatorMixin:
         """
         with restore_on_error(self):
             classes = self._partial_fit_classes(classes)
-            self._fit_on_cluster(X, y, sample_weight, classes=classes, n_epochs=1,
-                                 first=not hasattr(self, "_state"), shuffle=False)
+            self._fit_on_cluster(
+                X, y, sample_weight, classes=classes, n_epochs=1, first=not hasattr(self, "_state"), shuffle=False
+            )
         return self
 
     def fit_chunks(self, chunks, classes=None):
-        raise TypeError(f"gpusvm.dask.{type(self).__name__} trains from dask collections: call fit with a dask "
-                        f"array (e.g. dask.array.from_delayed over the chunks), or use "
-                        f"gpusvm.{type(self).__name__}.fit_chunks to stream them through one process.")
+        raise TypeError(
+            f"gpusvm.dask.{type(self).__name__} trains from dask collections: call fit with a dask "
+            f"array (e.g. dask.array.from_delayed over the chunks), or use "
+            f"gpusvm.{type(self).__name__}.fit_chunks to stream them through one process."
+        )
 
     def _fit_on_cluster(self, X, y, sample_weight, *, classes, n_epochs, first, shuffle):
         client = current_client(self.client)
@@ -117,8 +128,10 @@ class DaskEstimatorMixin:
         shards = ShardSet.build(client, self, X, y, sample_weight)
         try:
             if not first and shards.n_features != self.n_features_in_:
-                raise ValueError(f"X has {shards.n_features} features, but {type(self).__name__} is expecting "
-                                 f"{self.n_features_in_} features as input.")
+                raise ValueError(
+                    f"X has {shards.n_features} features, but {type(self).__name__} is expecting "
+                    f"{self.n_features_in_} features as input."
+                )
             self.n_features_in_ = shards.n_features
             self._train_shards(client, shards, classes=classes, n_epochs=n_epochs, first=first, shuffle=shuffle)
         finally:
@@ -149,8 +162,10 @@ class DaskEstimatorMixin:
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (rows, features); got a dask array of shape {X.shape}.")
         if not math.isnan(X.shape[1]) and X.shape[1] != self.n_features_in_:  # now, not when computed
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                             f"{self.n_features_in_} features as input.")
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
         if len(X.chunks[1]) > 1:
             X = X.rechunk({1: -1})
         local = self.to_local()

@@ -46,6 +46,7 @@ class OnlineSettings:
 
 # Tasks (run on the workers).
 
+
 def epoch_order(seed, epoch, n_samples):
     """Epoch ``epoch``'s visiting order (computed on each worker that needs it)."""
     return shuffled_order(seed, epoch, n_samples)
@@ -60,9 +61,14 @@ def steps_on_gathered_rows(carried, settings, selector, *gathered):
     backend = resolve_backend(settings.backend)
     xp = get_namespace(backend)
     problem = OnlineProblem(
-        X=to_backend(X, backend), labels=xp.asarray(class_positions(y, settings.classes), dtype=np.int32),
-        n_classes=settings.classes.shape[0], rule=settings.rule, batch_size=settings.batch_size,
-        fit_intercept=settings.fit_intercept, seed=settings.seed)
+        X=to_backend(X, backend),
+        labels=xp.asarray(class_positions(y, settings.classes), dtype=np.int32),
+        n_classes=settings.classes.shape[0],
+        rule=settings.rule,
+        batch_size=settings.batch_size,
+        fit_intercept=settings.fit_intercept,
+        seed=settings.seed,
+    )
     stepper = online_stepper(problem, state.copy().to(xp), xp)  # a task must not change its input
     stepper.start_epoch(None, loss_so_far=loss_sum)  # one running sum, added in the single-node order
     stepper.run_batches(range(0, X.shape[0], settings.batch_size))
@@ -85,13 +91,18 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
         n_models = 1 if classes.shape[0] == 2 else classes.shape[0]
         state = OnlineState.zeros(n_models, shards.n_features) if first else self._state.to(np)
         settings = OnlineSettings(
-            classes=classes, rule=self._rule(), batch_size=self.batch_size, fit_intercept=self.fit_intercept,
-            seed=seed_from_random_state(self.random_state) if first else self._seed, backend=self.backend)
+            classes=classes,
+            rule=self._rule(),
+            batch_size=self.batch_size,
+            fit_intercept=self.fit_intercept,
+            seed=seed_from_random_state(self.random_state) if first else self._seed,
+            backend=self.backend,
+        )
         losses = []
         for epoch in range(n_epochs):
             state, loss_sum = run_epoch_with_resumes(
-                client, shards, lambda start: self._epoch(client, shards, settings, start, epoch, shuffle),
-                state, epoch)
+                client, shards, lambda start: self._epoch(client, shards, settings, start, epoch, shuffle), state, epoch
+            )
             losses.append(loss_sum / (shards.n_rows * n_models))
         weights = to_numpy(state.coefficients(settings.rule))
         self.backend_ = client.submit(resolve_backend, self.backend, pure=False).result()
@@ -101,17 +112,26 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
         self.n_nonzero_ = int(np.count_nonzero(self.coef_))
         self.n_iter_, self.t_, self.loss_curve_ = n_epochs, state.t, losses
         if not (np.isfinite(self.coef_).all() and np.isfinite(self.intercept_).all()):
-            raise ValueError(f"{type(self).__name__} learned a model with NaN or infinite values: its arithmetic "
-                             "overflowed. Scale the features, e.g. with sklearn.preprocessing.StandardScaler.")
+            raise ValueError(
+                f"{type(self).__name__} learned a model with NaN or infinite values: its arithmetic "
+                "overflowed. Scale the features, e.g. with sklearn.preprocessing.StandardScaler."
+            )
 
     def _epoch(self, client, shards, settings, carried_state, epoch, shuffle):
         n = shards.n_rows
         block = block_rows(shards, settings.batch_size)  # whole batches: they fall where they would on one node
-        orders = [client.submit(epoch_order, settings.seed, epoch, n, **placement, pure=False)
-                  for placement in shards.placements(client)] if shuffle else None
+        orders = (
+            [
+                client.submit(epoch_order, settings.seed, epoch, n, **placement, pure=False)
+                for placement in shards.placements(client)
+            ]
+            if shuffle
+            else None
+        )
         selectors = [OrderedRows(start, min(n, start + block)) for start in range(0, n, block)]
-        final = step_through_blocks(client, shards, (carried_state, 0.0), selectors, steps_on_gathered_rows,
-                                    settings, orders)
+        final = step_through_blocks(
+            client, shards, (carried_state, 0.0), selectors, steps_on_gathered_rows, settings, orders
+        )
         return client.submit(carried_on_host, final, pure=False).result()
 
     def predict_proba(self, X):
@@ -124,8 +144,9 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
 
 def _distributed(local, doc):
     """The dask twin of a single-node online estimator (the same parameters)."""
-    return type(local.__name__, (_DaskOnlineClassifier, local), {
-        "__doc__": doc, "__module__": __name__, "local_class": local})
+    return type(
+        local.__name__, (_DaskOnlineClassifier, local), {"__doc__": doc, "__module__": __name__, "local_class": local}
+    )
 
 
 _DOC = """:class:`gpusvm.{name}` trained on a dask cluster, exactly: the model equals the single-node
@@ -138,7 +159,8 @@ _DOC = """:class:`gpusvm.{name}` trained on a dask cluster, exactly: the model e
     """
 
 FTRLClassifier = _distributed(linear_model.FTRLClassifier, _DOC.format(name="FTRLClassifier"))
-TruncatedGradientClassifier = _distributed(linear_model.TruncatedGradientClassifier,
-                                           _DOC.format(name="TruncatedGradientClassifier"))
+TruncatedGradientClassifier = _distributed(
+    linear_model.TruncatedGradientClassifier, _DOC.format(name="TruncatedGradientClassifier")
+)
 FOBOSClassifier = _distributed(linear_model.FOBOSClassifier, _DOC.format(name="FOBOSClassifier"))
 RDAClassifier = _distributed(linear_model.RDAClassifier, _DOC.format(name="RDAClassifier"))

@@ -90,15 +90,22 @@ class PegasosSettings:
         if self.class_weight is not None:
             weights = weights * compute_sample_weight(self.class_weight, y)
         return PegasosProblem(
-            X=X, targets=xp.asarray(one_vs_rest_targets(y, self.classes), dtype=X.dtype),
-            sample_weight=xp.asarray(weights, dtype=X.dtype), lam=self.lam, batch_size=self.batch_size,
-            fit_intercept=self.fit_intercept, projection=self.projection, average_start=self.average_start,
-            weight_by_step=self.weight_by_step, seed=self.seed if seed is None else seed,
+            X=X,
+            targets=xp.asarray(one_vs_rest_targets(y, self.classes), dtype=X.dtype),
+            sample_weight=xp.asarray(weights, dtype=X.dtype),
+            lam=self.lam,
+            batch_size=self.batch_size,
+            fit_intercept=self.fit_intercept,
+            projection=self.projection,
+            average_start=self.average_start,
+            weight_by_step=self.weight_by_step,
+            seed=self.seed if seed is None else seed,
             mean_weight=self.mean_weight,
         ), backend
 
 
 # Tasks (run on the workers).
+
 
 def steps_on_gathered_rows(state, settings, selector, *gathered):
     """The steps of one block (a :class:`DrawnRows`) on the rows its shards sent, in draw
@@ -143,8 +150,9 @@ def average_states(states, n_rows):
     merged.step = max(state.step for state in states)
     weight_sum = float(sum(share * state.avg_weight_sum for share, state in zip(shares, states)))
     if weight_sum > 0:
-        mean_average = sum(share * state.weights(averaged=True) for share, state in zip(shares, states)
-                           if state.avg_weight_sum > 0)
+        mean_average = sum(
+            share * state.weights(averaged=True) for share, state in zip(shares, states) if state.avg_weight_sum > 0
+        )
         merged.avg_p[...] = mean_average * weight_sum
         merged.avg_weight_sum = weight_sum
     return merged
@@ -187,12 +195,38 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
     local_class = svm.PegasosSVC
     _parameter_constraints = {**svm.PegasosSVC._parameter_constraints, "mode": [StrOptions({"exact", "average"})]}
 
-    def __init__(self, C=1.0, lam=None, batch_size=64, max_iter=1000, projection=True, average=True,
-                 fit_intercept=True, tol=1e-3, n_iter_no_change=5, class_weight=None, random_state=None,
-                 backend="auto", verbose=0, mode="exact"):
-        super().__init__(C=C, lam=lam, batch_size=batch_size, max_iter=max_iter, projection=projection,
-                         average=average, fit_intercept=fit_intercept, tol=tol, n_iter_no_change=n_iter_no_change,
-                         class_weight=class_weight, random_state=random_state, backend=backend, verbose=verbose)
+    def __init__(
+        self,
+        C=1.0,
+        lam=None,
+        batch_size=64,
+        max_iter=1000,
+        projection=True,
+        average=True,
+        fit_intercept=True,
+        tol=1e-3,
+        n_iter_no_change=5,
+        class_weight=None,
+        random_state=None,
+        backend="auto",
+        verbose=0,
+        mode="exact",
+    ):
+        super().__init__(
+            C=C,
+            lam=lam,
+            batch_size=batch_size,
+            max_iter=max_iter,
+            projection=projection,
+            average=average,
+            fit_intercept=fit_intercept,
+            tol=tol,
+            n_iter_no_change=n_iter_no_change,
+            class_weight=class_weight,
+            random_state=random_state,
+            backend=backend,
+            verbose=verbose,
+        )
         self.mode = mode
 
     def _train_shards(self, client, shards, *, classes, n_epochs, first, shuffle):
@@ -224,14 +258,18 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
                     break
         weights = state.weights(averaged=self.average is not False)
         d = shards.n_features
-        self.backend_ = client.submit(resolve_backend, self.backend, **self._stepper(client, shards), pure=False).result()  # the stepping worker's
+        self.backend_ = client.submit(
+            resolve_backend, self.backend, **self._stepper(client, shards), pure=False
+        ).result()  # the stepping worker's
         self.classes_, self._state, self.lam_, self._seed = classes, state, settings.lam, settings.seed
         self.coef_ = np.ascontiguousarray(weights[:, :d])
         self.intercept_ = weights[:, d].copy() if self.fit_intercept else np.zeros(weights.shape[0])
         self.n_iter_, self.t_, self.objective_curve_ = len(objectives), state.step, objectives
         if not (np.isfinite(self.coef_).all() and np.isfinite(self.intercept_).all()):
-            raise ValueError("PegasosSVC learned a model with NaN or infinite values: its arithmetic overflowed. "
-                             "Scale the features, e.g. with sklearn.preprocessing.StandardScaler.")
+            raise ValueError(
+                "PegasosSVC learned a model with NaN or infinite values: its arithmetic overflowed. "
+                "Scale the features, e.g. with sklearn.preprocessing.StandardScaler."
+            )
 
     def _settings_and_state(self, client, shards, classes, counts, found, first):
         class_weight = self.class_weight
@@ -242,15 +280,26 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         seed = seed_from_random_state(self.random_state) if first else self._seed
         lam = svm._regularization(self.lam, self.C, shards.n_rows) if first else self.lam_
         settings = PegasosSettings(
-            classes=classes, class_weight=class_weight, lam=lam, batch_size=self.batch_size,
-            fit_intercept=self.fit_intercept, projection=self.projection,
+            classes=classes,
+            class_weight=class_weight,
+            lam=lam,
+            batch_size=self.batch_size,
+            fit_intercept=self.fit_intercept,
+            projection=self.projection,
             average_start=None if self.average is False else int(self.average),
-            weight_by_step=self.average is True, seed=seed, mean_weight=1.0, backend=self.backend)
+            weight_by_step=self.average is True,
+            seed=seed,
+            mean_weight=1.0,
+            backend=self.backend,
+        )
         sums = client.gather(shards.on_each(client, _weight_sum, settings))
         settings = dataclasses.replace(settings, mean_weight=float(sum(sums)) / shards.n_rows)
         n_models = 1 if classes.shape[0] == 2 else classes.shape[0]
-        state = PegasosState.zeros(n_models, shards.n_features + int(self.fit_intercept), shards.dtype, np) \
-            if first else self._state.to(np)
+        state = (
+            PegasosState.zeros(n_models, shards.n_features + int(self.fit_intercept), shards.dtype, np)
+            if first
+            else self._state.to(np)
+        )
         return settings, state
 
     def _stepper(self, client, shards):
@@ -261,8 +310,10 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         n, k = shards.n_rows, settings.batch_size
         last = state.step + steps_per_epoch(n, k)
         block_steps = block_rows(shards, k) // k
-        selectors = [DrawnRows(settings.seed, first, min(block_steps, last + 1 - first), k, n)
-                     for first in range(state.step + 1, last + 1, block_steps)]
+        selectors = [
+            DrawnRows(settings.seed, first, min(block_steps, last + 1 - first), k, n)
+            for first in range(state.step + 1, last + 1, block_steps)
+        ]
         final = step_through_blocks(client, shards, state, selectors, steps_on_gathered_rows, settings)
         return client.submit(state_on_host, final, pure=False).result()
 
@@ -291,7 +342,10 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
                 "PegasosSVC(mode='average') averages models trained on each worker's rows, but the workers' class "
                 f"proportions differ (per worker: {np.round(shares, 3).tolist()!r} for classes {found.tolist()!r}): "
                 "the average can be much worse than one model. Shuffle the rows across partitions once before "
-                "fitting, or use mode='exact'.", UserWarning, stacklevel=4)
+                "fitting, or use mode='exact'.",
+                UserWarning,
+                stacklevel=4,
+            )
 
 
 def _weight_sum(shard, settings):

@@ -118,8 +118,12 @@ class Lowest:
             keys.append(np.concatenate([part[1] for part in parts])[keep])
             positive.append(np.full(int(keep.sum()), c == 0))
             thresholds.append(threshold)
-        return cls(np.concatenate(values), np.concatenate(keys),
-                   np.concatenate(positive) if fit_intercept else None, thresholds)
+        return cls(
+            np.concatenate(values),
+            np.concatenate(keys),
+            np.concatenate(positive) if fit_intercept else None,
+            thresholds,
+        )
 
     def scaled(self, factor):
         """The same responses times ``factor`` (what the workers' renormalization does)."""
@@ -178,8 +182,9 @@ class ClusterSBPSteps:
     def _ask_lowest(self, counts, source="current"):
         steps = max(1, self.n_steps)
         answers = self._call_all("lowest", counts, self._take_pending(), source, steps, self.scale)
-        return [Lowest.merge([answer[p] for answer in answers], self.fit_intercept)
-                for p in range(self.problem.n_problems)]
+        return [
+            Lowest.merge([answer[p] for answer in answers], self.fit_intercept) for p in range(self.problem.n_problems)
+        ]
 
     # --- the step ------------------------------------------------------------------------
 
@@ -205,8 +210,9 @@ class ClusterSBPSteps:
         with self.phases.phase("rows", "sbp.kernel_row", "orange"):
             new_keys, new_rows = self._fetch_new_rows(distinct, [lowest_first for _, _, lowest_first in covered])
         with self.phases.phase("update", "sbp.update", "green"):
-            message = StepMessage(self._take_pending(), new_keys, new_rows, distinct, weights, eta / self.scale,
-                                  drawn, self.counts.copy())
+            message = StepMessage(
+                self._take_pending(), new_keys, new_rows, distinct, weights, eta / self.scale, drawn, self.counts.copy()
+            )
             answers = self._call_all("step", message)
             at_drawn = np.zeros((k, batch))
             for owned, values, _, _ in answers:
@@ -255,8 +261,14 @@ class ClusterSBPSteps:
             for p in range(k):
                 if answers[p] is None:
                     previous = self.covered_counts[p] if source == "current" else None
-                    answers[p] = covered_among_lowest(lowest[p].values, lowest[p].positive, lowest[p].thresholds,
-                                                      self.class_sizes[p], volumes[p], previous=previous)
+                    answers[p] = covered_among_lowest(
+                        lowest[p].values,
+                        lowest[p].positive,
+                        lowest[p].thresholds,
+                        self.class_sizes[p],
+                        volumes[p],
+                        previous=previous,
+                    )
             failed = [p for p in range(k) if answers[p] is None]
             if not failed:
                 break
@@ -272,8 +284,11 @@ class ClusterSBPSteps:
         for p, (count, _, bias, is_covered) in enumerate(answers):
             keys, values = lowest[p].keys[is_covered], lowest[p].values[is_covered]
             order = np.argsort(keys)
-            heights = values if lowest[p].positive is None else \
-                values + bias * np.where(lowest[p].positive[is_covered], 1.0, -1.0)
+            heights = (
+                values
+                if lowest[p].positive is None
+                else values + bias * np.where(lowest[p].positive[is_covered], 1.0, -1.0)
+            )
             covered.append((keys[order], values[order], keys[np.argsort(heights, kind="stable")]))
             if remember:
                 self.covered_counts[p] = count
@@ -300,8 +315,11 @@ class ClusterSBPSteps:
         if new.size == 0:
             return new, None
         budget = PREFETCH_BATCHES * self.problem.batch_size
-        ahead = [candidates[~self.kept[candidates]][:budget] for candidates in lowest_first
-                 if candidates.size <= PREFETCH_MAX_COVERED * self.problem.n_train]
+        ahead = [
+            candidates[~self.kept[candidates]][:budget]
+            for candidates in lowest_first
+            if candidates.size <= PREFETCH_MAX_COVERED * self.problem.n_train
+        ]
         new = np.unique(np.concatenate([new] + ahead))
         answers = [answer for answer in self._call_all("training_rows", new) if answer[1] is not None]
         held = np.concatenate([answer[0] for answer in answers])
@@ -364,25 +382,41 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
         if self._trains_one_vs_one(classes):
             raise ValueError(
                 f"gpusvm.dask.SBPClassifier trains one-vs-rest only; got multi_class={self.multi_class!r} for "
-                f"{classes.size} classes. Pass multi_class='ovr'.")
+                f"{classes.size} classes. Pass multi_class='ovr'."
+            )
         seed = seed_from_random_state(self.random_state)
         train, holdout = self._split(y, classes, seed)
-        settings = ShardSettings(classes=classes, holdout_rows=holdout, n_train=train.size, kernel=self.kernel,
-                                 degree=self.degree, coef0=self.coef0, fit_intercept=self.fit_intercept,
-                                 cache_bytes=int(self.cache_size * 2**20))
-        actor_futures = [client.submit(SBPShardState, future, settings, actor=True, **shards.near(client, i))
-                         for i, future in enumerate(shards.futures)]
+        settings = ShardSettings(
+            classes=classes,
+            holdout_rows=holdout,
+            n_train=train.size,
+            kernel=self.kernel,
+            degree=self.degree,
+            coef0=self.coef0,
+            fit_intercept=self.fit_intercept,
+            cache_bytes=int(self.cache_size * 2**20),
+        )
+        actor_futures = [
+            client.submit(SBPShardState, future, settings, actor=True, **shards.near(client, i))
+            for i, future in enumerate(shards.futures)
+        ]
         try:  # as the current client: the actors' handles find the client they talk through
             with client.as_current(), worker_loss_guard(client, shards, "SBPClassifier's fit", resumable=False):
                 actors = [future.result() for future in actor_futures]
                 shards.release()  # the actors hold the rows now (one copy, not two)
                 gamma = _cluster_gamma(self.gamma, actors, shards.n_features)
                 eta0 = step_size_for(max(call_all(actors, "prepare", gamma)))
-                problem = ClusterSBPProblem(n_train=train.size, n_holdout=holdout.size,
-                                            n_problems=1 if classes.size == 2 else classes.size,
-                                            batch_size=self.batch_size, nu=float(self.nu), seed=seed)
-                steps = ClusterSBPSteps(problem, actors, np.searchsorted(classes, y[train]), classes.size,
-                                        self.fit_intercept, eta0)
+                problem = ClusterSBPProblem(
+                    n_train=train.size,
+                    n_holdout=holdout.size,
+                    n_problems=1 if classes.size == 2 else classes.size,
+                    batch_size=self.batch_size,
+                    nu=float(self.nu),
+                    seed=seed,
+                )
+                steps = ClusterSBPSteps(
+                    problem, actors, np.searchsorted(classes, y[train]), classes.size, self.fit_intercept, eta0
+                )
                 result = run_sbp(problem, steps, self._stopping_rules(), average=self.average, verbose=self.verbose)
         finally:
             for future in actor_futures:

@@ -133,9 +133,10 @@ class SBPShardState:
         labels = np.ascontiguousarray(targets.T)  # (k, n_train here)
         self.class_columns = [
             [np.flatnonzero(labels[p] > 0), np.flatnonzero(labels[p] < 0)] if settings.fit_intercept else [None]
-            for p in range(k)]
+            for p in range(k)
+        ]
         signs = np.ones((k, X.shape[0]))
-        signs[:, :train.size] = labels
+        signs[:, : train.size] = labels
         xp = self.xp
         self.signs = xp.asarray(signs)
         self.R, self.R_sum = xp.zeros((k, X.shape[0])), xp.zeros((k, X.shape[0]))
@@ -202,8 +203,11 @@ class SBPShardState:
         self._apply(pending)
         if self.holdout_labels.size == 0:
             return 0
-        held = self.R_sum[:, self.n_train:] / steps if source == "average" else \
-            self.xp.asarray(scale)[:, None] * self.R[:, self.n_train:]
+        held = (
+            self.R_sum[:, self.n_train :] / steps
+            if source == "average"
+            else self.xp.asarray(scale)[:, None] * self.R[:, self.n_train :]
+        )
         return int((predicted_classes(to_numpy(held), level, bias) != self.holdout_labels).sum())
 
     def training_rows(self, keys):
@@ -239,8 +243,16 @@ class SBPShardState:
         """``K(x_key, X here)`` for each key, from the stored X rows, in X's dtype."""
         rows = self.store.rows(keys)
         s = self.settings
-        return kernel_block(rows, self.X, kernel=s.kernel, gamma=self.gamma, degree=s.degree, coef0=s.coef0,
-                            X_sq_norms=squared_row_norms(rows), Y_sq_norms=self.sq_norms)
+        return kernel_block(
+            rows,
+            self.X,
+            kernel=s.kernel,
+            gamma=self.gamma,
+            degree=s.degree,
+            coef0=s.coef0,
+            X_sq_norms=squared_row_norms(rows),
+            Y_sq_norms=self.sq_norms,
+        )
 
     def _columns_of(self, keys):
         """Which ``keys`` are training rows here, and their columns (where they are)."""
@@ -268,8 +280,11 @@ class SBPShardState:
         for p, columns_of_classes in enumerate(self.class_columns):
             per_class = []
             for columns in columns_of_classes:
-                values = responses[p, : self.n_train] if columns is None else \
-                    responses[p, columns if self.xp is np else self.xp.asarray(columns)]
+                values = (
+                    responses[p, : self.n_train]
+                    if columns is None
+                    else responses[p, columns if self.xp is np else self.xp.asarray(columns)]
+                )
                 if transform is not None:
                     values = transform(values, p)
                 per_class.append(self._lowest_of(values, columns, int(counts[p])))

@@ -129,8 +129,12 @@ def summarize(shard):
         return None
     classes, counts = np.unique(shard.y, return_counts=True)
     return ShardSummary(
-        n_rows=shard.n_rows, n_features=shard.X.shape[1], dtype=np.dtype(shard.X.dtype),
-        sparse=issparse(shard.X), classes=classes, class_counts=counts,
+        n_rows=shard.n_rows,
+        n_features=shard.X.shape[1],
+        dtype=np.dtype(shard.X.dtype),
+        sparse=issparse(shard.X),
+        classes=classes,
+        class_counts=counts,
         stored_values=int(shard.X.nnz if issparse(shard.X) else shard.X.size),
     )
 
@@ -159,7 +163,7 @@ def stack_rows_consuming(blocks):
         stacked, at = xp.empty((n_rows, n_columns), dtype=dtype), 0
         while blocks:
             block = blocks.pop(0)
-            stacked[at:at + block.shape[0]] = block
+            stacked[at : at + block.shape[0]] = block
             at += block.shape[0]
         return stacked
     nnz = sum(int(block.nnz) for block in blocks)
@@ -170,9 +174,9 @@ def stack_rows_consuming(blocks):
     while blocks:
         block = blocks.pop(0)
         start, stop = int(block.indptr[0]), int(block.indptr[-1])
-        data[at:at + stop - start] = block.data[start:stop]
-        indices[at:at + stop - start] = block.indices[start:stop]
-        indptr[row + 1:row + 1 + block.shape[0]] = block.indptr[1:] - start + at
+        data[at : at + stop - start] = block.data[start:stop]
+        indices[at : at + stop - start] = block.indices[start:stop]
+        indptr[row + 1 : row + 1 + block.shape[0]] = block.indptr[1:] - start + at
         row, at = row + block.shape[0], at + stop - start
     return _csr_matrix_class(xp)((data, indices, indptr), shape=(n_rows, n_columns))
 
@@ -187,6 +191,7 @@ def _csr_matrix_class(xp):
 
 # Which global rows a block needs, in the order its steps use them.
 
+
 @dataclasses.dataclass(frozen=True)
 class DrawnRows:
     """The rows Pegasos draws at steps ``first_step .. first_step + n_steps - 1``."""
@@ -198,8 +203,7 @@ class DrawnRows:
     n_samples: int
 
     def indices(self, order=None):
-        return random_index_block(self.seed, self.first_step, self.n_steps, self.batch_size,
-                                  self.n_samples).ravel()
+        return random_index_block(self.seed, self.first_step, self.n_steps, self.batch_size, self.n_samples).ravel()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,7 +217,7 @@ class OrderedRows:
     def indices(self, order=None):
         if order is None:
             return np.arange(self.start, self.stop, dtype=np.int64)
-        return order[self.start:self.stop]
+        return order[self.start : self.stop]
 
 
 def rows_of_block(shard, selector, order=None):

@@ -171,9 +171,7 @@ def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y
     if namespace_of(dots) is not np:
         from ._cuda import kernel_from_dots_cuda
 
-        return kernel_from_dots_cuda(
-            dots, X_sq_norms, Y_sq_norms, KERNEL_CODES[kernel], gamma, coef0, degree
-        )
+        return kernel_from_dots_cuda(dots, X_sq_norms, Y_sq_norms, KERNEL_CODES[kernel], gamma, coef0, degree)
     if kernel == "rbf":  # in place: a block is often the largest array in use
         sq_dist = np.multiply(dots, -2, out=dots if dots.flags.writeable and dots.flags.owndata else None)
         sq_dist += X_sq_norms[:, None]
@@ -188,5 +186,13 @@ def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y
 
 def kernel_rows(X, rows, sq_norms, *, kernel, gamma, degree=3, coef0=0.0):
     """Rows ``K(X[rows], X)`` of X's kernel matrix, from X's precomputed squared norms."""
-    return kernel_block(X[rows], X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
-                        X_sq_norms=sq_norms[rows], Y_sq_norms=sq_norms)
+    return kernel_block(
+        X[rows],
+        X,
+        kernel=kernel,
+        gamma=gamma,
+        degree=degree,
+        coef0=coef0,
+        X_sq_norms=sq_norms[rows],
+        Y_sq_norms=sq_norms,
+    )

@@ -64,7 +64,7 @@ def resident_kernel_matrix(compute_rows, n_rows, n_columns, dtype, budget):
         rows_at_once = max(1, BLOCK_BYTES // max(1, n_columns * itemsize))
         for start in range(0, n_rows, rows_at_once):
             rows = cupy.arange(start, min(n_rows, start + rows_at_once))
-            matrix[start:start + rows.size] = compute_rows(rows)
+            matrix[start : start + rows.size] = compute_rows(rows)
     return matrix
 
 
@@ -93,8 +93,18 @@ def kernel_value_arguments(source, kind, sq_norms, kernel, gamma, coef0, degree,
 
     if store_rows is None:
         store_rows = cupy.zeros(1, dtype=np.int64)  # not read
-    return (source, np.int64(source.shape[1]), np.int64(1), np.int32(SOURCES[kind]), store_rows, sq_norms,
-            np.int32(KERNEL_CODES[kernel]), np.float64(gamma), np.float64(coef0), np.int32(degree))
+    return (
+        source,
+        np.int64(source.shape[1]),
+        np.int64(1),
+        np.int32(SOURCES[kind]),
+        store_rows,
+        sq_norms,
+        np.int32(KERNEL_CODES[kernel]),
+        np.float64(gamma),
+        np.float64(coef0),
+        np.int32(degree),
+    )
 
 
 class DeviceRowCache(KernelRowCache):
@@ -129,8 +139,16 @@ class DeviceRowCache(KernelRowCache):
 
         # a product of rows computed on a miss as large as a block of the matrix's (one
         # product fills the GPU), its temporaries included
-        super().__init__(compute_rows, n_rows, n_columns, dtype, budget, empty=cupy.empty, block_bytes=BLOCK_BYTES,
-                         product_row_bytes=product_row_bytes(n_columns, n_features, dtype))
+        super().__init__(
+            compute_rows,
+            n_rows,
+            n_columns,
+            dtype,
+            budget,
+            empty=cupy.empty,
+            block_bytes=BLOCK_BYTES,
+            product_row_bytes=product_row_bytes(n_columns, n_features, dtype),
+        )
         self.store_rows = cupy.zeros(slots, dtype=np.int64)
 
     @staticmethod
@@ -244,8 +262,11 @@ class DrawnRowProducts:
         """``X[rows] X^T`` into ``dots`` (``rows``: device indices, one per slot)."""
         X = self.X
         if self.dense_rows is not None:
-            get_cuda_kernel("kernel_functions.cu", "dense_rows", X.dtype)((rows.size,), (_DENSE_ROW_THREADS,), (
-                X.data, X.indices, X.indptr, rows, np.int32(X.shape[1]), self.dense_rows))
+            get_cuda_kernel("kernel_functions.cu", "dense_rows", X.dtype)(
+                (rows.size,),
+                (_DENSE_ROW_THREADS,),
+                (X.data, X.indices, X.indptr, rows, np.int32(X.shape[1]), self.dense_rows),
+            )
         for start in range(0, rows.size, self.rows_at_once):
             stop = min(rows.size, start + self.rows_at_once)
             drawn = self.dense_rows[start:stop] if self.dense_rows is not None else X[rows[start:stop]]

@@ -70,8 +70,17 @@ class KernelRowCache:
         most half the cache.
     """
 
-    def __init__(self, compute_rows, n_rows, n_columns, dtype, max_bytes, empty=np.empty, block_bytes=BLOCK_BYTES,
-                 product_row_bytes=None):
+    def __init__(
+        self,
+        compute_rows,
+        n_rows,
+        n_columns,
+        dtype,
+        max_bytes,
+        empty=np.empty,
+        block_bytes=BLOCK_BYTES,
+        product_row_bytes=None,
+    ):
         self.compute_rows = compute_rows
         row_bytes = max(1, n_columns * np.dtype(dtype).itemsize)
         self.capacity = int(min(n_rows, max(1, max_bytes // row_bytes)))
@@ -146,8 +155,9 @@ class KernelRowCache:
             return weighted_row_sums(self.store, weights[0], slots, np.array([0, slots.size]))
         nonzero = weights != 0  # one-vs-rest: each problem weighs only its own draws
         row_starts = np.concatenate([[0], np.cumsum(nonzero.sum(axis=1))])
-        return weighted_row_sums(self.store, weights[nonzero], np.broadcast_to(slots, weights.shape)[nonzero],
-                                 row_starts)
+        return weighted_row_sums(
+            self.store, weights[nonzero], np.broadcast_to(slots, weights.shape)[nonzero], row_starts
+        )
 
     def _fill(self, indices, slots):
         """Compute the rows of ``indices`` into ``store[slots]``, ``product_rows`` at a
@@ -209,8 +219,10 @@ def weighted_row_sums(store, weights, slots, row_starts):
 
     def product(first, last):
         start, stop = row_starts[first], row_starts[last]
-        part = sparse.csr_matrix((weights[start:stop], slots[start:stop], row_starts[first:last + 1] - start),
-                                 shape=(last - first, store.shape[0]))
+        part = sparse.csr_matrix(
+            (weights[start:stop], slots[start:stop], row_starts[first : last + 1] - start),
+            shape=(last - first, store.shape[0]),
+        )
         out[first:last] = part @ store
 
     if chunks > 1:  # scipy's product releases the GIL: threads share the cores

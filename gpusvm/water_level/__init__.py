@@ -77,6 +77,7 @@ def _check_both_classes(n_positive, n_negative):
 
 # --- 1. the sort-based oracles -------------------------------------------------------
 
+
 def find_gamma_sorted(responses, volume):
     """The water level by sorting: O(n log n), the reference for the fast versions."""
     values, volume = _check_responses(responses, volume)
@@ -129,6 +130,7 @@ def _bias_and_edges(two_gamma, p_k, p_next, m_k, m_next):
 
 # --- 2. the O(n) partition search ----------------------------------------------------
 
+
 def _covered_rank(arrays, volume, max_rank):
     """``(k*, U_k*)`` for heights ``u_k`` = sum over ``arrays`` of each one's k-th smallest.
 
@@ -146,7 +148,7 @@ def _covered_rank(arrays, volume, max_rank):
         below = covered_sum + sum(float(p[: j + 1].sum()) for p in parts)
         if rank * height - below <= volume:
             lo, covered_sum = rank, below
-            open_parts = [p[j + 1:] for p in parts]
+            open_parts = [p[j + 1 :] for p in parts]
         else:
             hi = rank - 1
             open_parts = [p[:j] for p in parts]
@@ -177,6 +179,7 @@ def find_gamma_and_bias_partition(y, responses, volume):
 
 
 # --- 3. warm-started Newton ----------------------------------------------------------
+
 
 def _newton(values, volume, start):
     """Newton steps to the level from ``start``; None if no height lies below ``start``
@@ -280,16 +283,19 @@ class LevelTracker:
     def _from_candidates(self, responses, positive, volume):
         """The answer from the responses below new thresholds, or None if they do not settle it."""
         rank = _window_width(self.covered_count)[1]
-        thresholds = [_rank_value(responses[rows], rank, size)
-                      for rows, size in zip(self.candidates, self.class_sizes, strict=True)]
+        thresholds = [
+            _rank_value(responses[rows], rank, size)
+            for rows, size in zip(self.candidates, self.class_sizes, strict=True)
+        ]
         if positive is None:
             candidates = np.flatnonzero(responses < thresholds[0])
             is_positive = None
         else:
             candidates = np.flatnonzero(responses < np.where(positive, *thresholds))
             is_positive = positive[candidates]
-        answer = covered_among_lowest(responses[candidates], is_positive, thresholds, self.class_sizes, volume,
-                                      previous=self.covered_count)
+        answer = covered_among_lowest(
+            responses[candidates], is_positive, thresholds, self.class_sizes, volume, previous=self.covered_count
+        )
         if answer is None:
             return None
         covered, level, bias, is_covered = answer
@@ -431,6 +437,7 @@ def _rank_value(values, rank, class_size):
 
 # --- 5. many problems at once, one per row ---------------------------------------------
 
+
 def levels_of_rows(responses, classes, volumes, window=64, work=None):
     """Water levels (and biases) of many problems at once, one per row of ``responses``:
     the sorted search of ``find_gamma*_sorted`` over each class's lowest ``window``
@@ -474,8 +481,9 @@ def levels_of_rows(responses, classes, volumes, window=64, work=None):
     todo = np.arange(n_rows)
     while todo.size:
         window = min(window, width)
-        parts = [_sorted_lowest(values if todo.size == n_rows else values[todo], window)
-                 for values in lowest]  # (rows, window + 1)
+        parts = [
+            _sorted_lowest(values if todo.size == n_rows else values[todo], window) for values in lowest
+        ]  # (rows, window + 1)
         heights = parts[0][:, :window] if len(parts) == 1 else parts[0][:, :window] + parts[1][:, :window]
         volume = volumes[todo]
         with np.errstate(invalid="ignore"):  # past a class's end: inf - inf, which does not fit

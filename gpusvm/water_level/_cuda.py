@@ -48,9 +48,21 @@ class DeviceWaterLevel:
                     source, source_count = values, null
                 else:
                     source, source_count = self.scratch[r % 2], counts[r % 2]
-            histogram((self.blocks,), (_THREADS,), (
-                source, np.int64(values.size), source_count, self.state, np.int32(r),
-                self.hist_count, self.hist_sum, target, target_count))
+            histogram(
+                (self.blocks,),
+                (_THREADS,),
+                (
+                    source,
+                    np.int64(values.size),
+                    source_count,
+                    self.state,
+                    np.int32(r),
+                    self.hist_count,
+                    self.hist_sum,
+                    target,
+                    target_count,
+                ),
+            )
             select((1,), (1024,), (self.state, np.int32(r), self.hist_count, self.hist_sum))
         get_cuda_kernel(_SOURCE, "water_level_result")((1,), (1,), (self.state, self.level))
         return self.level[0]
@@ -63,6 +75,7 @@ def find_gamma_cuda(values, volume):
 
 
 # --- checks of device input (one synchronisation each, for the public functions) -----
+
 
 def check_device_responses(responses, volume):
     """Float64 device values of ``responses`` and ``volume`` as a float, checked as

@@ -22,9 +22,17 @@ _SOURCE = "sbp_level.cu"
 WINDOW = 2048  # LEVEL_WINDOW in sbp_level.cu
 STATE_WORDS = 18  # sizeof(SBPLevelState) / 8
 # SBPShape (sbp_level.cuh), one row of a problem table per problem.
-SHAPE_DTYPE = np.dtype([("n_train", np.int64), ("n_holdout", np.int64), ("seed", np.uint64),
-                        ("first_lane", np.uint64), ("volume", np.float64), ("eta_scale", np.float64),
-                        ("active", np.int64)])
+SHAPE_DTYPE = np.dtype(
+    [
+        ("n_train", np.int64),
+        ("n_holdout", np.int64),
+        ("seed", np.uint64),
+        ("first_lane", np.uint64),
+        ("volume", np.float64),
+        ("eta_scale", np.float64),
+        ("active", np.int64),
+    ]
+)
 ACTIVE_WORD = 6
 # Words of SBPLevelState (sbp_level.cuh) read here.
 _LEVEL, _BIAS, _EDGES, _SETTLED_BY = 10, 11, slice(12, 14), slice(16, 18)
@@ -41,8 +49,14 @@ def problem_table(n_train, n_holdout, volume, seed=0, first_lane=0, eta_scale=1.
 
     n_train = np.atleast_1d(np.asarray(n_train, dtype=np.int64))
     table = np.zeros(n_train.size, dtype=SHAPE_DTYPE)
-    for name, value in (("n_train", n_train), ("n_holdout", n_holdout), ("seed", seed), ("first_lane", first_lane),
-                        ("volume", volume), ("eta_scale", eta_scale)):
+    for name, value in (
+        ("n_train", n_train),
+        ("n_holdout", n_holdout),
+        ("seed", seed),
+        ("first_lane", first_lane),
+        ("volume", volume),
+        ("eta_scale", eta_scale),
+    ):
         table[name] = value
     table["active"] = 1
     return cupy.asarray(table.view(np.int64).reshape(n_train.size, SHAPE_DTYPE.itemsize // 8))
@@ -81,13 +95,15 @@ class DeviceLevels:
         if not self.two_basins:
             sizes = np.stack([sizes.sum(axis=1), np.zeros(self.k, dtype=np.int64)], axis=1)
         elif (sizes == 0).any():
-            raise ValueError("a level with the bias needs both classes in every problem, "
-                             f"got class sizes {sizes.tolist()!r}.")
+            raise ValueError(
+                f"a level with the bias needs both classes in every problem, got class sizes {sizes.tolist()!r}."
+            )
         self.sizes = cupy.asarray(sizes)
         self.state = cupy.zeros((self.k, STATE_WORDS), dtype=np.int64)
         self.windows = cupy.empty((self.k, 2, WINDOW), dtype=np.float64)
-        self.gather_blocks = int(max(1, min(4 * multiprocessor_count() // max(1, self.k) + 1,
-                                            -(-self.n // (GATHER_THREADS * 8)))))
+        self.gather_blocks = int(
+            max(1, min(4 * multiprocessor_count() // max(1, self.k) + 1, -(-self.n // (GATHER_THREADS * 8))))
+        )
         self._gather = get_cuda_kernel(_SOURCE, "sbp_level_gather")
         self._solve = get_cuda_kernel(_SOURCE, "sbp_level_solve")
 
@@ -98,17 +114,27 @@ class DeviceLevels:
         row_stride = np.int64(responses.strides[0] // 8)
         common = (responses, self.labels, np.int64(self.n), row_stride, np.int32(self.two_basins))
         for round_number in range(ROUNDS):
-            launch(self._gather, (self.gather_blocks, self.k), (GATHER_THREADS,), (
-                *common, self.problems, self.state, self.windows))
-            launch(self._solve, (self.k,), (SOLVE_THREADS,), (
-                *common, self.sizes, self.problems, self.state, self.windows, np.int32(round_number == ROUNDS - 1)))
+            launch(
+                self._gather,
+                (self.gather_blocks, self.k),
+                (GATHER_THREADS,),
+                (*common, self.problems, self.state, self.windows),
+            )
+            launch(
+                self._solve,
+                (self.k,),
+                (SOLVE_THREADS,),
+                (*common, self.sizes, self.problems, self.state, self.windows, np.int32(round_number == ROUNDS - 1)),
+            )
 
     def search(self, responses):
         """Levels and biases of ``responses`` (shape (k, n)), as CuPy arrays of shape (k,)."""
         import cupy
 
-        self.launch_search(cupy.ascontiguousarray(responses, dtype=np.float64),
-                           lambda kernel, grid, block, args: kernel(grid, block, args))
+        self.launch_search(
+            cupy.ascontiguousarray(responses, dtype=np.float64),
+            lambda kernel, grid, block, args: kernel(grid, block, args),
+        )
         return self.level, self.bias
 
     @property

@@ -47,11 +47,18 @@ from ..._backend import on_device
 from ..._instrumentation import progress_bar
 from ...kernel_functions import squared_row_norms
 from ._numpy import HostSteps
-from ._problem import (DRAW_BLOCK_STEPS, SCHEDULE_STEPS, KernelPegasosProblem, dual_coefficients,
-                       step_schedule)
+from ._problem import DRAW_BLOCK_STEPS, SCHEDULE_STEPS, KernelPegasosProblem, dual_coefficients, step_schedule
 
-__all__ = ["DRAW_BLOCK_STEPS", "SCHEDULE_STEPS", "HostSteps", "KernelPegasosProblem", "dual_coefficients",
-           "make_steps", "run_kernel_pegasos", "step_schedule"]
+__all__ = [
+    "DRAW_BLOCK_STEPS",
+    "SCHEDULE_STEPS",
+    "HostSteps",
+    "KernelPegasosProblem",
+    "dual_coefficients",
+    "make_steps",
+    "run_kernel_pegasos",
+    "step_schedule",
+]
 
 
 def make_steps(problem, xp, *, sq_norms, n_steps, kernel_cache="auto"):

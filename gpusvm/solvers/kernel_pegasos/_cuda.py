@@ -20,8 +20,7 @@ import nvtx
 
 from ..._device import step_blocks
 from ..._device.cuda_modules import get_cuda_kernel
-from .._kernel_values_cuda import (DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments,
-                                   resident_kernel_matrix)
+from .._kernel_values_cuda import DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments, resident_kernel_matrix
 
 _THREADS = 256
 
@@ -55,13 +54,16 @@ class DeviceSteps:
         self.targets = cupy.ascontiguousarray(problem.targets, dtype=np.float64)
         self.sample_weight = cupy.ascontiguousarray(problem.sample_weight, dtype=np.float64)
         sq_norms = cupy.ascontiguousarray(sq_norms, dtype=X.dtype)
-        self.matrix = resident_kernel_matrix(lambda rows: problem.kernel_values(rows, sq_norms), n, n, X.dtype,
-                                             kernel_cache_bytes(kernel_cache))
+        self.matrix = resident_kernel_matrix(
+            lambda rows: problem.kernel_values(rows, sq_norms), n, n, X.dtype, kernel_cache_bytes(kernel_cache)
+        )
         self.products = None if self.matrix is not None else DrawnRowProducts(X, batch)
-        source, self.kernel_values_source = ((self.matrix, "matrix") if self.products is None
-                                             else (self.products.dots, "products"))
-        self.kernel_values = kernel_value_arguments(source, self.kernel_values_source, sq_norms, problem.kernel,
-                                                    problem.gamma, problem.coef0, problem.degree)
+        source, self.kernel_values_source = (
+            (self.matrix, "matrix") if self.products is None else (self.products.dots, "products")
+        )
+        self.kernel_values = kernel_value_arguments(
+            source, self.kernel_values_source, sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree
+        )
         self.violations = get_cuda_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
         self.update = get_cuda_kernel("kernel_pegasos.cu", "kernel_pegasos_update", X.dtype)
         # cuBLAS / cuSPARSE products and their allocations are not captured
@@ -82,14 +84,33 @@ class DeviceSteps:
         intercept = np.float64(1.0 if problem.fit_intercept else 0.0)
         for offset in range(length):
             at = self.blocks.at(offset)
-            launch(self.violations, (violation_blocks,), (_THREADS,), (
-                self.responses, self.targets, self.sample_weight, np.uint64(problem.seed), np.int64(n),
-                np.int32(batch), np.int32(n_classes), *at, self.counts, self.stamps, self.rows, self.weights))
+            launch(
+                self.violations,
+                (violation_blocks,),
+                (_THREADS,),
+                (
+                    self.responses,
+                    self.targets,
+                    self.sample_weight,
+                    np.uint64(problem.seed),
+                    np.int64(n),
+                    np.int32(batch),
+                    np.int32(n_classes),
+                    *at,
+                    self.counts,
+                    self.stamps,
+                    self.rows,
+                    self.weights,
+                ),
+            )
             if self.products is not None:
                 launch(self._inner_products_of_drawn, None, None, ())
-            launch(self.update, (update_blocks, n_classes), (_THREADS,), (
-                *self.kernel_values, self.rows, self.weights, np.int32(batch), np.int64(n), intercept,
-                self.responses))
+            launch(
+                self.update,
+                (update_blocks, n_classes),
+                (_THREADS,),
+                (*self.kernel_values, self.rows, self.weights, np.int32(batch), np.int64(n), intercept, self.responses),
+            )
 
     def _inner_products_of_drawn(self, grid, block, args):
         """The drawn rows' inner products with every row (a launch of StepBlocks: its

@@ -35,8 +35,9 @@ class HostSteps:
         problem, responses = self.problem, self.responses
         with nvtx.annotate("kernel_pegasos.margins", color="blue"):
             if (t - 1) % DRAW_BLOCK_STEPS == 0:
-                self.drawn = random_index_block(problem.seed, t, min(DRAW_BLOCK_STEPS, self.n_steps - t + 1),
-                                                problem.batch_size, responses.shape[1])
+                self.drawn = random_index_block(
+                    problem.seed, t, min(DRAW_BLOCK_STEPS, self.n_steps - t + 1), problem.batch_size, responses.shape[1]
+                )
             rows = self.drawn[(t - 1) % DRAW_BLOCK_STEPS]
             y = problem.targets[rows]
             violating = y * (scale * responses[:, rows].T) < 1.0

@@ -37,8 +37,9 @@ class KernelPegasosProblem:
 
     def kernel_values(self, rows, sq_norms):
         """``K(X[rows], X)`` in X's dtype."""
-        return kernel_rows(self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-                           coef0=self.coef0)
+        return kernel_rows(
+            self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0
+        )
 
     def with_intercept(self, values):
         """Kernel values as the step adds them: float64, +1 with an intercept."""

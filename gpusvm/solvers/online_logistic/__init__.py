@@ -69,8 +69,19 @@ from ..._instrumentation import progress_bar
 from ._numpy import NumpyOnlineSteps
 from ._problem import RULES, OnlineProblem, OnlineRule, OnlineState, logistic_loss, shuffled_order, soft_threshold
 
-__all__ = ["RULES", "NumpyOnlineSteps", "OnlineProblem", "OnlineRule", "OnlineState", "logistic_loss",
-           "make_steps", "online_stepper", "run_online", "shuffled_order", "soft_threshold"]
+__all__ = [
+    "RULES",
+    "NumpyOnlineSteps",
+    "OnlineProblem",
+    "OnlineRule",
+    "OnlineState",
+    "logistic_loss",
+    "make_steps",
+    "online_stepper",
+    "run_online",
+    "shuffled_order",
+    "soft_threshold",
+]
 
 
 def make_steps(problem, state, xp):

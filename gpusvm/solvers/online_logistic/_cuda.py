@@ -111,18 +111,68 @@ class CupyOnlineSteps:
         threads = (32 * _ROWS_PER_BLOCK,)
         for offset in range(length):
             at = self.blocks.at(offset)
-            launch(self.margins, blocks, threads,
-                   (*self.rows, n_features, self.order, *at, self.labels, np.int32(n_models),
-                    np.int32(problem.positive_offset), np.int32(problem.fit_intercept), state.first, state.second,
-                    *rule_args, self.residuals, self.loss_sum, self.touched_count))
-            launch(self.gradients, blocks, threads,
-                   (*self.rows, n_features, self.order, *at, np.int32(n_models), np.int32(problem.fit_intercept),
-                    self.residuals, np.float64(rule.eta0), np.int32(rule.uses_step_sizes),
-                    np.int32(self.with_squares), self.gradient, self.squared, self.marks, self.touched,
-                    self.touched_count))
-            launch(self.update, ((self.touched_bound + _UPDATE_THREADS - 1) // _UPDATE_THREADS,), (_UPDATE_THREADS,),
-                   (n_features, np.int32(n_models), state.first, state.second, *rule_args, *at, self.gradient,
-                    self.squared, np.int32(self.with_squares), self.marks, self.touched, self.touched_count))
+            launch(
+                self.margins,
+                blocks,
+                threads,
+                (
+                    *self.rows,
+                    n_features,
+                    self.order,
+                    *at,
+                    self.labels,
+                    np.int32(n_models),
+                    np.int32(problem.positive_offset),
+                    np.int32(problem.fit_intercept),
+                    state.first,
+                    state.second,
+                    *rule_args,
+                    self.residuals,
+                    self.loss_sum,
+                    self.touched_count,
+                ),
+            )
+            launch(
+                self.gradients,
+                blocks,
+                threads,
+                (
+                    *self.rows,
+                    n_features,
+                    self.order,
+                    *at,
+                    np.int32(n_models),
+                    np.int32(problem.fit_intercept),
+                    self.residuals,
+                    np.float64(rule.eta0),
+                    np.int32(rule.uses_step_sizes),
+                    np.int32(self.with_squares),
+                    self.gradient,
+                    self.squared,
+                    self.marks,
+                    self.touched,
+                    self.touched_count,
+                ),
+            )
+            launch(
+                self.update,
+                ((self.touched_bound + _UPDATE_THREADS - 1) // _UPDATE_THREADS,),
+                (_UPDATE_THREADS,),
+                (
+                    n_features,
+                    np.int32(n_models),
+                    state.first,
+                    state.second,
+                    *rule_args,
+                    *at,
+                    self.gradient,
+                    self.squared,
+                    np.int32(self.with_squares),
+                    self.marks,
+                    self.touched,
+                    self.touched_count,
+                ),
+            )
 
     def epoch_loss_sum(self):
         """Summed logistic loss of the epoch's predictions (one copy to the host)."""

@@ -38,7 +38,7 @@ class NumpyOnlineSteps:
         problem, state, rule = self.problem, self.state, self.problem.rule
         stop = min(start + problem.batch_size, self._rows.shape[0])
         batch = stop - start
-        indptr = self._rows.indptr[start:stop + 1]
+        indptr = self._rows.indptr[start : stop + 1]
         nonzeros = slice(indptr[0], indptr[-1])
         columns, local = self._distinct_columns(self._rows.indices[nonzeros])
         values = self._rows.data[nonzeros].astype(np.float64, copy=False)  # a view when float64
@@ -70,8 +70,9 @@ class NumpyOnlineSteps:
             for k in range(n_models):
                 gradient[k, :n_columns] = np.bincount(local, weights=values * scaled[row_of, k], minlength=n_columns)
                 if squared is not None:  # per-example gradients g_s, squared
-                    squared[k, :n_columns] = np.bincount(local, weights=(values * residuals[row_of, k])**2,
-                                                         minlength=n_columns)
+                    squared[k, :n_columns] = np.bincount(
+                        local, weights=(values * residuals[row_of, k]) ** 2, minlength=n_columns
+                    )
             if problem.fit_intercept:
                 gradient[:, -1] = scaled.sum(axis=0)
                 if squared is not None:

@@ -101,7 +101,8 @@ class OnlineRule:
             mean_gradient = first / state.t
             l1 = self.l1 * penalized
             return xp.where(
-                xp.abs(mean_gradient) <= l1, 0.0,
+                xp.abs(mean_gradient) <= l1,
+                0.0,
                 -(math.sqrt(state.t) / self.gamma) * (mean_gradient - l1 * xp.sign(mean_gradient)),
             )
         return self._shrink(first, (state.level - second) * penalized, xp)

@@ -100,8 +100,12 @@ class PegasosState:
         """The same state with its arrays in ``xp``'s memory (NumPy or CuPy)."""
         move = to_numpy if xp is np else xp.asarray
         return dataclasses.replace(
-            self, v=move(self.v), scale_a=move(self.scale_a), sq_norm_v=move(self.sq_norm_v),
-            avg_p=move(self.avg_p), avg_b=move(self.avg_b),
+            self,
+            v=move(self.v),
+            scale_a=move(self.scale_a),
+            sq_norm_v=move(self.sq_norm_v),
+            avg_p=move(self.avg_p),
+            avg_b=move(self.avg_b),
         )
 
     def weights(self, averaged):
@@ -276,8 +280,9 @@ class BatchBlocks:
 
     def _draw(self, step):
         """The rows of steps ``step .. step + block_steps - 1``, shape (block_steps, batch_size)."""
-        return random_index_block(self.problem.seed, step, self.block_steps, self.problem.batch_size,
-                                  self.problem.n_samples)
+        return random_index_block(
+            self.problem.seed, step, self.block_steps, self.problem.batch_size, self.problem.n_samples
+        )
 
     def _gather(self, step):
         problem = self.problem
@@ -364,8 +369,9 @@ class NumpyPegasosSteps:
             row_of, columns, values = batch
             products = values * v[:, columns]
             # float64 even when the batch has no entries (bincount of nothing is int64)
-            return np.stack([np.bincount(row_of, products[c], minlength=k) for c in range(v.shape[0])],
-                            axis=1).astype(np.float64)
+            return np.stack([np.bincount(row_of, products[c], minlength=k) for c in range(v.shape[0])], axis=1).astype(
+                np.float64
+            )
         d = self.problem.n_features
         dots = np.asarray(batch @ v[:, :d].T, dtype=np.float64)
         if self.problem.fit_intercept:
@@ -384,10 +390,9 @@ class NumpyPegasosSteps:
             else:
                 touched, compact = np.unique(columns, return_inverse=True)
                 width = touched.size
-            delta = np.stack([
-                np.bincount(compact, factor[row_of, c] * values, minlength=width)
-                for c in range(factor.shape[1])
-            ])
+            delta = np.stack(
+                [np.bincount(compact, factor[row_of, c] * values, minlength=width) for c in range(factor.shape[1])]
+            )
             self._apply(touched, delta.astype(state.v.dtype), t)
             return
         self._apply(slice(0, d), (factor.T @ batch).astype(state.v.dtype), t)
@@ -407,7 +412,8 @@ class NumpyPegasosSteps:
         """Fold ``P += B v`` and renormalize ``v *= a`` for the classes that need it."""
         state = self.state
         due = (state.scale_a < self.renormalize_below) | (
-            state.avg_b > FOLD_RATIO * state.scale_a * state.avg_weight_sum)
+            state.avg_b > FOLD_RATIO * state.scale_a * state.avg_weight_sum
+        )
         if not due.any():
             return
         a = state.scale_a[due]
@@ -500,8 +506,9 @@ class NoImprovementStop:
 def fits_fused_steps(batch_size, n_classes):
     """Whether the CUDA path's fused steps (``pegasos_fused_steps``) can take a problem's
     steps: its shared memory holds a step's coefficients, rows and class scalars."""
-    return (batch_size <= FUSED_MAX_BATCH and n_classes <= FUSED_MAX_CLASSES
-            and batch_size * n_classes <= FUSED_MAX_PAIRS)
+    return (
+        batch_size <= FUSED_MAX_BATCH and n_classes <= FUSED_MAX_CLASSES and batch_size * n_classes <= FUSED_MAX_PAIRS
+    )
 
 
 def steps_per_epoch(n_samples, batch_size):
@@ -550,8 +557,12 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
             bar.update(n_steps)
         with nvtx.annotate("pegasos.objective", color="red"):
             objective = primal_objective(
-                problem.X, problem.targets, problem.sample_weight,
-                stepper.state.weights(averaged), problem.lam, problem.fit_intercept,
+                problem.X,
+                problem.targets,
+                problem.sample_weight,
+                stepper.state.weights(averaged),
+                problem.lam,
+                problem.fit_intercept,
             )
         objectives.append(objective)
         bar.set_postfix(objective=f"{objective:.5g}")

@@ -75,12 +75,33 @@ class CupyPegasosSteps:
         problem, state = self.problem, self.state
         n_classes, v_stride = state.v.shape
         radius = problem.radius if problem.projection else 0.0
-        launch(self.fused_steps, (1,), (_FUSED_THREADS,),
-               (*self.rows, np.int64(problem.n_samples), np.int32(problem.n_features), self.targets,
-                self.sample_weight, np.int32(n_classes), np.int32(v_stride), np.int32(problem.fit_intercept),
-                np.uint64(problem.seed), *self.blocks.at(0), np.int32(length), np.int32(problem.batch_size),
-                np.float64(radius), np.float64(FOLD_RATIO), np.float64(self.renormalize_below), state.scale_a,
-                state.sq_norm_v, state.avg_b, state.v, state.avg_p))
+        launch(
+            self.fused_steps,
+            (1,),
+            (_FUSED_THREADS,),
+            (
+                *self.rows,
+                np.int64(problem.n_samples),
+                np.int32(problem.n_features),
+                self.targets,
+                self.sample_weight,
+                np.int32(n_classes),
+                np.int32(v_stride),
+                np.int32(problem.fit_intercept),
+                np.uint64(problem.seed),
+                *self.blocks.at(0),
+                np.int32(length),
+                np.int32(problem.batch_size),
+                np.float64(radius),
+                np.float64(FOLD_RATIO),
+                np.float64(self.renormalize_below),
+                state.scale_a,
+                state.sq_norm_v,
+                state.avg_b,
+                state.v,
+                state.avg_p,
+            ),
+        )
 
     def _launch_steps(self, length, launch):
         """The launches of ``length`` steps (see :class:`StepBlocks`), three a step."""
@@ -92,14 +113,63 @@ class CupyPegasosSteps:
         radius = problem.radius if problem.projection else 0.0
         for offset in range(length):
             at = self.blocks.at(offset)
-            launch(self.margins, (k,), (_THREADS,),
-                   (data, indices, indptr, is_csr, np.int64(problem.n_samples), np.int32(problem.n_features),
-                    state.v, state.scale_a, self.targets, self.sample_weight, *common,
-                    np.uint64(problem.seed), *at, self.batch_index, self.coef))
-            launch(self.accumulate, (k, n_classes), (_THREADS,),
-                   (data, indices, indptr, is_csr, np.int32(problem.n_features), self.batch_index, self.coef,
-                    *common, state.scale_a, *at, state.v, state.sq_norm_v, state.avg_p, state.avg_b))
-            launch(self.finish, (n_classes,), (_FINISH_THREADS,),
-                   (np.int32(v_stride), *at, np.float64(radius), np.float64(FOLD_RATIO),
-                    np.float64(self.renormalize_below), state.scale_a, state.sq_norm_v, state.avg_b,
-                    state.v, state.avg_p))
+            launch(
+                self.margins,
+                (k,),
+                (_THREADS,),
+                (
+                    data,
+                    indices,
+                    indptr,
+                    is_csr,
+                    np.int64(problem.n_samples),
+                    np.int32(problem.n_features),
+                    state.v,
+                    state.scale_a,
+                    self.targets,
+                    self.sample_weight,
+                    *common,
+                    np.uint64(problem.seed),
+                    *at,
+                    self.batch_index,
+                    self.coef,
+                ),
+            )
+            launch(
+                self.accumulate,
+                (k, n_classes),
+                (_THREADS,),
+                (
+                    data,
+                    indices,
+                    indptr,
+                    is_csr,
+                    np.int32(problem.n_features),
+                    self.batch_index,
+                    self.coef,
+                    *common,
+                    state.scale_a,
+                    *at,
+                    state.v,
+                    state.sq_norm_v,
+                    state.avg_p,
+                    state.avg_b,
+                ),
+            )
+            launch(
+                self.finish,
+                (n_classes,),
+                (_FINISH_THREADS,),
+                (
+                    np.int32(v_stride),
+                    *at,
+                    np.float64(radius),
+                    np.float64(FOLD_RATIO),
+                    np.float64(self.renormalize_below),
+                    state.scale_a,
+                    state.sq_norm_v,
+                    state.avg_b,
+                    state.v,
+                    state.avg_p,
+                ),
+            )

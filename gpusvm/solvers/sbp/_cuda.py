@@ -65,8 +65,20 @@ class DeviceSBPLaunches:
     None: the position itself.
     """
 
-    def _set_up(self, labels, class_sizes, problems, column_rows, holdout_width, kernel_values, *, batch_size,
-                fit_intercept, mode, capturable):
+    def _set_up(
+        self,
+        labels,
+        class_sizes,
+        problems,
+        column_rows,
+        holdout_width,
+        kernel_values,
+        *,
+        batch_size,
+        fit_intercept,
+        mode,
+        capturable,
+    ):
         k, width = labels.shape
         self.labels, self.problems, self.batch_size = labels, problems, batch_size
         self.two_basins = bool(fit_intercept)
@@ -100,18 +112,71 @@ class DeviceSBPLaunches:
             at = self.blocks.at(offset)
             levels = self.step_levels
             levels.launch_search(self.C, launch)
-            launch(count, (self.n_tiles, k), (_THREADS,), (
-                self.C, self.labels, stride, two_basins, self.problems, levels.state, self.tile_counts))
-            launch(draw, (-(-batch // _DRAWS_PER_BLOCK), k), (32 * _DRAWS_PER_BLOCK,), (
-                self.C, self.labels, stride, two_basins, self.problems, levels.state, self.tile_counts,
-                np.int64(self.n_tiles), *at, np.int32(batch), self.drawn))
+            launch(
+                count,
+                (self.n_tiles, k),
+                (_THREADS,),
+                (self.C, self.labels, stride, two_basins, self.problems, levels.state, self.tile_counts),
+            )
+            launch(
+                draw,
+                (-(-batch // _DRAWS_PER_BLOCK), k),
+                (32 * _DRAWS_PER_BLOCK,),
+                (
+                    self.C,
+                    self.labels,
+                    stride,
+                    two_basins,
+                    self.problems,
+                    levels.state,
+                    self.tile_counts,
+                    np.int64(self.n_tiles),
+                    *at,
+                    np.int32(batch),
+                    self.drawn,
+                ),
+            )
             self._launch_kernel_rows(launch)
-            launch(norm_step, (k,), (_THREADS,), (
-                *values, self.drawn, self.labels, self.C, self.alpha, self.r2, self.factor, stride,
-                np.int32(batch), self.problems, *at))
-            launch(update, (update_blocks, k), (_THREADS,), (
-                *values, self.drawn, self.labels, self.factor, self.C, self.c_sum, self.alpha,
-                self.alpha_sum, self.H, self.h_sum, holdout_width, np.int32(batch), stride, self.problems, *at))
+            launch(
+                norm_step,
+                (k,),
+                (_THREADS,),
+                (
+                    *values,
+                    self.drawn,
+                    self.labels,
+                    self.C,
+                    self.alpha,
+                    self.r2,
+                    self.factor,
+                    stride,
+                    np.int32(batch),
+                    self.problems,
+                    *at,
+                ),
+            )
+            launch(
+                update,
+                (update_blocks, k),
+                (_THREADS,),
+                (
+                    *values,
+                    self.drawn,
+                    self.labels,
+                    self.factor,
+                    self.C,
+                    self.c_sum,
+                    self.alpha,
+                    self.alpha_sum,
+                    self.H,
+                    self.h_sum,
+                    holdout_width,
+                    np.int32(batch),
+                    stride,
+                    self.problems,
+                    *at,
+                ),
+            )
 
     def _launch_kernel_rows(self, launch):
         """Whatever makes the drawn rows' kernel values readable (nothing: a resident matrix)."""
@@ -169,18 +234,34 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
         labels = cupy.ascontiguousarray(problem.targets.T, dtype=np.float64)  # (k, n)
         n_positive = (problem.targets > 0).sum(axis=0).get()
         class_sizes = [(int(p), n - int(p)) for p in n_positive]
-        values = StepKernelValues(self.X, functools.partial(problem.kernel_rows, sq_norms=self.sq_norms), n,
-                                  (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree),
-                                  kernel_cache_bytes(kernel_cache), k * batch)
+        values = StepKernelValues(
+            self.X,
+            functools.partial(problem.kernel_rows, sq_norms=self.sq_norms),
+            n,
+            (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree),
+            kernel_cache_bytes(kernel_cache),
+            k * batch,
+        )
         self.kernel_matrix, self.row_cache, self.products = values.matrix, values.row_cache, values.products
         self.kernel_values_source = values.source  # 'matrix', 'cache' or 'products'
         self._rows_computed = 0 if self.kernel_matrix is None else n  # by the products, or the matrix's
         # every problem has every row; lanes p B + b of the fit's stream
-        problems = problem_table(np.full(k, n), n_holdout, problem.volume, seed=problem.seed,
-                                 first_lane=np.arange(k) * batch)
+        problems = problem_table(
+            np.full(k, n), n_holdout, problem.volume, seed=problem.seed, first_lane=np.arange(k) * batch
+        )
         # the cache's host bookkeeping and the products' allocations are not captured
-        self._set_up(labels, class_sizes, problems, None, n_holdout, values.arguments, batch_size=batch,
-                     fit_intercept=problem.fit_intercept, mode=mode, capturable=self.kernel_matrix is not None)
+        self._set_up(
+            labels,
+            class_sizes,
+            problems,
+            None,
+            n_holdout,
+            values.arguments,
+            batch_size=batch,
+            fit_intercept=problem.fit_intercept,
+            mode=mode,
+            capturable=self.kernel_matrix is not None,
+        )
         self.n_steps = 0
 
     @property

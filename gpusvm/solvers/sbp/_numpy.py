@@ -37,7 +37,11 @@ class NumpySBPSteps(LocalModel):
         sq_norms = squared_row_norms(problem.X)
         self.eta0 = problem.first_step_size(sq_norms)
         self.cache = KernelRowCache(
-            lambda rows: problem.kernel_rows(rows, sq_norms), n, n_total, problem.X.dtype, cache_bytes,
+            lambda rows: problem.kernel_rows(rows, sq_norms),
+            n,
+            n_total,
+            problem.X.dtype,
+            cache_bytes,
         )
         self.A, self.stamps = np.zeros((k, n)), np.zeros((k, n))
         # responses of the training rows then the holdout rows, up to the scale; their sum
@@ -74,8 +78,9 @@ class NumpySBPSteps(LocalModel):
         for p in range(problem.n_problems):
             with self.phases.phase("level", "sbp.water_level", "purple"):
                 # the level of scale * R is scale times the level of R with volume / scale
-                _, bias, below = self.trackers[p].covered(self.R[p, :n], self.positive[p],
-                                                          problem.volume / self.scale[p])
+                _, bias, below = self.trackers[p].covered(
+                    self.R[p, :n], self.positive[p], problem.volume / self.scale[p]
+                )
             with self.phases.phase("draw", "sbp.draw", "yellow"):
                 lanes = np.arange(p * batch, (p + 1) * batch, dtype=np.uint64)
                 drawn[p] = below[random_positions(problem.seed, step, lanes, below.size)]

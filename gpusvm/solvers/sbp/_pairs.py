@@ -114,13 +114,21 @@ class PairStack:
     def holdout_rows(self, pair):
         """Pair ``pair``'s holdout rows of X, its first class's, then its second's."""
         a, b = self.pairs[pair]
-        return np.concatenate([self.class_rows[a][self.class_train[a]:], self.class_rows[b][self.class_train[b]:]])
+        return np.concatenate([self.class_rows[a][self.class_train[a] :], self.class_rows[b][self.class_train[b] :]])
 
     def first_step_sizes(self, sq_norms):
         """(P,) each pair's ``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over its training rows,
         from X's squared row norms (a host array)."""
-        return np.array([step_size_for(largest_self_kernel(sq_norms[self.training_rows(p)], self.kernel, self.gamma,
-                                                           self.degree, self.coef0)) for p in range(self.n_pairs)])
+        return np.array(
+            [
+                step_size_for(
+                    largest_self_kernel(
+                        sq_norms[self.training_rows(p)], self.kernel, self.gamma, self.degree, self.coef0
+                    )
+                )
+                for p in range(self.n_pairs)
+            ]
+        )
 
     def columns(self):
         """(P, W) the row of X in each column of each pair (-1: padding)."""
@@ -153,9 +161,16 @@ class ClassBlockCache(KernelRowCache):
             members = stack.class_rows[classes[at[0]]]
             drawn = rows[at]
             self.store[slots[at], : members.size] = kernel_block(
-                stack.X[drawn], stack.X[members], kernel=stack.kernel, gamma=stack.gamma, degree=stack.degree,
-                coef0=stack.coef0, X_sq_norms=self.sq_norms[drawn], Y_sq_norms=self.sq_norms[members])
-            self.store[slots[at], members.size:] = 0
+                stack.X[drawn],
+                stack.X[members],
+                kernel=stack.kernel,
+                gamma=stack.gamma,
+                degree=stack.degree,
+                coef0=stack.coef0,
+                X_sq_norms=self.sq_norms[drawn],
+                Y_sq_norms=self.sq_norms[members],
+            )
+            self.store[slots[at], members.size :] = 0
 
 
 class NumpyPairSteps:
@@ -226,8 +241,13 @@ class NumpyPairSteps:
         # the level of scale * R is scale times the level of R with volume / scale
         volumes = self.stack.nu * self.n_train[active] / self.scale[active]
         responses = self._of(self.R, active)
-        _, _, edges, counts = levels_of_rows(responses, [self._of(offsets, active) for offsets in self.classes],
-                                             volumes, self.window, work=self._work(active.size))
+        _, _, edges, counts = levels_of_rows(
+            responses,
+            [self._of(offsets, active) for offsets in self.classes],
+            volumes,
+            self.window,
+            work=self._work(active.size),
+        )
         self.window = lowest_needed(int(counts.max()))
         if self.stack.fit_intercept:
             threshold = np.where(self._of(self.first, active), edges[:, :1], edges[:, 1:])
@@ -282,8 +302,9 @@ class NumpyPairSteps:
         direction *= self._of(self.signs, active)
         scale = self.scale[active]
         old = scale[:, None] * self.R[pair, drawn]
-        self.r2[active] += 2 * eta * old.mean(axis=1) \
-            + eta**2 * direction[np.arange(active.size)[:, None], drawn].mean(axis=1)
+        self.r2[active] += 2 * eta * old.mean(axis=1) + eta**2 * direction[np.arange(active.size)[:, None], drawn].mean(
+            axis=1
+        )
         increment = eta / (batch * scale)
         at = (np.broadcast_to(pair, drawn.shape), drawn)
         np.add.at(self.A, at, np.broadcast_to(increment[:, None], drawn.shape))
@@ -333,9 +354,13 @@ class NumpyPairSteps:
     def evaluate(self, average, pairs):
         """Level and bias of these pairs' models, and their holdout errors (NaN: no holdout)."""
         responses = self.responses(average, pairs)
-        level, bias, _, counts = levels_of_rows(responses, [self._of(offsets, pairs) for offsets in self.classes],
-                                                self.stack.nu * self.n_train[pairs], self.checkpoint_window,
-                                                work=self._work(pairs.size))
+        level, bias, _, counts = levels_of_rows(
+            responses,
+            [self._of(offsets, pairs) for offsets in self.classes],
+            self.stack.nu * self.n_train[pairs],
+            self.checkpoint_window,
+            work=self._work(pairs.size),
+        )
         self.checkpoint_window = lowest_needed(int(counts.max()))
         holdout = self.holdout[pairs]
         predicted_first = (responses + bias[:, None]) / positive_level(level)[:, None] > 0
@@ -461,12 +486,25 @@ def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=N
     histories = [[] for _ in range(n_pairs)]
     for t, due, levels, errors, record in checkpoints:
         for p, objective, error in zip(due.tolist(), levels.tolist(), errors.tolist(), strict=True):
-            histories[p].append({**record, "kernel_evals": int(evals_per_step[p]) * t, "objective": objective,
-                                 "holdout_error": None if math.isnan(error) else error,
-                                 "phase_seconds": None if record["phase_seconds"] is None
-                                 else dict(record["phase_seconds"])})
-    return [SBPResult(alpha=steps.coefficients(average, p), level=level[p : p + 1], bias=bias[p : p + 1],
-                      n_steps=int(steps.n_steps[p]), history=histories[p]) for p in range(n_pairs)]
+            histories[p].append(
+                {
+                    **record,
+                    "kernel_evals": int(evals_per_step[p]) * t,
+                    "objective": objective,
+                    "holdout_error": None if math.isnan(error) else error,
+                    "phase_seconds": None if record["phase_seconds"] is None else dict(record["phase_seconds"]),
+                }
+            )
+    return [
+        SBPResult(
+            alpha=steps.coefficients(average, p),
+            level=level[p : p + 1],
+            bias=bias[p : p + 1],
+            n_steps=int(steps.n_steps[p]),
+            history=histories[p],
+        )
+        for p in range(n_pairs)
+    ]
 
 
 class _PairRecords:

@@ -69,8 +69,10 @@ class CupyPairSteps(DeviceSBPLaunches):
         self.n_train, self.n_holdout = stack.n_train, stack.n_rows - stack.n_train
         n_fit_train = int(stack.class_train.sum())
         if any(rows[: stack.class_train[c]].max(initial=-1) >= n_fit_train for c, rows in enumerate(stack.class_rows)):
-            raise ValueError("CupyPairSteps needs every class's training rows among the first "
-                             f"{n_fit_train} rows of X (the fit's training rows).")
+            raise ValueError(
+                "CupyPairSteps needs every class's training rows among the first "
+                f"{n_fit_train} rows of X (the fit's training rows)."
+            )
         train_rows, holdout_rows, first_holdout = self._columns()
         self.first_holdout = cupy.asarray(first_holdout)  # holdout columns of the pair's first class
         self.holdout_valid = cupy.asarray(np.arange(holdout_rows.shape[1]) < self.n_holdout[:, None])
@@ -79,28 +81,51 @@ class CupyPairSteps(DeviceSBPLaunches):
         labels[np.arange(width) >= self.n_train[:, None]] = 0.0  # padding (never read)
         sq_norms = squared_row_norms(stack.X)
         self.eta0 = stack.first_step_sizes(cupy.asnumpy(sq_norms))
-        compute_rows = functools.partial(kernel_rows, stack.X, sq_norms=sq_norms, kernel=stack.kernel,
-                                         gamma=stack.gamma, degree=stack.degree, coef0=stack.coef0)
+        compute_rows = functools.partial(
+            kernel_rows,
+            stack.X,
+            sq_norms=sq_norms,
+            kernel=stack.kernel,
+            gamma=stack.gamma,
+            degree=stack.degree,
+            coef0=stack.coef0,
+        )
         n_rows, budget = stack.X.shape[0], kernel_cache_bytes(kernel_cache)
         if pair_kernel_values(n_fit_train, n_rows, stack.X.dtype, kernel_cache, n_pairs * batch) is None:
-            raise ValueError(f"kernel_cache={kernel_cache!r} holds neither the pairs' kernel matrix "
-                             f"({n_fit_train} x {n_rows} values) nor a cache of twice the {n_pairs * batch} rows "
-                             "they draw in a step; check pair_kernel_values first.")
-        values = StepKernelValues(stack.X, compute_rows, n_fit_train,
-                                  (sq_norms, stack.kernel, stack.gamma, stack.coef0, stack.degree), budget,
-                                  n_pairs * batch)
+            raise ValueError(
+                f"kernel_cache={kernel_cache!r} holds neither the pairs' kernel matrix "
+                f"({n_fit_train} x {n_rows} values) nor a cache of twice the {n_pairs * batch} rows "
+                "they draw in a step; check pair_kernel_values first."
+            )
+        values = StepKernelValues(
+            stack.X,
+            compute_rows,
+            n_fit_train,
+            (sq_norms, stack.kernel, stack.gamma, stack.coef0, stack.degree),
+            budget,
+            n_pairs * batch,
+        )
         self.kernel_matrix, self.row_cache = values.matrix, values.row_cache
         self.kernel_values_source = values.source  # 'matrix' or 'cache'
         self._train_rows = train_rows  # the row of X at each training position, for the cache
         # the schedule's step size is 1 / sqrt(t); each pair's is its eta_0 times that
-        problems = problem_table(self.n_train, self.n_holdout, stack.nu * self.n_train, seed=stack.seeds,
-                                 first_lane=0, eta_scale=self.eta0)
+        problems = problem_table(
+            self.n_train, self.n_holdout, stack.nu * self.n_train, seed=stack.seeds, first_lane=0, eta_scale=self.eta0
+        )
         class_sizes = [tuple(int(size) for size in sizes) for sizes in train_widths]
         # the cache's host bookkeeping at every step is not captured
-        self._set_up(cupy.asarray(labels), class_sizes, problems,
-                     cupy.asarray(np.concatenate([train_rows, holdout_rows], axis=1)), holdout_rows.shape[1],
-                     values.arguments, batch_size=batch, fit_intercept=stack.fit_intercept, mode=mode,
-                     capturable=self.row_cache is None)
+        self._set_up(
+            cupy.asarray(labels),
+            class_sizes,
+            problems,
+            cupy.asarray(np.concatenate([train_rows, holdout_rows], axis=1)),
+            holdout_rows.shape[1],
+            values.arguments,
+            batch_size=batch,
+            fit_intercept=stack.fit_intercept,
+            mode=mode,
+            capturable=self.row_cache is None,
+        )
         self.n_steps = np.zeros(n_pairs, dtype=np.int64)
         self._active = np.ones(n_pairs, dtype=bool)
         self._host_alpha = {}  # average -> the coefficients on the host, until the next step
@@ -133,8 +158,9 @@ class CupyPairSteps(DeviceSBPLaunches):
         with nvtx.annotate("sbp.kernel_row", color="orange"):
             drawn = cupy.asnumpy(self.drawn).reshape(self._train_rows.shape[0], -1)
             rows = np.take_along_axis(self._train_rows, drawn, axis=1)
-            self.row_cache.look_up(rows.ravel(), prefetch=self._lowest_covered,
-                                   where=np.repeat(self._active, drawn.shape[1]))
+            self.row_cache.look_up(
+                rows.ravel(), prefetch=self._lowest_covered, where=np.repeat(self._active, drawn.shape[1])
+            )
 
     def run_steps(self, schedule, active):
         """Steps of the ``active`` pairs (int array), one per row ``(t, 1 / sqrt(t))`` of a
@@ -172,4 +198,3 @@ class CupyPairSteps(DeviceSBPLaunches):
         if average not in self._host_alpha:
             self._host_alpha[average] = cupy.asnumpy(self._averaged(self.alpha_sum)[0] if average else self.alpha)
         return self._host_alpha[average][pair : pair + 1, : self.n_train[pair]]
-

@@ -66,13 +66,15 @@ class SBPProblem:
 
     def kernel_rows(self, rows, sq_norms):
         """``K(X[rows], X)`` over training and holdout columns, in X's dtype."""
-        return kernel_rows(self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-                           coef0=self.coef0)
+        return kernel_rows(
+            self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0
+        )
 
     def first_step_size(self, sq_norms):
         """``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over the training rows."""
-        return step_size_for(largest_self_kernel(sq_norms[: self.n_train], self.kernel, self.gamma, self.degree,
-                                                 self.coef0))
+        return step_size_for(
+            largest_self_kernel(sq_norms[: self.n_train], self.kernel, self.gamma, self.degree, self.coef0)
+        )
 
 
 def largest_self_kernel(sq_norms, kernel, gamma, degree, coef0):
@@ -157,8 +159,7 @@ class StoppingRules:
         ``n_iter_no_change`` checkpoints: ``history`` is one problem's records, oldest first."""
         if self.tol is None or len(history) <= self.n_iter_no_change:
             return False
-        return bool(self.gained_too_little(history[-1 - self.n_iter_no_change]["objective"],
-                                           history[-1]["objective"]))
+        return bool(self.gained_too_little(history[-1 - self.n_iter_no_change]["objective"], history[-1]["objective"]))
 
     def gained_too_little(self, before, now):
         """Whether objectives went from ``before`` to ``now`` (scalars or arrays) by less
