@@ -58,13 +58,8 @@ LAYERS = [  # lowest first: (name, module prefixes); a module's layer is its lon
     ("public modules", ["gpusvm"]),
 ]
 
-# Two-way imports allowed for now, each with its reason.
-KNOWN_CYCLES = {
-    frozenset(
-        {"gpusvm.solvers.pegasos", "gpusvm.solvers.pegasos._cuda"}
-    ): "pegasos/__init__.py still holds the problem and the NumPy steps (moved whole while issue 46's "
-    "streaming work edits it); split them into _problem.py and _numpy.py after that merge",
-}
+# Two-way imports allowed for now, each with its reason (none left).
+KNOWN_CYCLES = {}
 
 # Modules outside _device/ and the CUDA modules that import CuPy: array conversions on the
 # CuPy path only, inside functions (cupyx.scipy.sparse for CSR matrices, which the array

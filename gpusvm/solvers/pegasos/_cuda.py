@@ -23,7 +23,7 @@ import nvtx
 from ..._device.cuda_modules import get_cuda_kernel, row_view_arguments
 from ..._device.step_blocks import StepBlocks
 from ..._random import check_draw_range
-from . import FOLD_RATIO, FUSED_MAX_BATCH, RENORMALIZE_BELOW, fits_fused_steps, pegasos_schedule
+from ._problem import FOLD_RATIO, FUSED_MAX_BATCH, RENORMALIZE_BELOW, fits_fused_steps, pegasos_schedule
 
 _THREADS = 128
 _FINISH_THREADS = 256
