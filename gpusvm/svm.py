@@ -62,10 +62,10 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
     batch_size : int, default=64
         Rows drawn (uniformly, with replacement) per step: the ``k`` of Pegasos. The
         step size counts steps, so a larger batch makes more progress per step, up to
-        about 1,024 rows (``bench/pegasos_steps.py``), while on a CPU a step costs in
-        proportion to its rows: there 64 reaches 1% of the optimum on Adult first. On
-        a GPU, where a small step costs about the same whatever its rows, a larger one
-        may be faster (not yet measured).
+        about 1,024 rows, while on a CPU a step costs in proportion to its rows; on a
+        GPU a small step costs about the same whatever its rows. The default is the
+        batch that reached 1% of the optimum first on a CPU (the benchmark report's
+        ``bench/pegasos_steps.py``).
     max_iter : int, default=1000
         Maximum number of epochs; an epoch is ``ceil(n_samples / batch_size)`` steps.
     projection : bool, default=True

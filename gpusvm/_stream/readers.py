@@ -45,10 +45,10 @@ class SvmlightChunks:
 
     A chunk of plain lines (``label index:value ...``, as
     :func:`sklearn.datasets.dump_svmlight_file` writes them) is parsed through pyarrow's
-    CSV reader when pyarrow is installed, 2.7 to 4 times as fast as scikit-learn's reader
-    on 2 cores, with the same arrays (``gpusvm._stream.svmlight_arrow``), at a higher peak memory
-    (about 0.2 GiB more at 100,000 rows of 40 entries; ``bench/svmlight_reading.py``);
-    other chunks (comments, ``qid``, errors) are parsed by scikit-learn's reader.
+    CSV reader when pyarrow is installed, faster than scikit-learn's reader and with the
+    same arrays (``gpusvm._stream.svmlight_arrow``), at a higher peak memory (the
+    benchmark report's ``bench/svmlight_reading.py`` has the figures); other chunks
+    (comments, ``qid``, errors) are parsed by scikit-learn's reader.
 
     Errors name the file and the line: a line that does not parse, and a value or label
     that is NaN or infinite (which every gpusvm estimator refuses; scikit-learn's
