@@ -31,7 +31,6 @@ M. Zinkevich, M. Weimer, A. Smola, L. Li. Parallelized stochastic gradient desce
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 
 import numpy as np
@@ -49,6 +48,7 @@ from .._validation import (
     to_backend,
 )
 from ..solvers.pegasos import (
+    NoImprovementStop,
     PegasosProblem,
     PegasosState,
     pegasos_stepper,
@@ -240,8 +240,7 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         settings, state = self._settings_and_state(client, shards, classes, counts, found, first)
         if self.mode == "average":
             self._warn_if_unlike(shards, found)
-        tol = self.tol if n_epochs > 1 else None
-        best, stale, objectives = math.inf, 0, []
+        stop, objectives = NoImprovementStop(self.tol if n_epochs > 1 else None, self.n_iter_no_change), []
         for epoch in range(n_epochs):
             run = self._exact_epoch if self.mode == "exact" else self._average_epoch
 
@@ -251,11 +250,8 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
 
             state, objective = run_epoch_with_resumes(client, shards, epoch_and_objective, state, epoch)
             objectives.append(objective)
-            if tol is not None:
-                stale = stale + 1 if objective > best - tol else 0
-                best = min(best, objective)
-                if stale >= self.n_iter_no_change:
-                    break
+            if stop(objective):
+                break
         weights = state.weights(averaged=self.average is not False)
         d = shards.n_features
         self.backend_ = client.submit(
