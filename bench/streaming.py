@@ -116,7 +116,6 @@ def large_file_rows(gigabytes, quick):
 def objectives(quick):
     """Streamed against in-memory PegasosSVC at equal epochs, on Adult (chunks of 5,000
     rows) and the 1M-row synthetic problem of linear_objective.py (chunks of 100,000)."""
-    from gpusvm import PegasosSVC
     from gpusvm.datasets import load_adult
 
     X, y, X_test, y_test = load_adult()
@@ -126,30 +125,36 @@ def objectives(quick):
         ("synthetic", synthetic_problem(n), n // 10, [1, 2] if quick else [1, 3]),
     ]
     rows = []
-    for data, (X, y, X_test, y_test), chunk_rows, epochs_list in problems:
-        chunks = [(X[i : i + chunk_rows], y[i : i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
+    for data, problem, chunk_rows, epochs_list in problems:
         for epochs in epochs_list:
-            for how, fit in (
-                ("in memory", lambda m: m.fit(X, y)),
-                (f"streamed, chunks of {chunk_rows}", lambda m: m.fit_chunks(chunks)),
-            ):
-                model = PegasosSVC(max_iter=epochs, tol=None, random_state=0, backend="numpy")
-                started = time.perf_counter()
-                fit(model)
-                seconds = time.perf_counter() - started
-                weights = np.hstack([model.coef_, model.intercept_[:, None]])
-                rows.append(
-                    {
-                        "data": data,
-                        "how": how,
-                        "epochs": epochs,
-                        "seconds": seconds,
-                        "objective": binary_svm_objective(weights, X, y, model.lam_),
-                        "test_accuracy": float(model.score(X_test, y_test)),
-                    }
-                )
+            for how, _, seconds, measured in both_fits({"max_iter": epochs, "tol": None}, problem, chunk_rows):
+                rows.append({"data": data, "how": how, "epochs": epochs, "seconds": seconds, **measured})
                 print(rows[-1], flush=True)
     return rows
+
+
+def both_fits(params, data, chunk_rows):
+    """PegasosSVC(``params``) fitted in memory, then streamed in chunks of ``chunk_rows``:
+    for each, ``(how, model, seconds, {"objective", "test_accuracy"})``, the objective
+    the exact primal one on the training rows."""
+    from gpusvm import PegasosSVC
+
+    X, y, X_test, y_test = data
+    chunks = [(X[i : i + chunk_rows], y[i : i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
+    for how, fit in (
+        ("in memory", lambda m: m.fit(X, y)),
+        (f"streamed, chunks of {chunk_rows}", lambda m: m.fit_chunks(chunks)),
+    ):
+        model = PegasosSVC(**params, random_state=0, backend="numpy")
+        started = time.perf_counter()
+        fit(model)
+        seconds = time.perf_counter() - started
+        weights = np.hstack([model.coef_, model.intercept_[:, None]])
+        measured = {
+            "objective": binary_svm_objective(weights, X, y, model.lam_),
+            "test_accuracy": float(model.score(X_test, y_test)),
+        }
+        yield how, model, seconds, measured
 
 
 def synthetic_problem(n):
@@ -163,7 +168,6 @@ def synthetic_problem(n):
 def stopping(quick):
     """In-memory and streamed PegasosSVC with their defaults: the epochs each runs before
     its stopping rule (or max_iter) ends it."""
-    from gpusvm import PegasosSVC
     from gpusvm.datasets import load_adult
 
     X, y, X_test, y_test = load_adult()
@@ -171,17 +175,8 @@ def stopping(quick):
     adult = (X[:8_000], y[:8_000], X_test, y_test) if quick else (X, y, X_test, y_test)
     problems = [("adult", adult, 2_000 if quick else 5_000), ("synthetic", synthetic_problem(n), n // 10)]
     rows = []
-    for data, (X, y, X_test, y_test), chunk_rows in problems:
-        chunks = [(X[i : i + chunk_rows], y[i : i + chunk_rows]) for i in range(0, X.shape[0], chunk_rows)]
-        for how, fit in (
-            ("in memory", lambda m: m.fit(X, y)),
-            (f"streamed, chunks of {chunk_rows}", lambda m: m.fit_chunks(chunks)),
-        ):
-            model = PegasosSVC(random_state=0, backend="numpy")
-            started = time.perf_counter()
-            fit(model)
-            seconds = time.perf_counter() - started
-            weights = np.hstack([model.coef_, model.intercept_[:, None]])
+    for data, problem, chunk_rows in problems:
+        for how, model, seconds, measured in both_fits({}, problem, chunk_rows):
             rows.append(
                 {
                     "data": data,
@@ -192,8 +187,7 @@ def stopping(quick):
                     "rule_objective": "exact" if how == "in memory" else "progressive",
                     "last_rule_objective": model.objective_curve_[-1],
                     "seconds": seconds,
-                    "objective": binary_svm_objective(weights, X, y, model.lam_),
-                    "test_accuracy": float(model.score(X_test, y_test)),
+                    **measured,
                 }
             )
             print(rows[-1], flush=True)
