@@ -12,6 +12,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import get_namespace, is_cupy_array, on_device, to_numpy
+from ._estimator.auto_nu import nu_of_margins, pilot_nu, pilot_subsample
 from ._estimator.base import GPUClassifierMixin, restore_on_error
 from ._estimator.kernel_model import KernelModelMixin
 from ._estimator.one_vs_one import class_pairs, ovr_scores, pair_seed, share
@@ -55,10 +56,18 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     **nu and C.** Both pick a point on the same regularization path. If ``w*`` is the
     optimum of SVC with parameter ``C`` (margin 1), then ``w* / ||w*||`` solves SBP with
     ``nu = mean_i hinge_i(w*) / ||w*||``: the average slack of the unit-norm predictor.
-    Larger ``nu`` means more slack, a softer margin: a smaller ``C``. To match an SVC,
-    fit it once on a subsample and read ``nu`` off it (:func:`nu_from_svc`). On
-    standardized data and an rbf kernel, values from 1e-3 to 1e-1 are typical; the
-    default 1e-2 is of the order the SBP paper used on Adult.
+    Larger ``nu`` means more slack, a softer margin: a smaller ``C``. The right ``nu``
+    depends on the data (from about 5e-5 to 1e-2 on the benchmarks' sets), so by default
+    (``nu='auto'``) it is read off a pilot: SVC with ``C`` on a stratified subsample of
+    at most 2,000 training rows, its ``C`` scaled by rows over subsample rows so that it
+    weighs the slack against the norm as ``SVC(C)`` on every row does (module
+    ``gpusvm._estimator.auto_nu``). A subsample fits its own rows more closely, so
+    the pilot's ``nu`` is at or below that of ``SVC(C)`` on all the rows; on the
+    benchmarks' data that side gave test errors at or below SVC's
+    (``bench/sbp_defaults.py``). The pilot runs on the host whatever the backend (the
+    same ``nu`` on both) and its time is part of the fit's. To match a given SVC,
+    read ``nu`` off it (:func:`nu_from_svc`) and set it: a ``nu`` set by hand is used
+    as it is, and ``C`` is then unused.
 
     **float32.** X in float32 keeps its kernel values in float32 (the row cache holds
     twice the rows; on the CPU they cost about 2.5 times less to compute, and a step's
@@ -69,8 +78,14 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
 
     Parameters
     ----------
-    nu : float, default=1e-2
-        Average slack allowed to a unit-norm predictor, at least 0.
+    nu : float or 'auto', default='auto'
+        Average slack allowed to a unit-norm predictor, at least 0. 'auto' reads it off
+        a pilot SVC with ``C`` (see above), at least ``1 / n_train`` (one unit of slack
+        in all: a subsample can be separable where the data is not); the value used is
+        ``nu_``. In a multiclass model ``nu`` is the median of its binary problems'.
+    C : float, default=1.0
+        SVC's ``C`` that ``nu='auto'`` matches (larger: a harder margin); unused when
+        ``nu`` is a number.
     kernel : {'rbf', 'linear', 'poly'}, default='rbf'
     gamma : {'scale', 'auto'} or float, default='scale'
         As in SVC; the Gaussian kernel ``exp(-||x - x'||^2 / (2 sigma^2))`` is
@@ -234,6 +249,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         class serves every pair of that class; on cupy, when the pairs step together,
         the rows of the fit's kernel matrix, or of its cache, that all pairs have
         computed).
+    nu_ : float
+        The ``nu`` of the fit: ``nu``, or the pilot's for ``nu='auto'``.
     classes_, gamma_, backend_, n_features_in_
     t_ : int
         Steps taken (over all pairs of a one-vs-one model).
@@ -242,7 +259,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     """
 
     _parameter_constraints = {
-        "nu": [Interval(Real, 0, None, closed="left")],
+        "nu": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
+        "C": [Interval(Real, 0, None, closed="neither")],
         "kernel": [StrOptions(set(KERNELS))],
         "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
         "degree": [Interval(Integral, 1, None, closed="left")],
@@ -271,7 +289,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
 
     def __init__(
         self,
-        nu=1e-2,
+        nu="auto",
+        C=1.0,
         kernel="rbf",
         gamma="scale",
         degree=3,
@@ -294,6 +313,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         verbose=0,
     ):
         self.nu = nu
+        self.C = C
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -342,6 +362,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
             rules = self._stopping_rules()
             labels = np.searchsorted(classes, y[order])  # class positions, in X_dev's row order
+            self.nu_ = self._resolve_nu(X_dev, labels[: train.size], classes, gamma, seed, backend)
             if self._trains_one_vs_one(classes):
                 self._fit_pairs(X, X_dev, order, train.size, labels, classes, gamma, seed, rules, backend)
             else:
@@ -357,6 +378,32 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     def _trains_one_vs_one(self, classes):
         return self.multi_class == "ovo" and classes.size > 2
 
+    def _resolve_nu(self, X_dev, train_labels, classes, gamma, seed, backend):
+        """``nu`` as set, or for ``nu='auto'`` read off a pilot SVC with this ``C`` on a
+        subsample of the training rows (the first rows of ``X_dev``, of class positions
+        ``train_labels``; :mod:`._estimator.auto_nu`)."""
+        if self.nu != "auto":
+            return float(self.nu)
+        rows = pilot_subsample(train_labels, seed)
+        X_pilot = to_numpy(X_dev[get_namespace(backend).asarray(rows)])
+        return self._pilot_nu(X_pilot, train_labels[rows], train_labels.size, classes, gamma)
+
+    def _pilot_nu(self, X_pilot, pilot_labels, n_train, classes, gamma):
+        """``nu='auto'``'s ``nu`` from the pilot's rows (on the host)."""
+        nu, _ = pilot_nu(
+            X_pilot,
+            pilot_labels,
+            n_train,
+            classes.size,
+            one_vs_one=self._trains_one_vs_one(classes),
+            C=self.C,
+            kernel=self.kernel,
+            gamma=gamma,
+            degree=self.degree,
+            coef0=self.coef0,
+        )
+        return nu
+
     def _solve(self, X_dev, n_train, targets, holdout_labels, gamma, seed, rules, backend, checkpoint_every=None):
         """One SBP run on ``X_dev`` (its first ``n_train`` rows train, the rest are held out;
         ``checkpoint_every``: as :func:`~.solvers.sbp.run_sbp`'s)."""
@@ -365,7 +412,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             n_train=n_train,
             targets=get_namespace(backend).asarray(targets),
             holdout_labels=holdout_labels,
-            nu=float(self.nu),
+            nu=self.nu_,
             batch_size=self.batch_size,
             kernel=self.kernel,
             gamma=gamma,
@@ -468,7 +515,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             class_train=class_train,
             pairs=np.array(pairs),
             seeds=np.array(seeds, dtype=np.uint64),
-            nu=float(self.nu),
+            nu=self.nu_,
             batch_size=self.batch_size,
             kernel=self.kernel,
             gamma=gamma,
@@ -679,5 +726,7 @@ def nu_from_svc(svc, X, y):
     gram = kernel_block(
         svc.support_vectors_, svc.support_vectors_, kernel=svc.kernel, gamma=gamma, degree=svc.degree, coef0=svc.coef0
     )
-    norm = float(np.sqrt(svc.dual_coef_ @ gram @ svc.dual_coef_.T).item())
-    return float(np.maximum(0.0, 1.0 - margins).mean() / norm)
+    nu = nu_of_margins(margins, float((svc.dual_coef_ @ gram @ svc.dual_coef_.T).item()))
+    if nu is None:
+        raise ValueError("nu_from_svc needs a model with a nonzero weight vector; this one's dual_coef_ gives w = 0.")
+    return nu

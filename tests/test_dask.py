@@ -171,6 +171,8 @@ def assert_same_kernel_model(distributed_model, local_model):
         (2, True, dict(fit_intercept=False, kernel="poly", gamma=0.1, coef0=1.0)),
         (2, False, dict(nu=0.0, fit_intercept=False, validation_fraction=0.1, kernel="linear")),
         (4, True, dict(batch_size=2, max_iter=1, gamma="auto")),
+        (3, False, dict(nu="auto", C=3.0)),  # the pilot's rows gathered from the workers
+        (2, True, dict(nu="auto")),
     ],
 )
 def test_sbp_equals_single_node(client, one_worker, workers, n_classes, sparse, settings):
@@ -179,7 +181,9 @@ def test_sbp_equals_single_node(client, one_worker, workers, n_classes, sparse, 
     model = gd.SBPClassifier(**params)
     model.client = client if workers == 2 else one_worker
     model.fit(*chunked(X, y, chunks=(500, 0, 700, 800)))
-    assert_same_kernel_model(model, gpusvm.SBPClassifier(**params).fit(X, y))
+    local = gpusvm.SBPClassifier(**params).fit(X, y)
+    assert model.nu_ == pytest.approx(local.nu_, rel=1e-9)
+    assert_same_kernel_model(model, local)
 
 
 def test_sbp_one_vs_one_on_a_cluster_is_a_clear_error(client):
@@ -475,7 +479,7 @@ def test_a_worker_lost_mid_sbp_fit_is_a_clear_error(process_cluster):
     holders = client.who_has(distributed.futures_of(dX))
     victim = sorted(next(iter(holders.values())))[0]
     victim_pid = client.run(os.getpid, workers=[victim])[victim]
-    model = gd.SBPClassifier(batch_size=1, max_iter=50, random_state=0, backend="numpy")
+    model = gd.SBPClassifier(batch_size=1, max_iter=50, tol=None, random_state=0, backend="numpy")  # runs past the kill
     model.client = client
     timer = threading.Timer(3.0, os.kill, (victim_pid, signal.SIGKILL))
     timer.start()

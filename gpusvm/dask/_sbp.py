@@ -50,6 +50,7 @@ import numpy as np
 
 from .. import sbp
 from .._backend import resolve_backend
+from .._estimator.auto_nu import pilot_subsample
 from .._instrumentation import PhaseClock
 from .._random import random_positions, seed_from_random_state
 from ..solvers.sbp import (
@@ -406,17 +407,17 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
                 shards.release()  # the actors hold the rows now (one copy, not two)
                 gamma = _cluster_gamma(self.gamma, actors, shards.n_features)
                 eta0 = step_size_for(max(call_all(actors, "prepare", gamma)))
+                train_labels = np.searchsorted(classes, y[train])
+                self.nu_ = self._cluster_nu(actors, train_labels, classes, gamma, seed)
                 problem = ClusterSBPProblem(
                     n_train=train.size,
                     n_holdout=holdout.size,
                     n_problems=1 if classes.size == 2 else classes.size,
                     batch_size=self.batch_size,
-                    nu=float(self.nu),
+                    nu=self.nu_,
                     seed=seed,
                 )
-                steps = ClusterSBPSteps(
-                    problem, actors, np.searchsorted(classes, y[train]), classes.size, self.fit_intercept, eta0
-                )
+                steps = ClusterSBPSteps(problem, actors, train_labels, classes.size, self.fit_intercept, eta0)
                 result = run_sbp(problem, steps, self._stopping_rules(), average=self.average, verbose=self.verbose)
         finally:
             for future in actor_futures:
@@ -427,6 +428,17 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
         self.t_ = result.n_steps
         self.n_iter_ = result.n_steps / max(1, -(-train.size // self.batch_size))
         self._check_finite_model(self.support_vectors_)
+
+    def _cluster_nu(self, actors, train_labels, classes, gamma, seed):
+        """``nu`` as set, or for ``nu='auto'`` read off the pilot SVC of the single-node
+        estimator, on the same subsample of the training rows, gathered from the workers."""
+        if self.nu != "auto":
+            return float(self.nu)
+        keys = pilot_subsample(train_labels, seed)
+        answers = [answer for answer in call_all(actors, "training_rows", keys) if answer[1] is not None]
+        held = np.concatenate([answer[0] for answer in answers])
+        X_pilot = stack_rows([answer[1] for answer in answers])[np.argsort(held)]  # in the order of keys
+        return self._pilot_nu(X_pilot, train_labels[keys], train_labels.size, classes, gamma)
 
     def _set_cluster_model(self, result, steps, y, train, classes):
         """As the single-node ``_set_model``, from the drawn rows' coefficients and X rows."""

@@ -1,0 +1,147 @@
+"""``nu='auto'``: SBP's ``nu`` read off an SVC fitted to a subsample of the training rows.
+
+SBP's ``nu`` and SVC's ``C`` pick points on the same regularization path: the unit-norm
+predictor ``w* / ||w*||`` of SVC's optimum ``w*`` solves SBP with
+``nu = mean_i hinge_i(w*) / ||w*||`` (:func:`nu_of_kernel_model`). An SVC of the whole
+data costs what SBP is there to save, so the pilot solves SVC's problem on a stratified
+subsample of ``m`` rows (:func:`pilot_size`) with ``C * n / m``: the same per-row weight
+of the slack against the norm, so the same regularization ``1 / (n C)`` as SVC with ``C``
+on all ``n`` rows. A subsample's optimum fits its rows more closely than the whole
+data's (fewer rows, same capacity), so this reads a ``nu`` at or below SVC's; on the
+benchmarks' data, a ``nu`` below SVC's gave SBP a test error at or below SVC's, one above
+it gave errors above (``bench/sbp_defaults.py``). Each one-vs-one pair is read off one
+multiclass SVC (LIBSVM trains its pairs separately), each class of a one-vs-rest model
+off its own; the model's ``nu`` is their median, as SBPClassifier shares one ``nu`` over
+its problems.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse
+from sklearn.svm import SVC
+
+from ..kernel_functions import kernel_block
+
+# rows of the pilot SVC's subsample: about 2 to 20 percent of SVC's own time at 10,000 rows
+PILOT_ROWS = 2_000
+# data this small is its own subsample: the pilot is SVC on every row, a few milliseconds
+PILOT_ALL_ROWS_BELOW = 500
+# nu = 0 is hard-margin SBP, which a non-separable data set does not survive; a subsample
+# can be separable where the data is not: at least a total slack of one unit (n nu >= 1)
+MIN_SLACK = 1.0
+
+
+def pilot_size(n_rows):
+    """Rows of the pilot's subsample for ``n_rows`` training rows: every row below
+    ``PILOT_ALL_ROWS_BELOW``, else half of them up to ``PILOT_ROWS``."""
+    if n_rows < PILOT_ALL_ROWS_BELOW:
+        return n_rows
+    return min(PILOT_ROWS, max(PILOT_ALL_ROWS_BELOW, n_rows // 2))
+
+
+def stratified_subsample(labels, size, seed):
+    """Sorted positions of ``size`` rows (about), each class's share by its count and at
+    least two rows of every class that has them, drawn with ``seed``."""
+    if size >= labels.size:
+        return np.arange(labels.size)
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for label in np.unique(labels):
+        rows = np.flatnonzero(labels == label)
+        take = min(rows.size, max(2, round(size * rows.size / labels.size)))
+        chosen.append(rng.choice(rows, take, replace=False))
+    return np.sort(np.concatenate(chosen))
+
+
+def nu_of_margins(margins, norm2):
+    """``nu = mean_i max(0, 1 - m_i) / ||w||`` of a binary model with margins
+    ``m_i = y_i f(x_i)`` and ``||w||^2 = norm2`` (the intercept an unregularized bias,
+    as SBPClassifier's); None when ``w = 0``."""
+    if not norm2 > 0:
+        return None
+    return float(np.maximum(0.0, 1.0 - margins).mean() / np.sqrt(norm2))
+
+
+def nu_of_kernel_model(dual_coef, sv_gram, sv_scores, intercept, signs):
+    """:func:`nu_of_margins` of ``f(x) = sum_j dual_coef_j K(sv_j, x) + intercept`` from
+    ``sv_gram`` (``K(SV, SV)``), ``sv_scores`` (``K(X, SV)`` of the rows the hinge
+    averages over) and their ``signs`` ``y_i`` in {-1, +1}."""
+    dual_coef = np.asarray(dual_coef, dtype=np.float64)
+    return nu_of_margins(signs * (sv_scores @ dual_coef + intercept), float(dual_coef @ sv_gram @ dual_coef))
+
+
+def pilot_subsample(labels, seed):
+    """Positions of the pilot's rows among training rows of class positions ``labels``."""
+    return stratified_subsample(labels, pilot_size(labels.size), seed)
+
+
+def pilot_nu(X_pilot, labels_pilot, n_rows, n_classes, *, one_vs_one, C, kernel, gamma, degree, coef0):
+    """``nu='auto'``'s ``nu`` for ``n_rows`` training rows, from the pilot's rows
+    ``X_pilot`` (host, dense or CSR; :func:`pilot_subsample`) of class positions
+    ``labels_pilot`` (0 to ``n_classes - 1``): the median over the model's binary
+    problems of the ``nu`` read off the pilot SVC (see the module docstring), at least
+    ``MIN_SLACK / n_rows``.
+
+    Returns
+    -------
+    nu : float
+    problem_nus : ndarray
+        The ``nu`` of each binary problem (pairs in SVC's order, or classes against the
+        rest), NaN where the pilot's model of it was 0.
+    """
+    params = {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
+    pilot_C = C * n_rows / labels_pilot.size  # the same regularization 1 / (n C) as on every row
+    if n_classes == 2 or one_vs_one:
+        svc = SVC(C=pilot_C, **params).fit(X_pilot, labels_pilot)
+        nus = _one_vs_one_nus(svc, X_pilot, labels_pilot, params)
+    else:
+        nus = []
+        for label in range(n_classes):
+            signs = np.where(labels_pilot == label, 1.0, -1.0)
+            nus.append(_binary_nu(SVC(C=pilot_C, **params).fit(X_pilot, signs), X_pilot, signs, params))
+    problem_nus = np.array([np.nan if nu is None else nu for nu in nus])
+    known = problem_nus[np.isfinite(problem_nus)]
+    nu = float(np.median(known)) if known.size else 0.0
+    return max(nu, MIN_SLACK / n_rows), problem_nus
+
+
+def _binary_nu(svc, X, signs, params):
+    """The ``nu`` of a fitted binary SVC whose classes are ``signs`` -1 and +1."""
+    scores = kernel_block(X, svc.support_vectors_, **params)  # the vectors are rows of X
+    # scikit-learn's binary SVC keeps the sign of classes_[1] (+1) in dual_coef_
+    return nu_of_kernel_model(_dense_dual_coef(svc)[0], scores[svc.support_], scores, svc.intercept_[0], signs)
+
+
+def _one_vs_one_nus(svc, X, labels, params):
+    """The ``nu`` of each pair's problem in a fitted SVC (class positions as labels),
+    in SVC's pair order; a pair's first class is its positive one."""
+    classes = svc.classes_
+    if classes.size == 2:
+        return [_binary_nu(svc, X, np.where(labels == classes[1], 1.0, -1.0), params)]
+    scores = kernel_block(X, svc.support_vectors_, **params)  # one block serves every pair
+    # LIBSVM's layout: support vectors grouped by class; the coefficients of class i's
+    # vectors in its pair with class j sit in row j - 1 if j > i, else in row j; the
+    # pair's function is positive on its first class, and intercept_ follows pair order
+    starts = np.concatenate([[0], np.cumsum(svc.n_support_)])
+    dual_coef = _dense_dual_coef(svc)
+    nus, pair = [], 0
+    for i in range(classes.size):
+        for j in range(i + 1, classes.size):
+            vectors = np.r_[starts[i] : starts[i + 1], starts[j] : starts[j + 1]]
+            coef = np.concatenate(
+                [dual_coef[j - 1, starts[i] : starts[i + 1]], dual_coef[i, starts[j] : starts[j + 1]]]
+            )
+            rows = np.flatnonzero((labels == classes[i]) | (labels == classes[j]))
+            signs = np.where(labels[rows] == classes[i], 1.0, -1.0)
+            pair_scores = scores[np.ix_(rows, vectors)]
+            gram = scores[np.ix_(svc.support_[vectors], vectors)]
+            nus.append(nu_of_kernel_model(coef, gram, pair_scores, svc.intercept_[pair], signs))
+            pair += 1
+    return nus
+
+
+def _dense_dual_coef(svc):
+    """SVC's ``dual_coef_`` as an array (a sparse matrix when it was fitted on sparse X)."""
+    dual_coef = svc.dual_coef_
+    return dual_coef.toarray() if scipy.sparse.issparse(dual_coef) else np.asarray(dual_coef)
