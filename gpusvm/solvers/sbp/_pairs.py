@@ -508,7 +508,7 @@ def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=N
         if rules.tol is not None:
             looked = ~held_out & (objectives.counts[due] > back)
             before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
-            stop |= looked & rules.gained_too_little(before, level[due])
+            stop |= looked & rules.gained_too_little(before, level[due], 1 / steps.eta0[due])
         active = np.setdiff1d(active, due[stop])
     bar.close()
     histories = [[] for _ in range(n_pairs)]
