@@ -21,6 +21,7 @@ from gpusvm.solvers.sbp import _numpy as sbp_numpy  # NumpySBPSteps reads RENORM
 from gpusvm.solvers import row_cache
 from gpusvm.solvers.row_cache import KernelRowCache
 from gpusvm.solvers.sbp import NumpySBPSteps, SBPProblem
+from gpusvm.solvers.sbp._problem import LEVEL_FLOOR, StoppingRules
 
 from .conftest import needs_device
 from .reference import reference_sbp
@@ -478,13 +479,25 @@ def test_stopping_rules(breast_cancer):
 
 
 def gain_below(objectives, tol, window):
-    """Checkpoints (0-based) where the objective gained less than tol of its size over the
-    last ``window`` checkpoints."""
+    """Checkpoints (0-based) where the objective gained less than tol of its size (at
+    least LEVEL_FLOOR: the rbf kernel's largest response is 1) over the last ``window``
+    checkpoints."""
     return [
         i
         for i in range(window, len(objectives))
-        if objectives[i] - objectives[i - window] < tol * abs(objectives[i - window])
+        if objectives[i] - objectives[i - window] < tol * max(abs(objectives[i - window]), LEVEL_FLOOR)
     ]
+
+
+def test_tol_measures_a_level_near_zero_against_the_floor():
+    """A level near zero (or crossing it) gains little in absolute terms yet much relative
+    to its size: the rule sizes it at least LEVEL_FLOOR times the largest response."""
+    rules = StoppingRules(max_epochs=1, tol=1e-2)
+    tiny_gain = 0.5 * rules.tol * LEVEL_FLOOR
+    assert rules.gained_too_little(-1e-5, -1e-5 + tiny_gain)
+    assert rules.gained_too_little(np.array([-1e-5, 0.5]), np.array([-1e-5 + tiny_gain, 0.5 + tiny_gain])).all()
+    assert not rules.gained_too_little(0.5, 0.5 + 2 * rules.tol * 0.5)  # above the floor: relative, as before
+    assert not rules.gained_too_little(-1e-5, -1e-5 + tiny_gain, largest_response=0.25)  # linear, poly: 1 / eta_0
 
 
 def test_without_a_holdout_tol_stops_when_the_objective_stalls(breast_cancer):

@@ -438,7 +438,7 @@ def _rank_value(values, rank, class_size):
 # --- 5. many problems at once, one per row ---------------------------------------------
 
 
-def levels_of_rows(responses, classes, volumes, window=64, work=None):
+def levels_of_rows(responses, classes, volumes, window=64, work=None, ranks=None):
     """Water levels (and biases) of many problems at once, one per row of ``responses``:
     the sorted search of ``find_gamma*_sorted`` over each class's lowest ``window``
     responses, the window doubled for the rows whose covered count reaches it. A few
@@ -460,6 +460,9 @@ def levels_of_rows(responses, classes, volumes, window=64, work=None):
     work : sequence of float64 ndarrays like ``responses``, optional
         One per class, overwritten: room for the class's responses, so that a caller
         calling step after step does not have fresh memory mapped each time.
+    ranks : int ndarray of shape (P,), optional
+        The entries of each row's smallest class (:func:`class_ranks` of ``classes``),
+        for a caller calling step after step with the same classes: computed when None.
 
     Returns
     -------
@@ -475,7 +478,7 @@ def levels_of_rows(responses, classes, volumes, window=64, work=None):
     lowest = [np.empty_like(responses) for _ in classes] if work is None else work
     for values, offsets in zip(lowest, classes, strict=True):
         np.add(responses, offsets, out=values)
-    ranks = np.min([(offsets == 0).sum(axis=1) for offsets in classes], axis=0)  # ranks every class has
+    ranks = class_ranks(classes) if ranks is None else ranks
     level, bias, covered = np.empty(n_rows), np.zeros(n_rows), np.empty(n_rows, dtype=np.int64)
     edges = np.empty((n_rows, len(classes)))
     todo = np.arange(n_rows)
@@ -506,6 +509,12 @@ def levels_of_rows(responses, classes, volumes, window=64, work=None):
             bias[rows], (edges[rows, 0], edges[rows, 1]) = _bias_and_edges(total, p_k, p_next, m_k, m_next)
         todo, window = todo[~settled], 2 * window
     return level, bias, edges, covered
+
+
+def class_ranks(classes):
+    """The ranks every class of each row of :func:`levels_of_rows` has: the entries of
+    its smallest class, shape (P,)."""
+    return np.min([np.count_nonzero(offsets == 0, axis=1) for offsets in classes], axis=0)
 
 
 def class_offsets(mask):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 
 import numpy as np
@@ -38,7 +39,7 @@ import nvtx
 from ..._instrumentation import PhaseClock, progress_bar
 from ..._random import random_positions_of_streams
 from ...kernel_functions import kernel_block, squared_row_norms
-from ...water_level import class_offsets, levels_of_rows, lowest_needed
+from ...water_level import class_offsets, class_ranks, levels_of_rows, lowest_needed
 from ..row_cache import KernelRowCache, weighted_row_sums
 from ._problem import (
     RENORMALIZE_BELOW,
@@ -157,20 +158,21 @@ class ClassBlockCache(KernelRowCache):
         rows, classes = np.divmod(keys, self.n_classes)
         order = np.argsort(classes, kind="stable")
         starts = np.flatnonzero(np.diff(classes[order], prepend=-1))
-        for at in np.split(order, starts[1:]):
-            members = stack.class_rows[classes[at[0]]]
-            drawn = rows[at]
-            self.store[slots[at], : members.size] = kernel_block(
-                stack.X[drawn],
-                stack.X[members],
-                kernel=stack.kernel,
-                gamma=stack.gamma,
-                degree=stack.degree,
-                coef0=stack.coef0,
-                X_sq_norms=self.sq_norms[drawn],
-                Y_sq_norms=self.sq_norms[members],
-            )
-            self.store[slots[at], members.size :] = 0
+        with _one_blas_thread():
+            for at in np.split(order, starts[1:]):
+                members = stack.class_rows[classes[at[0]]]
+                drawn = rows[at]
+                self.store[slots[at], : members.size] = kernel_block(
+                    stack.X[drawn],
+                    stack.X[members],
+                    kernel=stack.kernel,
+                    gamma=stack.gamma,
+                    degree=stack.degree,
+                    coef0=stack.coef0,
+                    X_sq_norms=self.sq_norms[drawn],
+                    Y_sq_norms=self.sq_norms[members],
+                )
+                self.store[slots[at], members.size :] = 0
 
 
 class NumpyPairSteps:
@@ -198,6 +200,7 @@ class NumpyPairSteps:
         positive = self.train & self.first
         classes = (positive, self.train & ~positive) if stack.fit_intercept else (self.train,)
         self.classes = [class_offsets(mask) for mask in classes]  # as the level search takes them
+        self.class_ranks = class_ranks(self.classes)
         self.sq_norms = squared_row_norms(stack.X)
         self.eta0 = stack.first_step_sizes(self.sq_norms)
         block_bytes = max(rows.size for rows in stack.class_rows) * stack.X.dtype.itemsize
@@ -207,6 +210,7 @@ class NumpyPairSteps:
         # pair p's two blocks: ``2 p * block width + block_position`` (padding: anything finite)
         block_width = self.cache.store.shape[1]
         self.block_position = np.where(self.first, column, np.where(self.columns >= 0, block_width + in_second, 0))
+        self.product_position = self.block_position + 2 * block_width * np.arange(n_pairs)[:, None]  # all active
         self.A, self.stamps = np.zeros((n_pairs, stack.width)), np.zeros((n_pairs, stack.width))
         self.R, self.R_sum = np.zeros((n_pairs, stack.width)), np.zeros((n_pairs, stack.width))
         self.scale, self.r2, self.scale_sum = np.ones(n_pairs), np.zeros(n_pairs), np.zeros(n_pairs)
@@ -247,6 +251,7 @@ class NumpyPairSteps:
             volumes,
             self.window,
             work=self._work(active.size),
+            ranks=self._of(self.class_ranks, active),
         )
         self.window = lowest_needed(int(counts.max()))
         if self.stack.fit_intercept:
@@ -267,7 +272,7 @@ class NumpyPairSteps:
     def _draw(self, step, active, covered):
         """``B`` columns per active pair, uniformly from its covered ones (each on its own
         stream, as the pair's binary fit draws), shape (len(active), B)."""
-        counts = covered.sum(axis=1)
+        counts = np.count_nonzero(covered, axis=1)
         positions = random_positions_of_streams(self.stack.seeds[active], step, self.stack.batch_size, counts)
         columns = np.nonzero(covered)[1]  # by pair, then ascending: each pair's covered columns
         return columns[(np.cumsum(counts) - counts)[:, None] + positions]
@@ -291,7 +296,9 @@ class NumpyPairSteps:
         block_weights = np.concatenate([weights, weights])[order]
         row_starts = np.concatenate([[0], np.cumsum(np.repeat(per_pair, 2))])
         halves = weighted_row_sums(self.cache.store, block_weights, block_slots, row_starts)
-        at = self._of(self.block_position, active) + (2 * self.cache.store.shape[1]) * np.arange(active.size)[:, None]
+        if active.size == self.stack.n_pairs:
+            return np.take(halves, self.product_position)
+        at = self.block_position[active] + (2 * self.cache.store.shape[1]) * np.arange(active.size)[:, None]
         return np.take(halves, at)
 
     def _update(self, active, drawn, direction, eta):
@@ -360,6 +367,7 @@ class NumpyPairSteps:
             self.stack.nu * self.n_train[pairs],
             self.checkpoint_window,
             work=self._work(pairs.size),
+            ranks=self._of(self.class_ranks, pairs),
         )
         self.checkpoint_window = lowest_needed(int(counts.max()))
         holdout = self.holdout[pairs]
@@ -371,6 +379,23 @@ class NumpyPairSteps:
     def coefficients(self, average, pair):
         """``alpha`` of pair ``pair``'s training rows, shape (1, n_train)."""
         return self.alpha(average, np.array([pair]))[:, self.train[pair]]
+
+
+_BLAS_CONTROLLERS = {}  # process id -> its threadpoolctl controller (found once: about a millisecond)
+
+
+def _one_blas_thread():
+    """BLAS on one thread while a fill runs: a fill is a few drawn rows by one class
+    (often two rows by a thousand), a product too small to share out, and BLAS's threads,
+    which wait for work spinning, then take the cores from the step's own work and from
+    other processes (on a 2-core machine shared with other work, the fills then cost
+    many times their arithmetic)."""
+    from threadpoolctl import ThreadpoolController  # scikit-learn's dependency, imported on first use
+
+    pid = os.getpid()
+    if pid not in _BLAS_CONTROLLERS:
+        _BLAS_CONTROLLERS[pid] = ThreadpoolController()
+    return _BLAS_CONTROLLERS[pid].limit(limits=1, user_api="blas")
 
 
 def _side_major(per_pair):
@@ -480,7 +505,7 @@ def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=N
         if rules.tol is not None:
             looked = ~held_out & (objectives.counts[due] > back)
             before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
-            stop |= looked & rules.gained_too_little(before, level[due])
+            stop |= looked & rules.gained_too_little(before, level[due], 1 / steps.eta0[due])
         active = np.setdiff1d(active, due[stop])
     bar.close()
     histories = [[] for _ in range(n_pairs)]

@@ -60,7 +60,7 @@ def run_sbp(problem, steps, rules, *, checkpoint_every=None, average=True, verbo
         record, level, bias = checkpoint(steps, average, t, evals_per_step * t, elapsed())
         history.append(record)
         if record["holdout_error"] is None:
-            stalled = rules.objective_stalled(history)
+            stalled = rules.objective_stalled(history, 1 / steps.eta0)
         else:
             stalled = False
             bar.set_postfix(holdout_error=f"{record['holdout_error']:.4f}", refresh=False)
