@@ -8,9 +8,10 @@
 //   sbp_norm_step      (k): ||w||^2 after the step, from the old responses at the drawn
 //                      rows and the B x B kernel values among them; adds eta / B to
 //                      their alpha; the projection factor;
-//   sbp_update         (blocks, k): one thread per column: the combined kernel row
-//                      g_j = 1/B sum_b y_b K(x_b, x_j), fused with the response update
-//                      c_j += eta y_j g_j, the projection and the running sums.
+//   sbp_update         (blocks, k) of (32, 8): a thread per column and group of drawn
+//                      rows: the combined kernel row g_j = 1/B sum_b y_b K(x_b, x_j),
+//                      fused with the response update c_j += eta y_j g_j, the
+//                      projection and the running sums.
 // Each problem's columns, step size and stream are an SBPShape (sbp_level.cuh): the
 // one-vs-rest problems of a fit share every row of X; the one-vs-one pairs each have
 // their two classes' rows, found through a table of rows (SBPColumns), and a stopped
@@ -26,6 +27,8 @@
 
 #define SBP_TILE_ROWS 2048
 #define SBP_DRAWS_PER_BLOCK 8  // one warp a draw
+#define SBP_UPDATE_COLUMNS 32     // sbp_update's block: a warp of columns (threadIdx.x)...
+#define SBP_UPDATE_ROW_GROUPS 8   // ... by warps over every 8th drawn row (threadIdx.y)
 
 #define SBP_SCHEDULE_COLUMNS 2  // t, eta_t (times each problem's eta_scale)
 
@@ -170,9 +173,13 @@ __global__ void sbp_norm_step(
         atomicAdd(&alpha[p * n + drawn[first + b]], eta / (double)batch);
 }
 
-// Columns j of the problem's n_train + n_holdout (grid-stride over blockIdx.x) of
-// problem blockIdx.y: training rows of width `train_stride`, holdout rows of width
-// `holdout_stride`.
+// Columns j of the problem's n_train + n_holdout (grid-stride over blockIdx.x, 32 a
+// block) of problem blockIdx.y: training rows of width `train_stride`, holdout rows of
+// width `holdout_stride`. A block is 32 columns (threadIdx.x: a warp reads 32 consecutive
+// values of a kernel row) by SBP_UPDATE_ROW_GROUPS warps (threadIdx.y), each over every
+// SBP_UPDATE_ROW_GROUPS-th drawn row: a thread has B / 8 reads to wait on, not B, and all
+// of a step's rows are in flight at once even when the columns are too few to fill the
+// device. The groups' sums are added in a fixed order (the same on every run).
 template <typename real>
 __global__ void sbp_update(
         KERNEL_VALUE_PARAMETERS, SBP_COLUMN_PARAMETERS, const long long* __restrict__ drawn,
@@ -181,37 +188,49 @@ __global__ void sbp_update(
         double* __restrict__ holdout, double* __restrict__ holdout_sum, long long holdout_stride, int batch,
         long long train_stride, const SBPShape* __restrict__ shapes, const double* __restrict__ schedule,
         const long long* __restrict__ position, int offset) {
+    __shared__ double group_sums[SBP_UPDATE_ROW_GROUPS][SBP_UPDATE_COLUMNS];
     const KernelValues<real> kernel_values = KERNEL_VALUES_FROM_PARAMETERS;
     const SBPColumns columns = SBP_COLUMNS_FROM_PARAMETERS;
-    const int p = blockIdx.y;
+    const int p = blockIdx.y, lane = threadIdx.x, group = threadIdx.y;
     const SBPShape shape = shapes[p];
-    if (!shape.active) return;
+    if (!shape.active) return;  // the whole block
     const long long first = (long long)p * batch, n_train = shape.n_train, n_total = n_train + shape.n_holdout;
     const double* y = labels + p * train_stride;
     const double eta = gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[1] * shape.eta_scale;
     const double factor = factors[p];
-    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n_total;
-         j += (long long)gridDim.x * blockDim.x) {
-        const long long column = columns(p, j < n_train ? j : train_stride + j - n_train);
+    // Every thread of the block runs the same iterations: the barriers see the whole block.
+    for (long long base = blockIdx.x * (long long)SBP_UPDATE_COLUMNS; base < n_total;
+         base += (long long)gridDim.x * SBP_UPDATE_COLUMNS) {
+        const long long j = base + lane;
         double g = 0.0;
-        for (int b = 0; b < batch; ++b) {
-            const long long i = drawn[first + b];
-            g += y[i] * kernel_values(first + b, columns(p, i), column);
+        if (j < n_total) {
+            const long long column = columns(p, j < n_train ? j : train_stride + j - n_train);
+            for (int b = group; b < batch; b += SBP_UPDATE_ROW_GROUPS) {
+                const long long i = drawn[first + b];
+                g += y[i] * kernel_values(first + b, columns(p, i), column);
+            }
         }
-        g /= (double)batch;
-        if (j < n_train) {
-            const long long at = p * train_stride + j;
-            const double c = (responses[at] + eta * y[j] * g) * factor;
-            responses[at] = c;
-            response_sum[at] += c;
-            const double a = alpha[at] * factor;
-            alpha[at] = a;
-            alpha_sum[at] += a;
-        } else {
-            const long long v = p * holdout_stride + j - n_train;
-            const double h = (holdout[v] + eta * g) * factor;
-            holdout[v] = h;
-            holdout_sum[v] += h;
+        group_sums[group][lane] = g;
+        __syncthreads();
+        if (group == 0 && j < n_total) {
+            g = 0.0;
+            for (int r = 0; r < SBP_UPDATE_ROW_GROUPS; ++r) g += group_sums[r][lane];
+            g /= (double)batch;
+            if (j < n_train) {
+                const long long at = p * train_stride + j;
+                const double c = (responses[at] + eta * y[j] * g) * factor;
+                responses[at] = c;
+                response_sum[at] += c;
+                const double a = alpha[at] * factor;
+                alpha[at] = a;
+                alpha_sum[at] += a;
+            } else {
+                const long long v = p * holdout_stride + j - n_train;
+                const double h = (holdout[v] + eta * g) * factor;
+                holdout[v] = h;
+                holdout_sum[v] += h;
+            }
         }
+        __syncthreads();  // group_sums is written again by the next columns
     }
 }

@@ -50,6 +50,7 @@ from ._problem import PREFETCH_MAX_COVERED, LocalModel
 _THREADS = 256
 _TILE_ROWS = 2048  # SBP_TILE_ROWS in sbp.cu
 _DRAWS_PER_BLOCK = 8  # SBP_DRAWS_PER_BLOCK in sbp.cu
+_UPDATE_BLOCK = (32, 8)  # SBP_UPDATE_COLUMNS, SBP_UPDATE_ROW_GROUPS in sbp.cu
 
 
 class DeviceSBPLaunches:
@@ -106,7 +107,7 @@ class DeviceSBPLaunches:
         dtype = self.kernel_values[0].dtype
         norm_step = get_cuda_kernel("sbp.cu", "sbp_norm_step", dtype)
         update = get_cuda_kernel("sbp.cu", "sbp_update", dtype)
-        update_blocks = max(1, min(65535, -(-(width + self.H.shape[1]) // _THREADS)))
+        update_blocks = max(1, min(65535, -(-(width + self.H.shape[1]) // _UPDATE_BLOCK[0])))
         values = (*self.kernel_values, self.column_rows, self.column_stride)
         for offset in range(length):
             at = self.blocks.at(offset)
@@ -158,7 +159,7 @@ class DeviceSBPLaunches:
             launch(
                 update,
                 (update_blocks, k),
-                (_THREADS,),
+                _UPDATE_BLOCK,
                 (
                     *values,
                     self.drawn,
