@@ -1,5 +1,7 @@
 // Stochastic Batch Perceptron steps on the GPU, every problem in each launch
 // (gpusvm/solvers/sbp/_cuda.py). After the water level (sbp_level.cu), a step is:
+//   sbp_count_and_draw (k): for problems of at most 32,768 rows, the count and the draw
+//                      below in one launch, a block a problem; else:
 //   sbp_count_covered  (tiles, k): the rows at or under their basin's edge, per tile;
 //   sbp_draw           (draws / 8, k): B rows per problem, uniformly among the covered
 //                      ones in index order, one warp a draw, from the shared random
@@ -27,6 +29,9 @@
 
 #define SBP_TILE_ROWS 2048
 #define SBP_DRAWS_PER_BLOCK 8  // one warp a draw
+#define SBP_ONE_BLOCK_THREADS 1024                         // sbp_count_and_draw's block
+#define SBP_ONE_BLOCK_CHUNKS SBP_ONE_BLOCK_THREADS          // chunks of 32 rows: one a thread in its scan
+#define SBP_ONE_BLOCK_ROWS (32 * SBP_ONE_BLOCK_CHUNKS)      // 32,768
 #define SBP_UPDATE_COLUMNS 32     // sbp_update's block: a warp of columns (threadIdx.x)...
 #define SBP_UPDATE_ROW_GROUPS 8   // ... by warps over every 8th drawn row (threadIdx.y)
 
@@ -137,6 +142,79 @@ extern "C" __global__ void sbp_draw(
         }
         r -= here;
     }
+}
+
+// Problems of at most SBP_ONE_BLOCK_ROWS training rows: the count and the draws in one
+// launch, a block of SBP_ONE_BLOCK_THREADS a problem, with no other block to wait for.
+// Each warp ballots chunks of 32 rows (the covered ones' bits) into shared memory in one
+// pass, the block scans the chunks' counts, and draw b finds the chunk that holds its
+// r-th covered row by a binary search over the scan, and the row among the chunk's bits:
+// the row sbp_draw draws, with no read of the responses after the pass. (Inline: the CPU
+// emulation of CUDA keeps every __shared__ of a source in inline functions or in plain
+// ones, not both.)
+__device__ inline void sbp_count_and_draw_block(
+        const double* __restrict__ responses, const double* __restrict__ labels, long long stride, int two_basins,
+        const SBPShape* __restrict__ shapes, const SBPLevelState* __restrict__ states,
+        const double* __restrict__ schedule, const long long* __restrict__ position, int offset, int batch,
+        long long* __restrict__ drawn) {
+    __shared__ unsigned int covered_bits[SBP_ONE_BLOCK_CHUNKS];  // chunk i: rows 32 i to 32 i + 31
+    __shared__ int covered_before[SBP_ONE_BLOCK_CHUNKS];         // covered rows in the chunks before
+    __shared__ long long warp_before[32], covered_total;
+    const int p = blockIdx.x;
+    const SBPShape shape = shapes[p];
+    if (!shape.active) return;  // the whole block
+    const int n = (int)shape.n_train, chunks = (n + 31) / 32;  // n <= SBP_ONE_BLOCK_ROWS (the launcher's check)
+    const SBPEdges edges(states + p);
+    const double* c = responses + p * stride;
+    const double* y = labels + p * stride;
+    const unsigned lane = threadIdx.x & 31u;
+    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, t = threadIdx.x;
+    for (int chunk = warp; chunk < chunks; chunk += warps) {  // a whole warp a chunk
+        const long long j = 32LL * chunk + lane;
+        const unsigned bits = __ballot_sync(0xffffffffu, j < n && sbp_covered(c, y, j, two_basins, edges));
+        if (lane == 0) covered_bits[chunk] = bits;
+    }
+    __syncthreads();
+    // Exclusive scan of the chunks' counts, a chunk a thread (chunks <= blockDim.x).
+    const long long count = t < chunks ? __popc(covered_bits[t]) : 0;
+    const long long through = sbp_warp_scan(count, lane);
+    if (lane == 31) warp_before[warp] = through;  // the warp's total, for now
+    __syncthreads();
+    if (warp == 0) {
+        const long long total = lane < (unsigned)warps ? warp_before[lane] : 0;
+        const long long running = sbp_warp_scan(total, lane);
+        warp_before[lane] = running - total;
+        if (lane == 31) covered_total = running;
+    }
+    __syncthreads();
+    if (t < chunks) covered_before[t] = (int)(warp_before[warp] + through - count);
+    __syncthreads();
+    const unsigned long long step = (unsigned long long)gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[0];
+    for (int b = t; b < batch; b += blockDim.x) {
+        const long long r = gpusvm_random_index(shape.seed, step, shape.first_lane + b, (unsigned long long)covered_total);
+        // The last chunk with covered_before <= r holds it: an empty chunk there would
+        // leave the same count to the next one, or to the total (> r) at the end.
+        int low = 0, high = chunks - 1;
+        while (low < high) {
+            const int middle = (low + high + 1) / 2;
+            if (covered_before[middle] <= r) low = middle;
+            else high = middle - 1;
+        }
+        unsigned bits = covered_bits[low];
+        for (long long skip = r - covered_before[low]; skip > 0; --skip) bits &= bits - 1u;  // drop the lowest
+        drawn[(long long)p * batch + b] = 32LL * low + __popc((bits & -bits) - 1u);  // the lowest left
+    }
+}
+
+// One block (SBP_ONE_BLOCK_THREADS) per problem (blockIdx.x): sbp_count_covered and
+// sbp_draw in one launch, for problems of at most SBP_ONE_BLOCK_ROWS training rows.
+extern "C" __global__ void sbp_count_and_draw(
+        const double* __restrict__ responses, const double* __restrict__ labels, long long stride, int two_basins,
+        const SBPShape* __restrict__ shapes, const SBPLevelState* __restrict__ states,
+        const double* __restrict__ schedule, const long long* __restrict__ position, int offset, int batch,
+        long long* __restrict__ drawn) {
+    sbp_count_and_draw_block(responses, labels, stride, two_basins, shapes, states, schedule, position, offset, batch,
+                             drawn);
 }
 
 // One block per problem (blockIdx.x); rows of width `stride`.
