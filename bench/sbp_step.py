@@ -11,14 +11,25 @@ records where the stepper read its kernel values (``kernel_values_source``: 'mat
 resident on the device; 'cache', a row cache, the host's always; 'products', computed
 each step), which is what the budget asked for gave:
 
-* **bandwidth**: the bytes a step cannot avoid over the machine's measured copy
-  bandwidth. Per problem and training row, the level's pass over the responses and
-  labels (16 bytes) and the update's read and write of the response, its sum, alpha and
-  its sum, and the label (72 bytes); then the kernel values of the drawn rows, ``k B``
-  rows of ``n`` values in X's dtype from the matrix (or a cache that always hits), or,
-  computed, one pass over X plus the ``k B`` rows of inner products written and read.
-* **latency**: one CUDA graph launch (the whole step replayed as one), measured on the
-  device; none on the host.
+* **bandwidth**: the bytes a step cannot avoid over the card's peak memory bandwidth.
+  Per problem and training row, the level's pass over the responses and labels (16
+  bytes) and the update's read and write of the response, its sum, alpha and its sum,
+  and the label (72 bytes); then the kernel values of the drawn rows, ``k B`` rows of
+  ``n`` values in X's dtype from the matrix (or a cache that always hits), or, computed,
+  one pass over X plus the ``k B`` rows of inner products written and read. The peak is
+  ``--bandwidth`` (bytes a second), else the data sheet's figure for the device's name
+  (:data:`PEAK_BANDWIDTH`: H100 SXM 3.35e12, H200 4.8e12...), else (the host, or a card
+  not in the table) the copy bandwidth measured here (which says so: ``bandwidth_source``).
+* **graph node**: the step's kernel launches (counted from the stepper's own launch
+  sequence, ``launches``) times the latency of one kernel node of a CUDA graph, taken as
+  ``--node-us`` microseconds (2 by default). An assumption, not a measurement: a node of
+  a replayed graph that waits on the one before it costs about 2 us from one kernel's end
+  to the next one's start on recent cards; the step's launches depend each on the one
+  before, so none of them overlap. None on the host. A host callback of the step (the
+  row cache's look-up, the drawn rows' products) counts as one node, which it exceeds.
+
+``x floor`` is the step's time over the larger floor. The measured latency of one launch
+of a one-node graph is recorded too (``graph_launch_seconds``), to check the assumption.
 
 Data: rows drawn from Gaussian blobs, one per class (dense: 64 float32 features;
 sparse: 4,096 float32 columns, about 2% of them nonzero, built from NumPy arrays: see
@@ -28,7 +39,8 @@ picks dense rows, sparse rows or both (the default); a run of one kind writes
 ``sbp_step_dense`` or ``sbp_step_sparse`` results, beside the full run's.
 
     python bench/sbp_step.py [--backends numpy cupy] [--rows 10000 100000 1000000]
-                             [--kernel-values matrix rows cache] [--data dense sparse] [--quick]
+                             [--kernel-values matrix rows cache] [--data dense sparse]
+                             [--bandwidth BYTES_PER_S] [--node-us 2] [--quick]
 """
 
 from __future__ import annotations
@@ -42,7 +54,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, median, report, timed_run  # noqa: E402
+from _common import TimeLimit, gpu_facts, median, report, timed_run  # noqa: E402
 from roofline import copy_bandwidth  # noqa: E402
 
 from gpusvm._backend import get_namespace  # noqa: E402
@@ -50,6 +62,18 @@ from gpusvm._validation import one_vs_rest_targets, to_backend  # noqa: E402
 from gpusvm.solvers.sbp import NumpySBPSteps, SBPProblem, run_step_block  # noqa: E402
 
 BATCH_SIZE = 64
+# Peak memory bandwidth (bytes a second, the data sheets) by a piece of the device's name,
+# most specific first: the first piece found in the name gives the card's figure.
+PEAK_BANDWIDTH = (
+    ("H200", 4.8e12),
+    ("H100 NVL", 3.9e12),
+    ("H100 PCIe", 2.0e12),
+    ("H100", 3.35e12),  # SXM, HBM3
+    ("A100-SXM4-80GB", 2.039e12),
+    ("A100 80GB PCIe", 1.935e12),
+    ("A100", 1.555e12),  # 40 GB
+)
+GRAPH_NODE_US = 2.0  # assumed latency of one dependent kernel node of a replayed graph
 RESPONSE_BYTES = 16 + 72  # per problem and training row: the level's pass, the update's
 DENSE_FEATURES, SPARSE_COLUMNS, SPARSE_DENSITY = 64, 4096, 0.02
 PATTERN_ROWS = 100_000  # sparse rows whose pattern is drawn at once (bounded memory)
@@ -167,6 +191,36 @@ def floor_bytes(problem, kernel_values):
     return k * n * RESPONSE_BYTES + value_bytes
 
 
+def peak_bandwidth(device_name):
+    """The data sheet's bandwidth of the card named ``device_name`` (bytes a second), or None."""
+    for piece, bandwidth in PEAK_BANDWIDTH:
+        if piece.lower() in device_name.lower():
+            return bandwidth
+    return None
+
+
+def step_bandwidth(backend, given):
+    """Bytes a second for the bandwidth floor and where they come from: ``given``
+    (``--bandwidth``), the table by the device's name, else the copy measured here."""
+    if given is not None:
+        return given, "--bandwidth"
+    if backend == "cupy":
+        name = (gpu_facts() or {}).get("name", "")
+        if peak_bandwidth(name) is not None:
+            return peak_bandwidth(name), f"peak of {name}"
+    return copy_bandwidth(backend), f"measured copy on {backend}"
+
+
+def launches_per_step(steps):
+    """Kernel launches of one step of a device stepper (host callbacks count one each),
+    counted from its launch sequence without running it; None on the host."""
+    if not hasattr(steps, "_launch_steps"):
+        return None
+    launches = []
+    steps._launch_steps(1, lambda kernel, grid, block, args: launches.append(kernel))
+    return len(launches)
+
+
 def graph_launch_seconds():
     """Seconds of one launch of a captured CUDA graph of one small kernel, or None."""
     import cupy
@@ -192,7 +246,7 @@ def graph_launch_seconds():
     return timed_run(launch_all, "cupy") / launches
 
 
-def measure_step(X, labels, n_classes, kernel_values, backend, bandwidth, latency, timed):
+def measure_step(X, labels, n_classes, kernel_values, backend, bandwidth, node_seconds, timed):
     """A result row: the step's time on ``X`` beside its floors; None (and a line saying
     so) where ``kernel_values`` cannot be had (:func:`make_steps`)."""
     n = X.shape[0]
@@ -203,6 +257,8 @@ def measure_step(X, labels, n_classes, kernel_values, backend, bandwidth, latenc
         return None
     seconds = seconds_per_step(steps, backend, warm_up=max(3, timed // 10), timed=timed)
     bandwidth_floor = floor_bytes(problem, kernel_values) / bandwidth
+    launches = launches_per_step(steps)
+    node_floor = None if launches is None else launches * node_seconds
     return {
         "backend": backend,
         "rows": n,
@@ -214,8 +270,9 @@ def measure_step(X, labels, n_classes, kernel_values, backend, bandwidth, latenc
         "rows_computed": int(steps.kernel_rows_computed),
         "step_ms": seconds * 1e3,
         "bandwidth_floor_ms": bandwidth_floor * 1e3,
-        "latency_floor_ms": None if latency is None else latency * 1e3,
-        "times_floor": seconds / max(bandwidth_floor, latency or 0.0),
+        "launches": launches,
+        "graph_node_floor_ms": None if node_floor is None else node_floor * 1e3,
+        "times_floor": seconds / max(bandwidth_floor, node_floor or 0.0),
     }
 
 
@@ -233,16 +290,26 @@ def main():
         help="dense rows, sparse rows or both (sparse rows take seconds to build at 1e6)",
     )
     parser.add_argument("--steps", type=int, default=None, help="steps timed (default: 200 on cupy, 10 on numpy)")
+    parser.add_argument(
+        "--bandwidth",
+        type=float,
+        default=None,
+        help="peak memory bandwidth in bytes a second (default: the card's from a table by its name, "
+        "else the copy bandwidth measured here)",
+    )
+    parser.add_argument(
+        "--node-us", type=float, default=GRAPH_NODE_US, help="assumed microseconds of one dependent graph node"
+    )
     parser.add_argument("--quick", action="store_true", help="2,000 rows, 1 and 10 classes (a smoke run)")
     args = parser.parse_args()
     rows = [2_000] if args.quick else args.rows
     class_counts = [1, 10] if args.quick else args.classes
-    results, bandwidths, latencies = [], {}, {}
+    results, bandwidths, sources, latencies = [], {}, {}, {}
     with TimeLimit() as limit:
         for backend in args.backends:
-            bandwidths[backend] = copy_bandwidth(backend)
+            bandwidths[backend], sources[backend] = step_bandwidth(backend, args.bandwidth)
             latencies[backend] = graph_launch_seconds() if backend == "cupy" else None
-            print(f"{backend}: copy bandwidth {bandwidths[backend] / 1e9:.1f} GB/s", flush=True)
+            print(f"{backend}: bandwidth {bandwidths[backend] / 1e9:.1f} GB/s ({sources[backend]})", flush=True)
             kinds = [kind == "sparse" for kind in DATA if kind in args.data]
             for n, sparse, n_classes in itertools.product(rows, kinds, class_counts):
                 X, labels = make_rows(n, n_classes, sparse)
@@ -254,7 +321,7 @@ def main():
                         kernel_values,
                         backend,
                         bandwidths[backend],
-                        latencies[backend],
+                        args.node_us * 1e-6,
                         args.steps or (200 if backend == "cupy" else 10),
                     )
                     if row is not None:
@@ -270,16 +337,18 @@ def main():
         ("rows computed", "rows_computed", ","),
         ("step ms", "step_ms", ".3f"),
         ("bandwidth floor ms", "bandwidth_floor_ms", ".4f"),
-        ("latency floor ms", "latency_floor_ms", ".4f"),
+        ("launches", "launches", ""),
+        ("graph node floor ms", "graph_node_floor_ms", ".4f"),
         ("x floor", "times_floor", ".1f"),
     ]
-    copy_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s" for b, v in bandwidths.items())
+    bandwidth_line = ", ".join(f"{b} {v / 1e9:.1f} GB/s ({sources[b]})" for b, v in bandwidths.items())
     extra = [values for values in args.kernel_values if values not in ("matrix", "rows")]
     extra += [kind for kind in DATA if set(args.data) == {kind}]  # one kind of rows: not the full run's file
     report(
         "_".join(["sbp_step", *extra]),
         args.backends,
-        title=f"# The SBP step against its floor (batch {BATCH_SIZE}, rbf, with the bias; copy bandwidth: {copy_line})",
+        title=f"# The SBP step against its floors (batch {BATCH_SIZE}, rbf, with the bias; bandwidth: {bandwidth_line};"
+        f" {args.node_us:g} us a graph node, assumed)",
         columns=columns,
         payload={
             "dataset": {
@@ -294,7 +363,9 @@ def main():
                 "kernel_values": args.kernel_values,
                 "cache_fraction": 1 / CACHE_FRACTION,
                 "quick": args.quick,
-                "copy_bandwidth_bytes_per_s": bandwidths,
+                "bandwidth_bytes_per_s": bandwidths,
+                "bandwidth_source": sources,
+                "graph_node_seconds_assumed": args.node_us * 1e-6,
                 "graph_launch_seconds": latencies,
             },
             "results": results,

@@ -29,6 +29,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_water_level.py::test_gpu_bias_version_agrees_with_oracle"              # sbp_level.cu
   "tests/test_water_level.py::test_device_levels_of_many_problems_follow_drifting_responses[3.0-True]"
   "tests/test_water_level.py::test_device_levels_read_each_problems_own_rows_and_skip_stopped_ones[True]"
+  "tests/test_water_level.py::test_device_levels_sort_windows_of_every_width[True]"  # windows near LEVEL_WINDOW
   "tests/test_kernel_functions.py::test_kernel_block_matches_scikit_learn"            # kernel_functions.cu
   "tests/test_reliability.py::test_sparse_inner_products_match_dense_ones"            # wide sparse products
   "tests/test_pegasos.py::test_matches_reference[cupy-True-True-7-3]"                 # pegasos.cu
@@ -48,6 +49,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_sbp.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-False-cache]"  # device row cache
   "tests/test_sbp.py::test_device_row_cache_computes_a_large_miss_in_products_of_bounded_memory"  # ... in bounded products
   "tests/test_sbp.py::test_device_drawn_row_products_in_blocks_of_bounded_memory"  # drawn rows' products, bounded
+  "tests/test_sbp.py::test_device_draws_in_one_block_and_by_tiles_are_the_same_rows[True]"  # both draws
   "tests/test_sbp.py::test_device_pair_steps_match_the_host_pairs[replay-True-matrix]"  # one-vs-one pairs together
   "tests/test_sbp.py::test_device_pair_steps_match_the_host_pairs[replay-False-cache]"   # ... from a row cache
   "tests/test_kernel_pegasos.py::test_counts_match_reference[cupy-3-4]"                # kernel_pegasos.cu

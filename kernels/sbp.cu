@@ -1,5 +1,7 @@
 // Stochastic Batch Perceptron steps on the GPU, every problem in each launch
 // (gpusvm/solvers/sbp/_cuda.py). After the water level (sbp_level.cu), a step is:
+//   sbp_count_and_draw (k): for problems of at most 32,768 rows, the count and the draw
+//                      below in one launch, a block a problem; else:
 //   sbp_count_covered  (tiles, k): the rows at or under their basin's edge, per tile;
 //   sbp_draw           (draws / 8, k): B rows per problem, uniformly among the covered
 //                      ones in index order, one warp a draw, from the shared random
@@ -8,9 +10,10 @@
 //   sbp_norm_step      (k): ||w||^2 after the step, from the old responses at the drawn
 //                      rows and the B x B kernel values among them; adds eta / B to
 //                      their alpha; the projection factor;
-//   sbp_update         (blocks, k): one thread per column: the combined kernel row
-//                      g_j = 1/B sum_b y_b K(x_b, x_j), fused with the response update
-//                      c_j += eta y_j g_j, the projection and the running sums.
+//   sbp_update         (blocks, k) of (32, 8): a thread per column and group of drawn
+//                      rows: the combined kernel row g_j = 1/B sum_b y_b K(x_b, x_j),
+//                      fused with the response update c_j += eta y_j g_j, the
+//                      projection and the running sums.
 // Each problem's columns, step size and stream are an SBPShape (sbp_level.cuh): the
 // one-vs-rest problems of a fit share every row of X; the one-vs-one pairs each have
 // their two classes' rows, found through a table of rows (SBPColumns), and a stopped
@@ -26,6 +29,11 @@
 
 #define SBP_TILE_ROWS 2048
 #define SBP_DRAWS_PER_BLOCK 8  // one warp a draw
+#define SBP_ONE_BLOCK_THREADS 1024                         // sbp_count_and_draw's block
+#define SBP_ONE_BLOCK_CHUNKS SBP_ONE_BLOCK_THREADS          // chunks of 32 rows: one a thread in its scan
+#define SBP_ONE_BLOCK_ROWS (32 * SBP_ONE_BLOCK_CHUNKS)      // 32,768
+#define SBP_UPDATE_COLUMNS 32     // sbp_update's block: a warp of columns (threadIdx.x)...
+#define SBP_UPDATE_ROW_GROUPS 8   // ... by warps over every 8th drawn row (threadIdx.y)
 
 #define SBP_SCHEDULE_COLUMNS 2  // t, eta_t (times each problem's eta_scale)
 
@@ -136,6 +144,79 @@ extern "C" __global__ void sbp_draw(
     }
 }
 
+// Problems of at most SBP_ONE_BLOCK_ROWS training rows: the count and the draws in one
+// launch, a block of SBP_ONE_BLOCK_THREADS a problem, with no other block to wait for.
+// Each warp ballots chunks of 32 rows (the covered ones' bits) into shared memory in one
+// pass, the block scans the chunks' counts, and draw b finds the chunk that holds its
+// r-th covered row by a binary search over the scan, and the row among the chunk's bits:
+// the row sbp_draw draws, with no read of the responses after the pass. (Inline: the CPU
+// emulation of CUDA keeps every __shared__ of a source in inline functions or in plain
+// ones, not both.)
+__device__ inline void sbp_count_and_draw_block(
+        const double* __restrict__ responses, const double* __restrict__ labels, long long stride, int two_basins,
+        const SBPShape* __restrict__ shapes, const SBPLevelState* __restrict__ states,
+        const double* __restrict__ schedule, const long long* __restrict__ position, int offset, int batch,
+        long long* __restrict__ drawn) {
+    __shared__ unsigned int covered_bits[SBP_ONE_BLOCK_CHUNKS];  // chunk i: rows 32 i to 32 i + 31
+    __shared__ int covered_before[SBP_ONE_BLOCK_CHUNKS];         // covered rows in the chunks before
+    __shared__ long long warp_before[32], covered_total;
+    const int p = blockIdx.x;
+    const SBPShape shape = shapes[p];
+    if (!shape.active) return;  // the whole block
+    const int n = (int)shape.n_train, chunks = (n + 31) / 32;  // n <= SBP_ONE_BLOCK_ROWS (the launcher's check)
+    const SBPEdges edges(states + p);
+    const double* c = responses + p * stride;
+    const double* y = labels + p * stride;
+    const unsigned lane = threadIdx.x & 31u;
+    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, t = threadIdx.x;
+    for (int chunk = warp; chunk < chunks; chunk += warps) {  // a whole warp a chunk
+        const long long j = 32LL * chunk + lane;
+        const unsigned bits = __ballot_sync(0xffffffffu, j < n && sbp_covered(c, y, j, two_basins, edges));
+        if (lane == 0) covered_bits[chunk] = bits;
+    }
+    __syncthreads();
+    // Exclusive scan of the chunks' counts, a chunk a thread (chunks <= blockDim.x).
+    const long long count = t < chunks ? __popc(covered_bits[t]) : 0;
+    const long long through = sbp_warp_scan(count, lane);
+    if (lane == 31) warp_before[warp] = through;  // the warp's total, for now
+    __syncthreads();
+    if (warp == 0) {
+        const long long total = lane < (unsigned)warps ? warp_before[lane] : 0;
+        const long long running = sbp_warp_scan(total, lane);
+        warp_before[lane] = running - total;
+        if (lane == 31) covered_total = running;
+    }
+    __syncthreads();
+    if (t < chunks) covered_before[t] = (int)(warp_before[warp] + through - count);
+    __syncthreads();
+    const unsigned long long step = (unsigned long long)gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[0];
+    for (int b = t; b < batch; b += blockDim.x) {
+        const long long r = gpusvm_random_index(shape.seed, step, shape.first_lane + b, (unsigned long long)covered_total);
+        // The last chunk with covered_before <= r holds it: an empty chunk there would
+        // leave the same count to the next one, or to the total (> r) at the end.
+        int low = 0, high = chunks - 1;
+        while (low < high) {
+            const int middle = (low + high + 1) / 2;
+            if (covered_before[middle] <= r) low = middle;
+            else high = middle - 1;
+        }
+        unsigned bits = covered_bits[low];
+        for (long long skip = r - covered_before[low]; skip > 0; --skip) bits &= bits - 1u;  // drop the lowest
+        drawn[(long long)p * batch + b] = 32LL * low + __popc((bits & -bits) - 1u);  // the lowest left
+    }
+}
+
+// One block (SBP_ONE_BLOCK_THREADS) per problem (blockIdx.x): sbp_count_covered and
+// sbp_draw in one launch, for problems of at most SBP_ONE_BLOCK_ROWS training rows.
+extern "C" __global__ void sbp_count_and_draw(
+        const double* __restrict__ responses, const double* __restrict__ labels, long long stride, int two_basins,
+        const SBPShape* __restrict__ shapes, const SBPLevelState* __restrict__ states,
+        const double* __restrict__ schedule, const long long* __restrict__ position, int offset, int batch,
+        long long* __restrict__ drawn) {
+    sbp_count_and_draw_block(responses, labels, stride, two_basins, shapes, states, schedule, position, offset, batch,
+                             drawn);
+}
+
 // One block per problem (blockIdx.x); rows of width `stride`.
 template <typename real>
 __global__ void sbp_norm_step(
@@ -170,9 +251,13 @@ __global__ void sbp_norm_step(
         atomicAdd(&alpha[p * n + drawn[first + b]], eta / (double)batch);
 }
 
-// Columns j of the problem's n_train + n_holdout (grid-stride over blockIdx.x) of
-// problem blockIdx.y: training rows of width `train_stride`, holdout rows of width
-// `holdout_stride`.
+// Columns j of the problem's n_train + n_holdout (grid-stride over blockIdx.x, 32 a
+// block) of problem blockIdx.y: training rows of width `train_stride`, holdout rows of
+// width `holdout_stride`. A block is 32 columns (threadIdx.x: a warp reads 32 consecutive
+// values of a kernel row) by SBP_UPDATE_ROW_GROUPS warps (threadIdx.y), each over every
+// SBP_UPDATE_ROW_GROUPS-th drawn row: a thread has B / 8 reads to wait on, not B, and all
+// of a step's rows are in flight at once even when the columns are too few to fill the
+// device. The groups' sums are added in a fixed order (the same on every run).
 template <typename real>
 __global__ void sbp_update(
         KERNEL_VALUE_PARAMETERS, SBP_COLUMN_PARAMETERS, const long long* __restrict__ drawn,
@@ -181,37 +266,49 @@ __global__ void sbp_update(
         double* __restrict__ holdout, double* __restrict__ holdout_sum, long long holdout_stride, int batch,
         long long train_stride, const SBPShape* __restrict__ shapes, const double* __restrict__ schedule,
         const long long* __restrict__ position, int offset) {
+    __shared__ double group_sums[SBP_UPDATE_ROW_GROUPS][SBP_UPDATE_COLUMNS];
     const KernelValues<real> kernel_values = KERNEL_VALUES_FROM_PARAMETERS;
     const SBPColumns columns = SBP_COLUMNS_FROM_PARAMETERS;
-    const int p = blockIdx.y;
+    const int p = blockIdx.y, lane = threadIdx.x, group = threadIdx.y;
     const SBPShape shape = shapes[p];
-    if (!shape.active) return;
+    if (!shape.active) return;  // the whole block
     const long long first = (long long)p * batch, n_train = shape.n_train, n_total = n_train + shape.n_holdout;
     const double* y = labels + p * train_stride;
     const double eta = gpusvm_schedule_row(schedule, SBP_SCHEDULE_COLUMNS, position, offset)[1] * shape.eta_scale;
     const double factor = factors[p];
-    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n_total;
-         j += (long long)gridDim.x * blockDim.x) {
-        const long long column = columns(p, j < n_train ? j : train_stride + j - n_train);
+    // Every thread of the block runs the same iterations: the barriers see the whole block.
+    for (long long base = blockIdx.x * (long long)SBP_UPDATE_COLUMNS; base < n_total;
+         base += (long long)gridDim.x * SBP_UPDATE_COLUMNS) {
+        const long long j = base + lane;
         double g = 0.0;
-        for (int b = 0; b < batch; ++b) {
-            const long long i = drawn[first + b];
-            g += y[i] * kernel_values(first + b, columns(p, i), column);
+        if (j < n_total) {
+            const long long column = columns(p, j < n_train ? j : train_stride + j - n_train);
+            for (int b = group; b < batch; b += SBP_UPDATE_ROW_GROUPS) {
+                const long long i = drawn[first + b];
+                g += y[i] * kernel_values(first + b, columns(p, i), column);
+            }
         }
-        g /= (double)batch;
-        if (j < n_train) {
-            const long long at = p * train_stride + j;
-            const double c = (responses[at] + eta * y[j] * g) * factor;
-            responses[at] = c;
-            response_sum[at] += c;
-            const double a = alpha[at] * factor;
-            alpha[at] = a;
-            alpha_sum[at] += a;
-        } else {
-            const long long v = p * holdout_stride + j - n_train;
-            const double h = (holdout[v] + eta * g) * factor;
-            holdout[v] = h;
-            holdout_sum[v] += h;
+        group_sums[group][lane] = g;
+        __syncthreads();
+        if (group == 0 && j < n_total) {
+            g = 0.0;
+            for (int r = 0; r < SBP_UPDATE_ROW_GROUPS; ++r) g += group_sums[r][lane];
+            g /= (double)batch;
+            if (j < n_train) {
+                const long long at = p * train_stride + j;
+                const double c = (responses[at] + eta * y[j] * g) * factor;
+                responses[at] = c;
+                response_sum[at] += c;
+                const double a = alpha[at] * factor;
+                alpha[at] = a;
+                alpha_sum[at] += a;
+            } else {
+                const long long v = p * holdout_stride + j - n_train;
+                const double h = (holdout[v] + eta * g) * factor;
+                holdout[v] = h;
+                holdout_sum[v] += h;
+            }
         }
+        __syncthreads();  // group_sums is written again by the next columns
     }
 }

@@ -125,18 +125,30 @@ __device__ inline void level_write(SBPLevelState* state, const LevelAnswer& a, d
     }
 }
 
-// Sorts the first `count` of each basin's values ascending (the rest set to +inf);
-// every thread of the block calls it.
-__device__ inline void level_sort(double (*values)[LEVEL_WINDOW], const long long* count) {
-    for (int i = threadIdx.x; i < 2 * LEVEL_WINDOW; i += blockDim.x) {
-        const int b = i / LEVEL_WINDOW, slot = i % LEVEL_WINDOW;
+// The sort's width: the least power of two at or above every basin's count (at most
+// LEVEL_WINDOW). A window usually holds about 2 x 2 LEVEL_HALF_RANKS values (its ranks'
+// span widened by half on each side), far fewer early on or with few rows, so sorting
+// this prefix instead of all LEVEL_WINDOW slots saves barrier stages and exchanges.
+__device__ inline int level_sort_width(const long long* count) {
+    int width = 1;
+    while (width < count[0] || width < count[1]) width <<= 1;
+    return width;
+}
+
+// Sorts the first `count` of each basin's values ascending, in the first `width` slots
+// (level_sort_width; the slots from count to width set to +inf): a bitonic network of
+// log2(width) (log2(width) + 1) / 2 stages. Every thread of the block calls it.
+__device__ inline void level_sort(double (*values)[LEVEL_WINDOW], const long long* count, int width) {
+    for (int i = threadIdx.x; i < 2 * width; i += blockDim.x) {
+        const int b = i / width, slot = i % width;
         if (slot >= count[b]) values[b][slot] = LEVEL_INF;
     }
-    for (int size = 2; size <= LEVEL_WINDOW; size <<= 1) {
+    const int pairs = width / 2;  // of a basin, per stage
+    for (int size = 2; size <= width; size <<= 1) {
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
             __syncthreads();
-            for (int pair = threadIdx.x; pair < LEVEL_WINDOW; pair += blockDim.x) {  // both basins
-                const int b = pair / (LEVEL_WINDOW / 2), half = pair % (LEVEL_WINDOW / 2);
+            for (int pair = threadIdx.x; pair < 2 * pairs; pair += blockDim.x) {  // both basins
+                const int b = pair / pairs, half = pair % pairs;
                 const int i = 2 * stride * (half / stride) + half % stride, j = i + stride;
                 const bool ascending = (i & size) == 0;
                 const double x = values[b][i], z = values[b][j];
@@ -160,7 +172,8 @@ __device__ inline double level_warp_scan(double value, unsigned lane) {
 }
 
 // In place: values[b][i] becomes the sum of values[b][0..i], for i < count[b]; every
-// thread of the block calls it. A block scan: each warp sums runs of 32 values by
+// thread of the block calls it. Runs past count[b] are skipped (they would add zeros
+// after every value that is read). A block scan: each warp sums runs of 32 values by
 // shuffles, one thread a basin adds up the runs' totals (64 a basin), and every value
 // gets the total of the runs before its own. A fixed order of additions, so the same
 // windows give the same sums on every run.
@@ -170,13 +183,14 @@ __device__ inline void level_prefix(double (*values)[LEVEL_WINDOW], const long l
     const int warps = blockDim.x >> 5;
     for (int base = (threadIdx.x >> 5) * 32; base < 2 * LEVEL_WINDOW; base += warps * 32) {
         const int b = base / LEVEL_WINDOW, slot = base % LEVEL_WINDOW + lane;  // a run lies in one basin
+        if (base % LEVEL_WINDOW >= count[b]) continue;  // a run past the basin's values (the whole warp)
         const double value = level_warp_scan(slot < count[b] ? values[b][slot] : 0.0, lane);
         if (slot < count[b]) values[b][slot] = value;
         if (lane == 31) run_before[base / 32] = value;  // the run's total, for now
     }
     __syncthreads();
-    if (threadIdx.x < 2) {
-        const int runs = LEVEL_WINDOW / 32, first = threadIdx.x * runs;
+    if (threadIdx.x < 2) {  // a dependent chain: only over the runs that hold values
+        const int first = threadIdx.x * (LEVEL_WINDOW / 32), runs = (int)((count[threadIdx.x] + 31) / 32);
         double running = 0.0;
         for (int r = first; r < first + runs; ++r) {
             const double total = run_before[r];
@@ -425,7 +439,7 @@ __device__ inline void level_solve(
             const int b = i / LEVEL_WINDOW, slot = i % LEVEL_WINDOW;
             if (slot < count[b]) values[b][slot] = window[b][slot];
         }
-        level_sort(values, count);
+        level_sort(values, count, level_sort_width(count));
         for (int i = threadIdx.x; i < 2 * LEVEL_WINDOW; i += blockDim.x) {
             const int b = i / LEVEL_WINDOW, slot = i % LEVEL_WINDOW;
             if (slot < count[b]) window[b][slot] = values[b][slot];  // sorted, beside their sums

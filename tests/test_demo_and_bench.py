@@ -287,8 +287,20 @@ def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():
         assert r["problems"] == (1 if r["classes"] == 1 else r["classes"])
         assert r["step_ms"] > 0 and r["bandwidth_floor_ms"] > 0
         assert r["times_floor"] == pytest.approx(r["step_ms"] / r["bandwidth_floor_ms"], rel=1e-9)
-        assert r["latency_floor_ms"] is None  # the host has no graph launch
+        assert r["launches"] is None and r["graph_node_floor_ms"] is None  # the host has no graph
         assert r["kernel_values_source"] == "cache"  # the host's row cache, whatever its size
+    assert payload["parameters"]["bandwidth_source"] == {"numpy": "measured copy on numpy"}
+
+
+def test_sbp_step_benchmark_takes_a_cards_peak_bandwidth_by_its_name(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from sbp_step import peak_bandwidth, step_bandwidth
+
+    assert peak_bandwidth("NVIDIA H100 80GB HBM3") == 3.35e12
+    assert peak_bandwidth("NVIDIA H100 PCIe") == 2.0e12
+    assert peak_bandwidth("NVIDIA H200") == 4.8e12
+    assert peak_bandwidth("Tesla T4") is None
+    assert step_bandwidth("numpy", 1e12) == (1e12, "--bandwidth")
 
 
 def test_sbp_step_benchmark_quick_runs_one_kind_of_rows(monkeypatch):

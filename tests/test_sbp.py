@@ -136,6 +136,36 @@ def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, 
         assert steps.row_cache.prefetched > 0
 
 
+@needs_device
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_device_draws_in_one_block_and_by_tiles_are_the_same_rows(rng, monkeypatch, fit_intercept):
+    """A step's draws in one launch (a block a problem, up to ONE_BLOCK_DRAW_ROWS rows:
+    chunks of 32 rows, a scan, a binary search) and by a count per tile of 2,048 rows then
+    the draws: the same rows at every step, from every tile of 4,500 rows, and the plain
+    algorithm's model."""
+    from gpusvm.solvers.sbp import _cuda
+
+    n_train, batch, n_steps = 4500, 16, 4
+    problem, K, targets = make_problem(
+        rng, "cupy", n_train=n_train, n_holdout=3, batch_size=batch, nu=0.3, fit_intercept=fit_intercept
+    )
+    drawn, models = {}, {}
+    for one_block_rows in (_cuda.ONE_BLOCK_DRAW_ROWS, 0):
+        monkeypatch.setattr(_cuda, "ONE_BLOCK_DRAW_ROWS", one_block_rows)
+        steps = _cuda.CupySBPSteps(problem, kernel_cache=0)  # the drawn rows' products: no n x n matrix
+        draws = []
+        for t in range(1, n_steps + 1):
+            steps.step(t, steps.eta0 / np.sqrt(t))
+            draws.append(steps.drawn.get())
+        drawn[one_block_rows > 0], models[one_block_rows > 0] = np.array(draws), steps.model(average=True)
+    np.testing.assert_array_equal(drawn[True], drawn[False])
+    assert {row // 2048 for row in drawn[True].ravel()} == {0, 1, 2}  # every tile
+    expected = reference_sbp(K, n_train, targets, problem.nu, batch, fit_intercept, problem.seed, n_steps)
+    for name, a, b, c in zip(("alpha", "responses", "holdout"), models[True], models[False], expected, strict=True):
+        np.testing.assert_array_equal(a.get(), b.get(), err_msg=name)
+        np.testing.assert_allclose(a.get(), c, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
 @pytest.mark.parametrize("nu", [0.0, 1e3])
 def test_extreme_nu_matches_plain_algorithm(rng, nu):
     """nu = 0 draws only the lowest responses; a huge nu floods every example."""

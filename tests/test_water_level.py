@@ -371,6 +371,40 @@ def test_device_levels_of_many_problems_follow_drifting_responses(two_basins, vo
 
 @needs_device
 @pytest.mark.parametrize("two_basins", [True, False])
+def test_device_levels_sort_windows_of_every_width(two_basins):
+    """Problems of a few to a few thousand rows in one search, so that their windows hold
+    from a handful of values to near the most one block sorts (the solve sorts only the
+    power of two above the fuller basin's count): each level as the oracle's."""
+    import cupy
+
+    from gpusvm.water_level._sbp_level_cuda import DeviceLevels, problem_table
+
+    rng = np.random.default_rng(5)
+    n_train = np.array([3000, 700, 90, 9])
+    k, width = n_train.size, int(n_train.max())
+    volumes = 0.05 * n_train
+    labels = np.where(rng.random((k, width)) < 0.5, 1.0, -1.0)
+    labels[:, :2] = [1.0, -1.0]
+    used = np.arange(width) < n_train[:, None]
+    sizes = [(int((row[:m] > 0).sum()), int((row[:m] < 0).sum())) for row, m in zip(labels, n_train, strict=True)]
+    levels = DeviceLevels(cupy.asarray(labels), sizes, two_basins, problems=problem_table(n_train, 0, volumes))
+    c = rng.normal(size=(k, width))
+    for step in range(4):
+        c = c + 0.01 * rng.standard_normal((k, width))
+        c[~used] = -1e9  # padding: would flood the level if it were read
+        levels.search(cupy.asarray(c))
+        got = np.column_stack([levels.level.get(), levels.bias.get(), levels.edges.get()])
+        for p in range(k):
+            m = n_train[p]
+            expected = oracle_levels(c[p : p + 1, :m], labels[p : p + 1, :m], volumes[p], two_basins)[0]
+            if not two_basins:
+                got[p, 3], expected[3] = 0.0, 0.0
+            np.testing.assert_allclose(got[p], expected, rtol=1e-9, atol=1e-9, err_msg=f"step {step}, problem {p}")
+    assert (levels.settled_by.get()[:, 0] >= 2).all()  # the small moves: by the windows
+
+
+@needs_device
+@pytest.mark.parametrize("two_basins", [True, False])
 def test_device_levels_read_each_problems_own_rows_and_skip_stopped_ones(two_basins):
     """Problems of different widths (one-vs-one pairs) in one search: each its own rows
     (padding of huge values never counts) and volume; a problem marked inactive keeps

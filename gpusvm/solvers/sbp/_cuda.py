@@ -5,10 +5,11 @@ The same algorithm as ``NumpySBPSteps`` (see ``_numpy.py``), with the state kept
 response anyway) and every array on the device.  Every launch covers all problems
 (one-vs-rest classes here, one-vs-one pairs in ``_pairs_cuda.py``) at once, so a
 step is a fixed number of launches whatever their number: the level search (four,
-``water_level/_sbp_level_cuda.py``), a count and a draw of the covered rows, then the norm step and
-the fused update.  Each problem's rows, volume, stream and step scale are its row of a
-problem table on the device (``SBPShape``), which :class:`DeviceSBPLaunches` passes to
-every launch.
+``water_level/_sbp_level_cuda.py``), the draw of the covered rows (one launch, a block a
+problem, up to ``ONE_BLOCK_DRAW_ROWS`` rows; else a count per tile, then the draw), then
+the norm step and the fused update.  Each problem's rows, volume, stream and step scale
+are its row of a problem table on the device (``SBPShape``), which
+:class:`DeviceSBPLaunches` passes to every launch.
 
 Kernel values come from, in order of preference:
 
@@ -50,6 +51,11 @@ from ._problem import PREFETCH_MAX_COVERED, LocalModel
 _THREADS = 256
 _TILE_ROWS = 2048  # SBP_TILE_ROWS in sbp.cu
 _DRAWS_PER_BLOCK = 8  # SBP_DRAWS_PER_BLOCK in sbp.cu
+_UPDATE_BLOCK = (32, 8)  # SBP_UPDATE_COLUMNS, SBP_UPDATE_ROW_GROUPS in sbp.cu
+_ONE_BLOCK_THREADS = 1024  # SBP_ONE_BLOCK_THREADS in sbp.cu
+# Training rows (the widest problem's) up to which a step counts and draws in one launch,
+# a block a problem (SBP_ONE_BLOCK_ROWS in sbp.cu); 0: always by tiles (a test's switch).
+ONE_BLOCK_DRAW_ROWS = 32 * _ONE_BLOCK_THREADS
 
 
 class DeviceSBPLaunches:
@@ -100,42 +106,16 @@ class DeviceSBPLaunches:
         """The launches of ``length`` steps (StepBlocks' ``launch_steps``)."""
         (k, width), batch = self.labels.shape, self.batch_size
         stride, holdout_width = np.int64(width), np.int64(self.H.shape[1])
-        two_basins = np.int32(self.two_basins)
-        count = get_cuda_kernel("sbp.cu", "sbp_count_covered")
-        draw = get_cuda_kernel("sbp.cu", "sbp_draw")
         dtype = self.kernel_values[0].dtype
         norm_step = get_cuda_kernel("sbp.cu", "sbp_norm_step", dtype)
         update = get_cuda_kernel("sbp.cu", "sbp_update", dtype)
-        update_blocks = max(1, min(65535, -(-(width + self.H.shape[1]) // _THREADS)))
+        update_blocks = max(1, min(65535, -(-(width + self.H.shape[1]) // _UPDATE_BLOCK[0])))
         values = (*self.kernel_values, self.column_rows, self.column_stride)
         for offset in range(length):
             at = self.blocks.at(offset)
             levels = self.step_levels
             levels.launch_search(self.C, launch)
-            launch(
-                count,
-                (self.n_tiles, k),
-                (_THREADS,),
-                (self.C, self.labels, stride, two_basins, self.problems, levels.state, self.tile_counts),
-            )
-            launch(
-                draw,
-                (-(-batch // _DRAWS_PER_BLOCK), k),
-                (32 * _DRAWS_PER_BLOCK,),
-                (
-                    self.C,
-                    self.labels,
-                    stride,
-                    two_basins,
-                    self.problems,
-                    levels.state,
-                    self.tile_counts,
-                    np.int64(self.n_tiles),
-                    *at,
-                    np.int32(batch),
-                    self.drawn,
-                ),
-            )
+            self._launch_draw(levels, at, launch)
             self._launch_kernel_rows(launch)
             launch(
                 norm_step,
@@ -158,7 +138,7 @@ class DeviceSBPLaunches:
             launch(
                 update,
                 (update_blocks, k),
-                (_THREADS,),
+                _UPDATE_BLOCK,
                 (
                     *values,
                     self.drawn,
@@ -177,6 +157,55 @@ class DeviceSBPLaunches:
                     *at,
                 ),
             )
+
+    def _launch_draw(self, levels, at, launch):
+        """Each problem's ``B`` draws among its covered rows: one launch, a block a problem,
+        when no problem has more than ``ONE_BLOCK_DRAW_ROWS`` training rows; else the
+        covered rows counted per tile, then the draws (two launches)."""
+        (k, width), batch = self.labels.shape, self.batch_size
+        stride, two_basins = np.int64(width), np.int32(self.two_basins)
+        if width <= ONE_BLOCK_DRAW_ROWS:
+            launch(
+                get_cuda_kernel("sbp.cu", "sbp_count_and_draw"),
+                (k,),
+                (_ONE_BLOCK_THREADS,),
+                (
+                    self.C,
+                    self.labels,
+                    stride,
+                    two_basins,
+                    self.problems,
+                    levels.state,
+                    *at,
+                    np.int32(batch),
+                    self.drawn,
+                ),
+            )
+            return
+        launch(
+            get_cuda_kernel("sbp.cu", "sbp_count_covered"),
+            (self.n_tiles, k),
+            (_THREADS,),
+            (self.C, self.labels, stride, two_basins, self.problems, levels.state, self.tile_counts),
+        )
+        launch(
+            get_cuda_kernel("sbp.cu", "sbp_draw"),
+            (-(-batch // _DRAWS_PER_BLOCK), k),
+            (32 * _DRAWS_PER_BLOCK,),
+            (
+                self.C,
+                self.labels,
+                stride,
+                two_basins,
+                self.problems,
+                levels.state,
+                self.tile_counts,
+                np.int64(self.n_tiles),
+                *at,
+                np.int32(batch),
+                self.drawn,
+            ),
+        )
 
     def _launch_kernel_rows(self, launch):
         """Whatever makes the drawn rows' kernel values readable (nothing: a resident matrix)."""
