@@ -179,13 +179,13 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         Device memory for the whole kernel matrix on the cupy backend: a float in
         [0, 1] is a fraction of the device's free memory when the fit starts ('auto':
         0.5; free memory counts what CuPy's pool holds unused), an int is bytes (0:
-        never). The rule, with ``B`` that budget in bytes and ``itemsize`` X's (4 for
-        float32, 8 for float64):
+        never). The rule, with ``B`` that budget in bytes and ``itemsize`` that of
+        ``kernel_dtype`` (4 for float32, 8 for float64):
 
         * ``n_train * n_rows * itemsize <= B`` (``n_train`` training rows by all
           ``n_rows`` rows, holdout included; about ``n**2 * itemsize``): the matrix is
-          computed once at the start (blocks of rows by matrix products, in X's dtype:
-          float32 X keeps float32 kernel values, accumulated in float64) and a step
+          computed once at the start (blocks of rows by matrix products, in
+          ``kernel_dtype``, accumulated in float64) and a step
           reads only its drawn rows;
         * else, when ``B >= 2 * problems * batch_size * n_rows * itemsize`` (twice a
           step's drawn rows): a cache of kernel rows there, with ``cache_size``'s
