@@ -52,6 +52,8 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_sbp.py::test_device_draws_in_one_block_and_by_tiles_are_the_same_rows[True]"  # both draws
   "tests/test_sbp.py::test_device_pair_steps_match_the_host_pairs[replay-True-matrix]"  # one-vs-one pairs together
   "tests/test_sbp.py::test_device_pair_steps_match_the_host_pairs[replay-False-cache]"   # ... from a row cache
+  "tests/test_sbp.py::test_default_models_agree_on_the_device_and_the_host_on_a_few_rows"  # float32 kernel values
+  "tests/test_sbp.py::test_device_history_says_where_the_kernel_values_came_from"  # distinct rows counted
   "tests/test_kernel_pegasos.py::test_counts_match_reference[cupy-3-4]"                # kernel_pegasos.cu
   "tests/test_kernel_pegasos.py::test_device_steps_in_blocks_give_the_host_model[replay-0-True]"  # computed rows, sparse
   "tests/test_streaming.py::test_online_streamed_fit_equals_fit_without_shuffle_and_partial_fit[cupy-2-FTRLClassifier]"

@@ -46,14 +46,16 @@ from ._backend import cupy_device_count, is_cupy_array, resolve_backend, to_nump
 from ._estimator.model_checks import InconsistentModel, check_model_parts
 from ._output_files import check_output_path, write_target
 from ._registry import SOLVERS, solver_name
+from .sbp import kernel_dtype_before_the_parameter
 from .solvers.online_logistic import OnlineState
 from .solvers.pegasos import PegasosState
 
 FORMAT = "gpusvm-model"
 FORMAT_VERSION = 1
 # Parameters added after files were written without them, with the value that gives the
-# behaviour those files' models were trained with.
-PARAMETERS_ADDED = {"SBPClassifier": {"multi_class": "ovr"}}
+# behaviour those files' models were trained with (or a function of the file's fitted
+# attributes that gives it).
+PARAMETERS_ADDED = {"SBPClassifier": {"multi_class": "ovr", "kernel_dtype": kernel_dtype_before_the_parameter}}
 METADATA_MEMBER = "gpusvm.json"
 _STATE_CLASSES = {cls.__name__: cls for cls in (PegasosState, OnlineState)}
 _SAFE_MEMBER = re.compile(r"^[A-Za-z0-9_.]+$")
@@ -236,7 +238,11 @@ def load(path, *, backend=None):
         raise ModelFileError(f"{path} is a damaged gpusvm model file: {error!r}.") from None
     model = cls()
     try:
-        model.set_params(**{**PARAMETERS_ADDED.get(cls.__name__, {}), **params})
+        added = {
+            name: value(attributes) if callable(value) else value
+            for name, value in PARAMETERS_ADDED.get(cls.__name__, {}).items()
+        }
+        model.set_params(**{**added, **params})
         model._validate_params()
     except ValueError as error:
         raise ModelFileError(f"{path} holds parameters {type(model).__name__} rejects: {error}") from None

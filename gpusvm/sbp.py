@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,6 +20,7 @@ from ._estimator.one_vs_one import class_pairs, ovr_scores, pair_seed, share
 from ._random import seed_from_random_state
 from ._validation import check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
+from .solvers import row_cache
 from .solvers.sbp import (
     PairStack,
     SBPProblem,
@@ -69,12 +71,15 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     read ``nu`` off it (:func:`nu_from_svc`) and set it: a ``nu`` set by hand is used
     as it is, and ``C`` is then unused.
 
-    **float32.** X in float32 keeps its kernel values in float32 (the row cache holds
-    twice the rows; on the CPU they cost about 2.5 times less to compute, and a step's
-    sum of its drawn rows is summed in float32 on the host, in float64 on a GPU); the
-    responses, the water level, the averages and the coefficients stay float64. On KEEL
-    magic SBP reached SVC's test error + 0.1 point in 1.5 s with float32 X against 3.7 s
-    with float64 (SVC: 2.5 s; ``bench/sbp_kernel.py --float32``, 2 CPU cores).
+    **Kernel values in float32.** By default (``kernel_dtype='float32'``) the training
+    copy of X is cast to float32 whatever X's dtype, so the kernel values (the row cache,
+    a device's kernel matrix, cache or products) are float32: the cache holds twice the
+    rows, which are computed and read at half the bytes, in single-precision products
+    (timings: ``bench/sbp_kernel.py --float32``). A step's sum of its drawn rows is summed in
+    float32 on the host, in float64 on a GPU; the responses, the water level, the
+    averages and the coefficients stay float64, so the rounding of the kernel values
+    (about 1e-7 of each) moves the model far less than the stopping rules do.
+    'float64' keeps them in float64. Prediction uses ``support_vectors_``, X's own rows.
 
     Parameters
     ----------
@@ -175,23 +180,30 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         ``(n_samples, n_classes)`` scores (votes plus squashed summed confidences, which
         break ties), 'ovo' the pairs' own scores, ``(n_samples, n_pairs)``. A one-vs-rest
         model only has the 'ovr' shape.
-    cache_size : float, default=1024
+    cache_size : float or 'auto', default='auto'
         Megabytes of kernel rows kept on the host (the numpy backend), as SVC's
         ``cache_size``. SBP draws from the few examples below the level, so most rows
         are reused; when all rows fit this is the full kernel matrix, filled lazily.
-        A one-vs-one model on the host keeps its pairs' rows in one cache, of at least
-        two batches of rows per pair.
+        'auto': a quarter of the memory available when the fit starts (psutil's reading,
+        else ``os.sysconf``'s free pages, else 1024 MB), at most the whole kernel matrix
+        (``n_train * n_rows * itemsize`` of ``kernel_dtype``): a cache that holds every
+        row computes each row once, and three quarters stay for X, the steps and the
+        rest of the machine. A one-vs-one model on the host keeps its pairs' rows in one
+        cache, of at least two batches of rows per pair (with 'auto', at most every
+        row's block over every class). When rows were computed more than three times
+        over on average because more were needed than the cache holds, ``fit`` warns
+        (``UserWarning``), saying what to set; ``history_`` has the counts.
     kernel_cache : 'auto', float or int, default='auto'
         Device memory for the whole kernel matrix on the cupy backend: a float in
         [0, 1] is a fraction of the device's free memory when the fit starts ('auto':
         0.5; free memory counts what CuPy's pool holds unused), an int is bytes (0:
-        never). The rule, with ``B`` that budget in bytes and ``itemsize`` X's (4 for
-        float32, 8 for float64):
+        never). The rule, with ``B`` that budget in bytes and ``itemsize`` that of
+        ``kernel_dtype`` (4 for float32, 8 for float64):
 
         * ``n_train * n_rows * itemsize <= B`` (``n_train`` training rows by all
           ``n_rows`` rows, holdout included; about ``n**2 * itemsize``): the matrix is
-          computed once at the start (blocks of rows by matrix products, in X's dtype:
-          float32 X keeps float32 kernel values, accumulated in float64) and a step
+          computed once at the start (blocks of rows by matrix products, in
+          ``kernel_dtype``, accumulated in float64) and a step
           reads only its drawn rows;
         * else, when ``B >= 2 * problems * batch_size * n_rows * itemsize`` (twice a
           step's drawn rows): a cache of kernel rows there, with ``cache_size``'s
@@ -210,6 +222,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         training rows by all its rows (the same rule, with the cache holding twice the
         rows all pairs draw in a step); with neither they train one after another, each
         with its own.
+    kernel_dtype : {'float32', 'float64'}, default='float32'
+        The dtype of the kernel values (the training copy of X is cast to it); see
+        **Kernel values in float32** above.
     random_state : int, RandomState or None, default=None
         Seeds the shared random stream: the same int draws the same examples on the
         numpy and cupy backends.
@@ -251,7 +266,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         the pairs stepping together have computed, since a row's part over its own
         class serves every pair of that class; on cupy, when the pairs step together,
         the rows of the fit's kernel matrix, or of its cache, that all pairs have
-        computed).
+        computed). ``kernel_rows_distinct`` counts the distinct rows (or class blocks)
+        among those computed: ``kernel_rows_computed`` over it is how many times over the
+        cache recomputed a row.
     nu_ : float
         The ``nu`` of the fit: ``nu``, or the pilot's for ``nu='auto'``.
     classes_, gamma_, backend_, n_features_in_
@@ -279,12 +296,13 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         "max_kernel_evals": [Interval(Integral, 1, None, closed="left"), None],
         "multi_class": [StrOptions({"ovo", "ovr"})],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
-        "cache_size": [Interval(Real, 0, None, closed="neither")],
+        "cache_size": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "kernel_cache": [
             StrOptions({"auto"}),
             Interval(Real, 0, 1, closed="both"),
             Interval(Integral, 0, None, closed="left"),
         ],
+        "kernel_dtype": [StrOptions({"float32", "float64"})],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
         "verbose": ["verbose"],
@@ -309,8 +327,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         max_kernel_evals=None,
         multi_class="ovo",
         decision_function_shape="ovr",
-        cache_size=1024,
+        cache_size="auto",
         kernel_cache="auto",
+        kernel_dtype="float32",
         random_state=None,
         backend="auto",
         verbose=0,
@@ -334,6 +353,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         self.decision_function_shape = decision_function_shape
         self.cache_size = cache_size
         self.kernel_cache = kernel_cache
+        self.kernel_dtype = kernel_dtype
         self.random_state = random_state
         self.backend = backend
         self.verbose = verbose
@@ -360,23 +380,31 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             train, holdout = self._split(y, classes, seed)
             order = np.concatenate([train, holdout])
             self._check_device_memory(X, classes.size, backend)
-            X_dev = to_backend(X[order], backend)
+            X_dev = to_backend(X[order].astype(self.kernel_dtype, copy=False), backend)
             gamma = resolve_gamma(self.gamma, X_dev[: train.size])  # the training rows come first
             check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
             rules = self._stopping_rules()
             labels = np.searchsorted(classes, y[order])  # class positions, in X_dev's row order
             self.nu_ = self._resolve_nu(X_dev, labels[: train.size], classes, gamma, seed, backend)
             if self._trains_one_vs_one(classes):
-                self._fit_pairs(X, X_dev, order, train.size, labels, classes, gamma, seed, rules, backend)
+                results = self._fit_pairs(X, X_dev, order, train.size, labels, classes, gamma, seed, rules, backend)
             else:
                 targets = one_vs_rest_targets(y[train], classes)
                 result = self._solve(X_dev, train.size, targets, labels[train.size :], gamma, seed, rules, backend)
                 self._set_model(result, X, y, train, targets, classes)
+                results = [result]
                 self.t_ = result.n_steps
                 self.n_iter_ = result.n_steps / max(1, -(-train.size // self.batch_size))
             self.backend_, self.classes_, self.gamma_ = backend, classes, gamma
             self._check_finite_model(X)
+        self._warn_if_cache_thrashed(results, backend)
         return self
+
+    def __setstate__(self, state):
+        """Pickles from before ``kernel_dtype`` get the one their fit used (X's dtype)."""
+        if "kernel_dtype" not in state:
+            state = {**state, "kernel_dtype": kernel_dtype_before_the_parameter(state)}
+        super().__setstate__(state)
 
     def _trains_one_vs_one(self, classes):
         return self.multi_class == "ovo" and classes.size > 2
@@ -444,7 +472,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         another. Either way each pair has its share (by rows) of ``max_kernel_evals``,
         fixed at the start, the stacks or pairs share the time left in turn, and each pair
         checkpoints at its multiple of a cadence common to all the pairs
-        (:func:`.solvers.sbp.pair_checkpoint_steps`)."""
+        (:func:`.solvers.sbp.pair_checkpoint_steps`). Returns the pairs' results (``SBPResult``)."""
         pairs = class_pairs(classes.size)
         class_rows = [np.flatnonzero(labels == c) for c in range(classes.size)]  # training rows first, as in X_dev
         class_train = np.array([np.searchsorted(rows, n_train) for rows in class_rows])
@@ -507,6 +535,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                     for record in result.history
                 ]
         self._set_pair_model(results, X, order, labels, classes, [record for h in histories for record in h])
+        return [result for _, result in results]
 
     def _solve_stack(
         self, X_dev, class_rows, class_train, pairs, gamma, seeds, rules, kernel_evals, checkpoint_every, backend
@@ -526,9 +555,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             coef0=self.coef0,
             fit_intercept=self.fit_intercept,
         )
-        steps = make_pair_steps(
-            stack, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=int(self.cache_size * 2**20)
-        )
+        widest = max(rows.size for rows in class_rows)  # the cache's rows: a row's blocks over every class
+        cache_bytes = self._cache_bytes(X_dev.shape[0] * len(class_rows), widest, X_dev.dtype)
+        steps = make_pair_steps(stack, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=cache_bytes)
         return run_pair_stack(
             stack,
             steps,
@@ -648,9 +677,26 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         return min(AUTO_HOLDOUT_MAX_ROWS, n_rows // 10)
 
     def _steps(self, problem, backend):
-        return make_steps(
-            problem, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=int(self.cache_size * 2**20)
-        )
+        cache_bytes = self._cache_bytes(problem.n_train, problem.X.shape[0], problem.X.dtype)
+        return make_steps(problem, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=cache_bytes)
+
+    def _cache_bytes(self, n_rows, n_columns, dtype):
+        """The host row cache's bytes under ``cache_size``, for a cache of at most
+        ``n_rows`` rows of ``n_columns`` values in ``dtype`` (:func:`row_cache.cache_bytes`)."""
+        return row_cache.cache_bytes(self.cache_size, n_rows * n_columns * np.dtype(dtype).itemsize)
+
+    def _warn_if_cache_thrashed(self, results, backend):
+        """One ``UserWarning`` a fit when a kernel row cache of ``results`` thrashed
+        (``RowCacheUse.thrashed``): about the worst one, and what to set. Called by
+        ``fit``, so that the warning points at the caller of ``fit``."""
+        thrashed = [result.row_cache for result in results if result.row_cache and result.row_cache.thrashed]
+        if thrashed:
+            worst = max(thrashed, key=lambda use: use.rows_computed / use.rows_distinct)
+            if on_device(get_namespace(backend)):
+                message = worst.warning("kernel_cache", self.kernel_cache, "bytes")
+            else:
+                message = worst.warning("cache_size", self.cache_size, "MB")
+            warnings.warn(message, UserWarning, stacklevel=4)  # past fit and its _fit_context
 
     def _set_model(self, result, X, y, train, targets, classes):
         """Support vectors and coefficients of the averaged model, scaled to margin 1."""
@@ -663,6 +709,16 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         self.water_level_ = result.level
         self.history_ = result.history
         self.n_support_ = np.bincount(np.searchsorted(classes, y[self.support_]), minlength=classes.size)
+
+
+def kernel_dtype_before_the_parameter(attributes):
+    """The ``kernel_dtype`` of a model saved before the parameter existed, from its fitted
+    ``attributes``: its kernel values were in X's dtype, which ``support_vectors_`` keeps
+    ('float32' for an unfitted model: the default)."""
+    support_vectors = attributes.get("support_vectors_")
+    if support_vectors is None:
+        return "float32"
+    return "float32" if support_vectors.dtype == np.float32 else "float64"
 
 
 def _time_share(rules, seconds_spent, rows, rows_left):

@@ -177,7 +177,19 @@ def assert_same_kernel_model(distributed_model, local_model):
 )
 def test_sbp_equals_single_node(client, one_worker, workers, n_classes, sparse, settings):
     X, y = overlapping(n_classes, sparse=sparse)
-    params = dict(nu=0.05, batch_size=16, max_iter=4, multi_class="ovr", random_state=7, backend="numpy") | settings
+    # float64 kernel values: the rounding of products of other shapes is 1e-16's (float32's is 1e-7's)
+    params = (
+        dict(
+            nu=0.05,
+            batch_size=16,
+            max_iter=4,
+            multi_class="ovr",
+            random_state=7,
+            backend="numpy",
+            kernel_dtype="float64",
+        )
+        | settings
+    )
     model = gd.SBPClassifier(**params)
     model.client = client if workers == 2 else one_worker
     model.fit(*chunked(X, y, chunks=(500, 0, 700, 800)))
@@ -199,7 +211,14 @@ def test_sbp_renormalizing_and_asking_again_keep_the_model(client, monkeypatch):
 
     X, y = overlapping(3, n=1200)
     params = dict(
-        nu=0.05, batch_size=8, max_iter=2, multi_class="ovr", random_state=1, validation_fraction=0.25, backend="numpy"
+        nu=0.05,
+        batch_size=8,
+        max_iter=2,
+        multi_class="ovr",
+        random_state=1,
+        validation_fraction=0.25,
+        backend="numpy",
+        kernel_dtype="float64",
     )
     monkeypatch.setattr(sbp_numpy, "RENORMALIZE_BELOW", 0.99)  # fold the scale in at almost every step
     monkeypatch.setattr(cluster_sbp, "RENORMALIZE_BELOW", 0.99)
@@ -208,12 +227,16 @@ def test_sbp_renormalizing_and_asking_again_keep_the_model(client, monkeypatch):
     assert_same_kernel_model(model, gpusvm.SBPClassifier(**params).fit(X, y))
 
 
-def test_sbp_float32_rows_and_scale_gamma(client):
-    X, y = overlapping(2, dtype=np.float32)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sbp_float32_kernel_values_and_scale_gamma(client, dtype):
+    """By default the workers' kernel values are float32 whatever X's dtype; the support
+    vectors keep X's rows."""
+    X, y = overlapping(2, dtype=dtype)
     params = dict(nu=0.02, max_iter=2, random_state=0, backend="numpy")
     model = gd.SBPClassifier(**params).fit(*chunked(X, y, chunks=(1000, 1000)))
     local = gpusvm.SBPClassifier(**params).fit(X, y)
-    assert model.support_vectors_.dtype == np.float32
+    assert model.support_vectors_.dtype == dtype
+    assert all(0 < r["kernel_rows_distinct"] <= r["kernel_rows_computed"] for r in model.history_)
     # float32 variance sums round differently: the same model to float32 precision
     assert model.gamma_ == pytest.approx(local.gamma_, rel=1e-5)
     assert (model.predict(X) == local.predict(X)).mean() > 0.995
@@ -236,7 +259,9 @@ def test_cupy_chunks_give_the_single_node_models(client):
         model = getattr(gd, name)(backend="cupy", **params).fit(dX, dy)
         assert model.backend_ == "cupy"
         assert_same_model(model, getattr(gpusvm, name)(backend="cupy", **params).fit(cupy.asarray(X), y), rtol=1e-9)
-    params = dict(nu=0.05, max_iter=2, random_state=0, validation_fraction=0.2, multi_class="ovr")
+    params = dict(
+        nu=0.05, max_iter=2, random_state=0, validation_fraction=0.2, multi_class="ovr", kernel_dtype="float64"
+    )
     model = gd.SBPClassifier(backend="cupy", **params).fit(dX, dy)
     assert_same_kernel_model(model, gpusvm.SBPClassifier(backend="numpy", **params).fit(X, y))
 
@@ -457,7 +482,9 @@ def test_worker_processes_give_the_single_node_model(process_cluster):
         distributed_model.client = client
         assert_same_model(distributed_model.fit(*chunked(X, y)), local.fit(X, y), rtol=0)
     X, y = overlapping(3, sparse=True)
-    params = dict(random_state=1, max_iter=2, validation_fraction=0.2, multi_class="ovr", backend="numpy")
+    params = dict(
+        random_state=1, max_iter=2, validation_fraction=0.2, multi_class="ovr", backend="numpy", kernel_dtype="float64"
+    )
     model = gd.SBPClassifier(**params)
     model.client = client
     assert_same_kernel_model(

@@ -511,6 +511,28 @@ def test_a_save_killed_mid_write_leaves_a_file_the_next_save_removes(fitted_path
     np.testing.assert_array_equal(load(path).decision_function(X), model.decision_function(X))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_sbp_file_from_before_kernel_dtype_loads_with_the_dtype_it_was_fitted_in(rng, tmp_path, dtype):
+    """Before ``kernel_dtype``, X's dtype decided the kernel values' (support_vectors_
+    keep it): a file without the parameter, and a pickle, load with that dtype."""
+    X, y = make_data(rng)
+    model = SBPClassifier(max_iter=2, random_state=0, kernel_dtype="float64").fit(X.astype(dtype), y)
+    path = tmp_path / "sbp.gpusvm"
+    save(model, path)
+
+    def without_kernel_dtype(doc):
+        del doc["params"]["kernel_dtype"]
+
+    old = load(rewrite(path, tmp_path / "old.gpusvm", document=without_kernel_dtype))
+    assert old.kernel_dtype == np.dtype(dtype).name
+    np.testing.assert_array_equal(old.decision_function(X), model.decision_function(X))
+    state = model.__getstate__()
+    del state["kernel_dtype"]
+    pickled = SBPClassifier.__new__(SBPClassifier)
+    pickled.__setstate__(state)
+    assert pickled.kernel_dtype == np.dtype(dtype).name and pickled.get_params()["max_iter"] == 2
+
+
 def test_a_multiclass_sbp_file_from_before_one_vs_one_loads_as_one_vs_rest(rng, tmp_path):
     """Files written before SBPClassifier had ``multi_class`` hold one-vs-rest models:
     loading one without the parameter gives multi_class='ovr', the model it was."""

@@ -85,9 +85,15 @@ def test_kernel_settings_that_overflow_are_refused(Estimator):
             Estimator(kernel="poly", coef0=value).fit(Z, Y)
     with pytest.raises(ValueError, match="'gamma' parameter.*Got inf"):
         Estimator(gamma=np.inf).fit(Z, Y)
-    with pytest.raises(ValueError, match="The 'poly' kernel overflows float64.*gamma=1e\\+200"):
+    dtype = "float32" if Estimator is SBPClassifier else "float64"  # SBP's kernel values: kernel_dtype's
+    with pytest.raises(ValueError, match=f"The 'poly' kernel overflows {dtype}.*gamma=1e\\+200"):
         Estimator(kernel="poly", gamma=1e200, random_state=0).fit(Z, Y)
-    model = Estimator(gamma=1e200, random_state=0).fit(Z, Y)  # rbf: values in [0, 1] at any gamma
+    params = {}
+    if Estimator is SBPClassifier:  # float32 kernel values by default: gamma itself overflows them
+        with pytest.raises(ValueError, match=r"gamma=1e\+200 overflows float32"):
+            Estimator(gamma=1e200, random_state=0).fit(Z, Y)
+        params = {"kernel_dtype": "float64"}
+    model = Estimator(gamma=1e200, random_state=0, **params).fit(Z, Y)  # rbf: values in [0, 1] at any gamma
     assert np.isfinite(model.decision_function(Z)).all()
 
 

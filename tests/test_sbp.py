@@ -3,6 +3,7 @@ the row cache against direct computation."""
 
 import functools
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from gpusvm import SBPClassifier, nu_from_svc
+from gpusvm import sbp as sbp_estimator  # SBPClassifier reads make_steps and make_pair_steps here
 from gpusvm._backend import get_namespace
 from gpusvm._validation import one_vs_rest_targets, to_backend
 from gpusvm.kernel_functions import kernel_block, squared_row_norms
@@ -414,6 +416,11 @@ def test_device_history_says_where_the_kernel_values_came_from(rng, kernel_cache
         max_iter=1, batch_size=4, validation_fraction=0.0, kernel_cache=kernel_cache, random_state=0, backend="cupy"
     ).fit(X, y)
     assert {record["kernel_values_source"] for record in model.history_} == {source}
+    last = model.history_[-1]
+    if source == "products":  # every drawn row computed, the distinct ones counted on the device
+        assert last["kernel_rows_computed"] == 4 * model.t_ and 0 < last["kernel_rows_distinct"] <= 30
+    else:
+        assert last["kernel_rows_computed"] == last["kernel_rows_distinct"] == 30
 
 
 def test_history_records_the_step_time_of_each_phase(rng):
@@ -424,6 +431,129 @@ def test_history_records_the_step_time_of_each_phase(rng):
     assert set(phases) == {"level", "draw", "rows", "update"}
     assert all(seconds > 0 for seconds in phases.values())
     assert sum(phases.values()) <= model.history_[-1]["seconds"]
+
+
+def recorded_steps(monkeypatch):
+    """The host steps each fit makes from now on (SBPClassifier's ``make_steps`` and
+    ``make_pair_steps``, recorded)."""
+    made = []
+
+    def recording(make):
+        def make_and_record(*args, **kwargs):
+            made.append(make(*args, **kwargs))
+            return made[-1]
+
+        return make_and_record
+
+    monkeypatch.setattr(sbp_estimator, "make_steps", recording(sbp_solver.make_steps))
+    monkeypatch.setattr(sbp_estimator, "make_pair_steps", recording(sbp_solver.make_pair_steps))
+    return made
+
+
+@pytest.mark.parametrize("X_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "kernel_dtype, expected", [(None, np.float32), ("float32", np.float32), ("float64", np.float64)]
+)
+def test_kernel_values_are_in_kernel_dtype_whatever_x_is(rng, monkeypatch, X_dtype, kernel_dtype, expected):
+    """The row cache holds kernel_dtype's values (float32 by default); the responses and
+    the coefficients stay float64, the support vectors keep X's rows."""
+    made = recorded_steps(monkeypatch)
+    X = rng.normal(size=(60, 3)).astype(X_dtype)
+    y = rng.integers(0, 3, 60)
+    params = dict(max_iter=1, batch_size=2, random_state=0) | (
+        {} if kernel_dtype is None else {"kernel_dtype": kernel_dtype}
+    )
+    models = [SBPClassifier(**params).fit(X, y), SBPClassifier(**params).fit(X, y == 0)]  # one-vs-one, binary
+    assert len(made) >= 2 and {steps.cache.store.dtype for steps in made} == {np.dtype(expected)}
+    assert {steps.R.dtype for steps in made} == {np.dtype(np.float64)}
+    for model in models:
+        assert model.support_vectors_.dtype == X_dtype and model.dual_coef_.dtype == np.float64
+        assert all(0 < r["kernel_rows_distinct"] <= r["kernel_rows_computed"] for r in model.history_)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_float64_x_gives_the_model_of_float32_x_by_default(rng, n_classes):
+    """By default X is cast to float32 for training: float64 X and the same X in float32
+    give the same model (the support vectors keep each X's dtype)."""
+    X = rng.normal(size=(150, 4))
+    y = rng.integers(0, n_classes, 150)
+    wide = SBPClassifier(max_iter=2, random_state=0).fit(X, y)
+    narrow = SBPClassifier(max_iter=2, random_state=0).fit(X.astype(np.float32), y)
+    np.testing.assert_array_equal(wide.support_, narrow.support_)
+    np.testing.assert_array_equal(wide.dual_coef_, narrow.dual_coef_)
+    np.testing.assert_array_equal(wide.intercept_, narrow.intercept_)
+    assert wide.gamma_ == narrow.gamma_ and wide.t_ == narrow.t_
+    float64 = SBPClassifier(max_iter=2, random_state=0, kernel_dtype="float64").fit(X, y)
+    assert not np.array_equal(float64.dual_coef_, wide.dual_coef_)  # float64 kernel values: another rounding
+
+
+def test_auto_cache_size_is_a_quarter_of_the_available_memory_at_most_the_whole_matrix(monkeypatch):
+    monkeypatch.setattr(row_cache, "available_memory_bytes", lambda: 4 * 2**30)
+    assert row_cache.cache_bytes("auto", 2**40) == 2**30
+    assert row_cache.cache_bytes("auto", 5 * 2**20) == 5 * 2**20
+    assert row_cache.cache_bytes(200, 5) == 200 * 2**20  # a number is megabytes, whatever the matrix
+    assert row_cache.cache_bytes(0.5, 2**40) == 2**19
+
+
+def test_available_memory_without_psutil_is_sysconfs_else_a_constant(monkeypatch):
+    import os
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psutil", None)  # importing it raises ImportError
+    assert row_cache.available_memory_bytes() > 0
+    monkeypatch.setattr(os, "sysconf", lambda name: (_ for _ in ()).throw(ValueError(name)))
+    assert row_cache.available_memory_bytes() == row_cache.AVAILABLE_MEMORY_UNKNOWN_MB * 2**20
+
+
+def test_auto_cache_holds_the_whole_kernel_matrix_when_memory_allows(rng, monkeypatch):
+    made = recorded_steps(monkeypatch)
+    X = rng.normal(size=(100, 3))
+    y = (X[:, 0] > 0).astype(int)
+    monkeypatch.setattr(row_cache, "available_memory_bytes", lambda: 2**40)
+    SBPClassifier(max_iter=1, random_state=0).fit(X, y)
+    monkeypatch.setattr(row_cache, "available_memory_bytes", lambda: 4 * 10 * 100 * 4)  # a quarter: 10 float32 rows
+    SBPClassifier(max_iter=1, random_state=0).fit(X, y)
+    SBPClassifier(max_iter=1, random_state=0, kernel_dtype="float64").fit(X, y)
+    assert [steps.cache.capacity for steps in made] == [100, 10, 5]
+
+
+def test_row_cache_counts_the_distinct_rows_it_computed_and_says_when_it_thrashed(rng):
+    matrix = rng.normal(size=(6, 5))
+    cache, _ = recording_cache(matrix, kept_rows=2)
+    for _ in range(4):  # three rows in turn through two slots: every ask misses
+        for row in range(3):
+            cache.rows(np.array([row]))
+    use = cache.use()
+    assert (use.rows_computed, use.rows_distinct, use.capacity, use.row_bytes) == (12, 3, 2, 40) and use.thrashed
+    assert use.warning("cache_size", 1e-4, "MB") == (
+        "The kernel row cache thrashed: cache_size=0.0001 kept 2 rows (7.63e-05 MB) of the 3 distinct rows the fit "
+        "needed, so it computed rows 4.0 times over on average (12 rows). Set cache_size to at least 1 (MB) to keep "
+        "them all."
+    )
+    cache.rows(np.arange(6))  # more than it holds: computed, not kept, counted
+    assert (cache.rows_computed, cache.rows_distinct) == (18, 6)
+    large, _ = recording_cache(matrix, kept_rows=3)
+    for _ in range(4):
+        for row in range(3):
+            large.rows(np.array([row]))
+    assert (large.rows_computed, large.rows_distinct) == (3, 3) and not large.use().thrashed
+
+
+def test_fit_warns_once_when_the_row_cache_thrashes(rng):
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
+    params = dict(max_iter=5, tol=None, random_state=0)
+    with pytest.warns(UserWarning, match=r"cache_size=0\.01 kept 8 rows \(.+ MB\) of the \d+ distinct rows") as caught:
+        model = SBPClassifier(cache_size=0.01, **params).fit(X, y)
+    thrashed = [w for w in caught if "thrashed" in str(w.message)]
+    assert len(thrashed) == 1 and thrashed[0].filename == __file__  # points at the caller of fit
+    assert "Set cache_size to at least 1 (MB)" in str(thrashed[0].message)
+    last = model.history_[-1]
+    assert last["kernel_rows_computed"] > 3 * last["kernel_rows_distinct"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = SBPClassifier(cache_size=10, **params).fit(X, y)
+    assert model.history_[-1]["kernel_rows_computed"] == model.history_[-1]["kernel_rows_distinct"]
 
 
 @pytest.mark.parametrize("n_rows, expected", [(49_999, 0), (50_000, 5_000), (60_000, 6_000), (500_000, 10_000)])
@@ -480,7 +610,13 @@ def test_decision_function_is_the_averaged_model(rng):
     X = problem.X
     y = np.where(targets[:, 0] > 0, 1, 0)
     model = SBPClassifier(
-        nu=problem.nu, gamma=problem.gamma, validation_fraction=0.0, max_iter=1, batch_size=1, random_state=problem.seed
+        nu=problem.nu,
+        gamma=problem.gamma,
+        validation_fraction=0.0,
+        max_iter=1,
+        batch_size=1,
+        kernel_dtype="float64",  # as the oracle's
+        random_state=problem.seed,
     ).fit(X, y)
     alpha, c, _ = reference_sbp(K, problem.n_train, targets, problem.nu, 1, True, problem.seed, model.t_)
     from gpusvm.water_level import find_gamma_and_bias_sorted
@@ -585,6 +721,10 @@ def test_last_iterate_and_verbose(breast_cancer, capsys):
         ("kernel_cache", 1.5),
         ("kernel_cache", -1),
         ("kernel_cache", "all"),
+        ("kernel_dtype", "float16"),
+        ("kernel_dtype", np.float32),
+        ("cache_size", "all"),
+        ("cache_size", 0),
     ],
 )
 def test_bad_parameters(name, value, breast_cancer):
@@ -593,37 +733,47 @@ def test_bad_parameters(name, value, breast_cancer):
         SBPClassifier(**{name: value}).fit(X_train, y_train)
 
 
+@pytest.mark.parametrize("kernel_dtype", ["float32", "float64"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @needs_device
-def test_numpy_and_cupy_models_agree(breast_cancer, fit_intercept):
+def test_numpy_and_cupy_models_agree(breast_cancer, fit_intercept, kernel_dtype):
     X_train, X_test, y_train, _ = breast_cancer
-    params = dict(fit_intercept=fit_intercept, batch_size=4, max_iter=3, random_state=3)
+    params = dict(fit_intercept=fit_intercept, batch_size=4, max_iter=3, random_state=3, kernel_dtype=kernel_dtype)
     assert_same_model_on_both_backends(params, X_train, y_train, X_test)
+
+
+@needs_device
+def test_default_models_agree_on_the_device_and_the_host_on_a_few_rows(rng):
+    """The defaults (float32 kernel values, cache_size='auto') on a fit small enough for the
+    CUDA emulator: the same draws and support on both backends."""
+    X = rng.normal(size=(48, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=48) > 0).astype(int)
+    assert_same_model_on_both_backends(dict(batch_size=4, max_iter=2, random_state=3), X[:40], y[:40], X[40:])
 
 
 def assert_same_model_on_both_backends(params, X, y, X_test):
     """SBPClassifier(**params) fitted on each backend: the same support, coefficients,
-    scores and holdout errors, up to rounding."""
+    scores and holdout errors, up to rounding (of float32 kernel values by default: the
+    host sums a step's rows in float32, a device in float64)."""
     host = SBPClassifier(backend="numpy", **params).fit(X, y)
     device = SBPClassifier(backend="cupy", **params).fit(X, y)
+    # (rtol, atol) of the coefficients, then of the scores
+    tolerances = (
+        [(1e-7, 1e-10), (1e-6, 1e-8)] if params.get("kernel_dtype") == "float64" else [(1e-5, 1e-8), (1e-4, 1e-5)]
+    )
     np.testing.assert_array_equal(host.support_, device.support_)
-    np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, rtol=1e-7, atol=1e-10)
-    np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, *tolerances[0])
+    np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), *tolerances[1])
     assert [r["holdout_error"] for r in device.history_] == [r["holdout_error"] for r in host.history_]
 
 
 @needs_device
 def test_float32_input_gives_the_same_model_on_both_backends(breast_cancer):
-    """Kernel values in float32 on both backends (accumulated in float64): the same draws
-    and support, coefficients equal to float32 rounding."""
+    """float32 X with float64 kernel values, on both backends: the same draws and support."""
     X_train, X_test, y_train, _ = breast_cancer
     X_train, X_test = X_train.astype(np.float32), X_test.astype(np.float32)
-    params = dict(batch_size=4, max_iter=3, random_state=3)
-    host = SBPClassifier(backend="numpy", **params).fit(X_train, y_train)
-    device = SBPClassifier(backend="cupy", **params).fit(X_train, y_train)
-    np.testing.assert_array_equal(host.support_, device.support_)
-    np.testing.assert_allclose(device.dual_coef_, host.dual_coef_, rtol=1e-5, atol=1e-8)
-    np.testing.assert_allclose(device.decision_function(X_test), host.decision_function(X_test), rtol=1e-4, atol=1e-5)
+    params = dict(batch_size=4, max_iter=3, random_state=3, kernel_dtype="float64")
+    assert_same_model_on_both_backends(params, X_train, y_train, X_test)
 
 
 def test_the_clock_is_read_after_the_queued_steps(monkeypatch, breast_cancer):
@@ -666,6 +816,7 @@ def test_one_vs_one_is_a_binary_sbp_per_pair(rng, fit_intercept, monkeypatch):
         fit_intercept=fit_intercept,
         tol=0.01,
         n_iter_no_change=3,
+        kernel_dtype="float64",  # products of other shapes round alike to 1e-16, not to float32's 1e-7
     )
     model = SBPClassifier(random_state=11, decision_function_shape="ovo", **params).fit(X, y)
     pair_scores = model.decision_function(X_test)
@@ -716,6 +867,7 @@ def test_one_vs_one_pairs_stepping_together_equal_pairs_one_after_another(rng, f
         fit_intercept=fit_intercept,
         decision_function_shape="ovo",
         random_state=5,
+        kernel_dtype="float64",  # products of other shapes round alike to 1e-16, not to float32's 1e-7
     )
     together = SBPClassifier(**params).fit(X, y)
     monkeypatch.setattr(SBPClassifier, "_pairs_step_together", lambda *args: False)

@@ -27,10 +27,12 @@ step's ``B n`` kernel evaluations dominate, that is at the sizes that need a clu
 The client holds ``O(support vectors)`` rows and the coefficients, never X.
 
 What is exact: the model equals the single-node one for the same data, parameters and
-seed up to rounding: the same support vectors, and coefficients that differ by about
-1e-15. Equal responses at a class's edge are covered together whatever the rounding of
-the level (``water_level._bias_and_edges``). A step's sum of its drawn kernel rows is the
-row cache's sparse product on both sides (``KernelRowCache.combine``), added in the
+seed up to rounding: with ``kernel_dtype='float64'``, the same support vectors, and
+coefficients that differ by about 1e-15 (with the default float32 kernel values, the
+products below round at float32's 1e-7, and the runs part sooner). Equal responses at
+a class's edge are covered together whatever the rounding of the level
+(``water_level._bias_and_edges``). A step's sum of its drawn kernel rows is the row
+cache's sparse product on both sides (``KernelRowCache.combine``), added in the
 order of the drawn keys whatever the threads; the kernel values themselves come from
 BLAS products of different shapes on the client's node and on each worker, which may
 round differently. When two responses lie within that rounding at a class's edge, the
@@ -154,7 +156,8 @@ class ClusterSBPSteps:
         self.lowest, self.pending = None, None
         self.problem_of = np.repeat(np.arange(k), problem.batch_size).reshape(k, problem.batch_size)
         self.phases = PhaseClock(STEP_PHASES)
-        self.n_steps, self.kernel_rows_computed = 0, 0
+        self.n_steps, self.kernel_rows_computed, self.kernel_rows_distinct = 0, 0, 0
+        self.drawn_ever = np.zeros(problem.n_train, dtype=bool)  # without caches: the rows computed
         self.kernel_values_source = None  # the workers' row caches ('cache') or rows computed ('products')
 
     def _class_sizes(self, p):
@@ -220,8 +223,14 @@ class ClusterSBPSteps:
                 at_drawn[owned] = values[owned]
             self._update_scalars(eta, drawn, old, at_drawn)
             self.lowest = [Lowest.merge([answer[2][p] for answer in answers], self.fit_intercept) for p in range(k)]
-            cached = [answer[3] for answer in answers if answer[3] is not None]  # each worker's count so far
-            self.kernel_rows_computed = max(cached) if cached else self.kernel_rows_computed + distinct.size
+            cached = [answer[3] for answer in answers if answer[3] is not None]
+            if cached:  # each worker's counts so far
+                self.kernel_rows_computed = max(count for count, _ in cached)
+                self.kernel_rows_distinct = max(count for _, count in cached)
+            else:
+                self.kernel_rows_computed += distinct.size
+                self.drawn_ever[distinct] = True
+                self.kernel_rows_distinct = int(np.count_nonzero(self.drawn_ever))
             self.kernel_values_source = "cache" if cached else "products"
             if self.pending.renormalize:
                 self._renormalize()
@@ -367,8 +376,12 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
     The model equals the single-node one for the same parameters and seed, up to
     rounding. The parameters and attributes are :class:`gpusvm.SBPClassifier`'s;
     ``backend`` is resolved on the workers and ``cache_size`` is each worker's kernel-row
-    cache (over its own columns). ``client`` (not a parameter, neither cloned nor pickled)
-    is the dask.distributed client to use; None means the current one.
+    cache (over its own columns; 'auto': a quarter of that worker's available memory, at
+    most its rows' whole matrix). With ``kernel_dtype`` other than X's, each worker keeps
+    a copy of its rows in ``kernel_dtype`` beside X's own (which the support vectors
+    keep), and the client sees no warning of a thrashing worker cache: read
+    ``history_``'s ``kernel_rows_computed`` and ``kernel_rows_distinct``. ``client`` (not
+    a parameter, neither cloned nor pickled) is the dask.distributed client to use; None means the current one.
 
     The client gathers the labels (to split off the holdout as the single-node estimator
     does), the X rows of the support vectors, and each step's lowest responses: early in a
@@ -395,7 +408,8 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
             degree=self.degree,
             coef0=self.coef0,
             fit_intercept=self.fit_intercept,
-            cache_bytes=int(self.cache_size * 2**20),
+            cache_size=self.cache_size,
+            kernel_dtype=self.kernel_dtype,
         )
         actor_futures = [
             client.submit(SBPShardState, future, settings, actor=True, **shards.near(client, i))

@@ -21,7 +21,7 @@ import numpy as np
 from .._backend import namespace_of, to_numpy
 from .._validation import one_vs_rest_targets, to_backend
 from ..kernel_functions import check_kernel_range, kernel_block, squared_row_norms
-from ..solvers.row_cache import KernelRowCache
+from ..solvers.row_cache import KernelRowCache, cache_bytes
 from ..solvers.sbp import largest_self_kernel, predicted_classes
 from ._shards import stack_rows
 
@@ -77,7 +77,8 @@ class ShardSettings:
     degree: int
     coef0: float
     fit_intercept: bool
-    cache_bytes: int
+    cache_size: object  # SBPClassifier's: megabytes, or 'auto' (a share of the worker's memory)
+    kernel_dtype: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +122,8 @@ class SBPShardState:
         if held.size and held[0] < train.size:  # training columns first, as the single-node X
             order = np.concatenate([train, held])
             X = X[order if namespace_of(X) is np else namespace_of(X).asarray(order)]
-        self.X, self.xp = X, namespace_of(X)
+        # kernel values in kernel_dtype (a copy when X's differs); the support vectors keep X's rows
+        self.X, self.given_X, self.xp = X.astype(settings.kernel_dtype, copy=False), X, namespace_of(X)
         self.backend = "numpy" if self.xp is np else "cupy"
         self.n_train = train.size
         # a training row's key: its place among the collection's training rows
@@ -166,7 +168,9 @@ class SBPShardState:
         self.gamma = gamma
         self.sq_norms = squared_row_norms(self.X)
         if self.backend == "numpy":  # on a device, rows are computed each step (no device cache here yet)
-            self.cache = KernelRowCache(self._compute_rows, s.n_train, self.X.shape[0], self.X.dtype, s.cache_bytes)
+            row_bytes = self.X.shape[0] * self.X.dtype.itemsize
+            budget = cache_bytes(s.cache_size, s.n_train * row_bytes)
+            self.cache = KernelRowCache(self._compute_rows, s.n_train, self.X.shape[0], self.X.dtype, budget)
         return largest_self_kernel(to_numpy(self.sq_norms[: self.n_train]), s.kernel, gamma, s.degree, s.coef0)
 
     # --- the steps -----------------------------------------------------------------------
@@ -185,7 +189,8 @@ class SBPShardState:
         return self._lowest(self.R, counts)
 
     def step(self, message):
-        """Apply one step; returns ``(owned, direction at the drawn rows, lowest, rows computed)``."""
+        """Apply one step; returns ``(owned, direction at the drawn rows, lowest, (rows computed,
+        distinct rows computed) by the cache)``."""
         self._apply(message.pending)
         xp = self.xp
         if message.new_rows is not None:
@@ -195,7 +200,7 @@ class SBPShardState:
         owned, at_drawn = self._at_keys(direction, message.drawn)
         direction *= xp.asarray(message.step_size)[:, None]
         self.R += direction
-        rows_computed = self.cache.rows_computed if self.cache is not None else None
+        rows_computed = (self.cache.rows_computed, self.cache.rows_distinct) if self.cache is not None else None
         return owned, at_drawn, self._lowest(self.R, message.counts), rows_computed
 
     def holdout_wrong(self, level, bias, pending=None, source="average", steps=1, scale=None):
@@ -216,7 +221,7 @@ class SBPShardState:
         if not owned.any():
             return keys[:0], None
         at = positions[owned]
-        rows = self.X[at if self.xp is np else self.xp.asarray(at)]
+        rows = self.given_X[at if self.xp is np else self.xp.asarray(at)]
         return keys[owned], to_backend(rows, "numpy")
 
     # --- helpers -------------------------------------------------------------------------
@@ -241,7 +246,7 @@ class SBPShardState:
 
     def _compute_rows(self, keys):
         """``K(x_key, X here)`` for each key, from the stored X rows, in X's dtype."""
-        rows = self.store.rows(keys)
+        rows = self.store.rows(keys).astype(self.X.dtype, copy=False)
         s = self.settings
         return kernel_block(
             rows,

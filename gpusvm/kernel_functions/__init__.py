@@ -48,12 +48,18 @@ def check_kernel_range(X, *, kernel, gamma, degree=3, coef0=0.0):
 
     By Cauchy-Schwarz ``|<x, y>| <= m`` with ``m`` the largest squared row norm, so
     ``|K| <= (gamma m + |coef0|) ** degree`` for 'poly', ``m`` for 'linear', and the rbf
-    distances are at most ``4 m``: when that bound is finite, every kernel value is.
+    distances are at most ``4 m``: when that bound is finite, every kernel value is. An
+    rbf ``gamma`` above X's dtype's range is refused too: ``gamma * 0`` would be NaN.
     """
     if not np.isfinite(coef0):
         raise ValueError(f"coef0 must be a finite number, got {coef0!r}.")
     largest = float(squared_row_norms(X).max()) if X.shape[0] else 0.0
     limit = float(np.finfo(X.dtype).max)
+    if kernel == "rbf" and not gamma <= limit:
+        raise ValueError(
+            f"gamma={gamma!r} overflows {X.dtype} (above {limit:.3g}), the dtype the 'rbf' kernel is computed in "
+            "on this X. Lower gamma."
+        )
     if kernel == "poly":
         base = gamma * largest + abs(coef0)
         bound = math.inf if base > 1 and degree * math.log(base) > math.log(limit) else base**degree

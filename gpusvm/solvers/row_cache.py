@@ -19,6 +19,7 @@ water moves fast) few rows are wasted, and when they are good the blocks grow to
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -31,6 +32,12 @@ BLOCK_BYTES = 8 * 2**20
 # Rows prefetched in all stay within twice those of them used since, plus this many: a
 # wasted prefetch costs at most about as much as the rows it served.
 PREFETCH_START = 16
+# cache_size='auto': this share of the host's available memory, and the megabytes assumed
+# available when neither psutil nor sysconf can tell.
+AUTO_CACHE_SHARE = 0.25
+AVAILABLE_MEMORY_UNKNOWN_MB = 1024
+# A cache thrashes when it computed its rows more than this many times over on average.
+THRASH_RECOMPUTES = 3
 
 
 class KernelRowCache:
@@ -68,6 +75,11 @@ class KernelRowCache:
     block_rows : int
         The most rows computed on a miss with those prefetched: ``product_rows``, and at
         most half the cache.
+    rows_computed : int
+        Rows computed so far, recomputations included.
+    rows_distinct : int
+        Distinct rows computed so far (``ever_computed``, a mask of the rows, counts
+        them): ``rows_computed`` over this is how many times over a row was computed.
     """
 
     def __init__(
@@ -82,7 +94,7 @@ class KernelRowCache:
         product_row_bytes=None,
     ):
         self.compute_rows = compute_rows
-        row_bytes = max(1, n_columns * np.dtype(dtype).itemsize)
+        self.row_bytes = row_bytes = max(1, n_columns * np.dtype(dtype).itemsize)
         self.capacity = int(min(n_rows, max(1, max_bytes // row_bytes)))
         self.product_rows = int(max(1, block_bytes // (row_bytes if product_row_bytes is None else product_row_bytes)))
         # prefetch at most half the cache per miss, so a small cache does not evict what it serves
@@ -94,6 +106,7 @@ class KernelRowCache:
         self.n_used = 0  # slots filled so far (they fill in order)
         self.clock = 0
         self.rows_computed = 0
+        self.ever_computed = np.zeros(n_rows, dtype=bool)
         self.prefetched_slot = np.zeros(self.capacity, dtype=bool)  # filled by prefetch, not yet asked for
         self.prefetched = 0  # rows prefetched so far
         self.prefetch_used = 0  # of those, rows later asked for
@@ -109,6 +122,7 @@ class KernelRowCache:
         if indices.size > self.capacity:  # more than the cache holds: no caching this time
             self.clock += 1
             self.rows_computed += indices.size
+            self.ever_computed[indices] = True
             return self.compute_rows(indices)
         return self.store[self.slots(indices, prefetch)]
 
@@ -134,6 +148,7 @@ class KernelRowCache:
             self.slot_of_row[evicted[evicted >= 0]] = -1
             self._fill(missing, new_slots)
             self.rows_computed += missing.size
+            self.ever_computed[missing] = True
             self.slot_of_row[missing] = new_slots
             self.row_in_slot[new_slots] = missing
             self.last_used[new_slots] = self.clock
@@ -142,6 +157,14 @@ class KernelRowCache:
             self.prefetched += missing.size - asked
             slots = self.slot_of_row[indices]
         return slots
+
+    @property
+    def rows_distinct(self):
+        return int(np.count_nonzero(self.ever_computed))
+
+    def use(self):
+        """What the cache has done so far: a :class:`RowCacheUse`."""
+        return RowCacheUse(self.rows_computed, self.rows_distinct, self.capacity, self.row_bytes)
 
     def combine(self, weights, indices, prefetch=None):
         """``weights @ K[indices]``, float64 of shape ``(len(weights), n_columns)``, for
@@ -192,6 +215,61 @@ class KernelRowCache:
             oldest = np.argpartition(self.last_used[candidates], count - fresh - 1)[: count - fresh]
             slots = np.concatenate([slots, candidates[oldest]])
         return slots
+
+
+@dataclasses.dataclass(frozen=True)
+class RowCacheUse:
+    """How a row cache of ``capacity`` rows of ``row_bytes`` was used: rows computed, and
+    distinct rows among them."""
+
+    rows_computed: int
+    rows_distinct: int
+    capacity: int
+    row_bytes: int
+
+    @property
+    def thrashed(self):
+        """Rows computed more than ``THRASH_RECOMPUTES`` times over on average, because more
+        distinct rows were needed than the cache holds."""
+        return self.rows_distinct > self.capacity and self.rows_computed > THRASH_RECOMPUTES * self.rows_distinct
+
+    def warning(self, parameter, value, unit):
+        """The message of a thrashing cache sized by ``parameter=value`` (its ``unit``:
+        'MB' or 'bytes'): what it holds, how often rows were recomputed, what to set."""
+        scale = 2**20 if unit == "MB" else 1
+        needed = -(-self.rows_distinct * self.row_bytes // scale)
+        return (
+            f"The kernel row cache thrashed: {parameter}={value!r} kept {self.capacity} rows "
+            f"({self.capacity * self.row_bytes / 2**20:.3g} MB) of the {self.rows_distinct} distinct rows the fit "
+            f"needed, so it computed rows {self.rows_computed / self.rows_distinct:.1f} times over on average "
+            f"({self.rows_computed} rows). Set {parameter} to at least {needed} ({unit}) to keep them all."
+        )
+
+
+def available_memory_bytes():
+    """The host's available memory: psutil's reading when psutil is installed, else the
+    free pages that ``sysconf`` counts, else ``AVAILABLE_MEMORY_UNKNOWN_MB``."""
+    try:
+        import psutil
+    except ImportError:
+        pass
+    else:
+        return int(psutil.virtual_memory().available)
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return AVAILABLE_MEMORY_UNKNOWN_MB * 2**20
+
+
+def cache_bytes(cache_size, full_bytes):
+    """Bytes of a host row cache for ``cache_size``: megabytes (a number, as SVC's
+    ``cache_size``), or 'auto': ``AUTO_CACHE_SHARE`` of the available memory
+    (:func:`available_memory_bytes`, read now), at most ``full_bytes``, all the rows
+    the cache could ever hold. A quarter leaves the rest to X, the steps' arrays and
+    the other processes, while a cache that holds every row computes each once."""
+    if cache_size == "auto":
+        return int(min(full_bytes, AUTO_CACHE_SHARE * available_memory_bytes()))
+    return int(cache_size * 2**20)
 
 
 def weighted_row_sums(store, weights, slots, row_starts):

@@ -274,6 +274,9 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
         self.kernel_matrix, self.row_cache, self.products = values.matrix, values.row_cache, values.products
         self.kernel_values_source = values.source  # 'matrix', 'cache' or 'products'
         self._rows_computed = 0 if self.kernel_matrix is None else n  # by the products, or the matrix's
+        self._drawn_ever = (
+            cupy.zeros(n, dtype=bool) if self.products is not None else None
+        )  # rows the products computed
         # every problem has every row; lanes p B + b of the fit's stream
         problems = problem_table(
             np.full(k, n), n_holdout, problem.volume, seed=problem.seed, first_lane=np.arange(k) * batch
@@ -298,6 +301,18 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
         """Kernel rows computed so far (the whole matrix counts its rows once)."""
         return self.row_cache.rows_computed if self.row_cache is not None else self._rows_computed
 
+    @property
+    def kernel_rows_distinct(self):
+        """Distinct kernel rows computed so far (the products' are counted on the device:
+        reading them waits for the queued steps)."""
+        if self.row_cache is not None:
+            return self.row_cache.rows_distinct
+        return self.problem.n_train if self._drawn_ever is None else int(cupy.count_nonzero(self._drawn_ever))
+
+    @property
+    def kernel_row_cache(self):
+        return self.row_cache
+
     def _launch_kernel_rows(self, launch):
         if self.kernel_matrix is None:
             launch(self._kernel_rows_of_drawn, None, None, ())
@@ -311,6 +326,7 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
             else:
                 self.products.compute(self.drawn)
                 self._rows_computed += self.drawn.size
+                self._drawn_ever[self.drawn] = True
 
     def step(self, step, eta):
         """One SBP step ``t = step`` (from 1) with step size ``eta``."""

@@ -57,6 +57,14 @@ class NumpySBPSteps(LocalModel):
     def kernel_rows_computed(self):
         return self.cache.rows_computed
 
+    @property
+    def kernel_rows_distinct(self):
+        return self.cache.rows_distinct
+
+    @property
+    def kernel_row_cache(self):
+        return self.cache
+
     def levels(self, responses):
         """Water level and bias of each problem's responses (k, n_train), shape (k,) each.
 

@@ -51,7 +51,7 @@ from ._problem import (
     positive_level,
     step_size_for,
 )
-from ._run import history_record, step_schedule
+from ._run import history_record, row_cache_use, step_schedule
 
 # Ranks of each class sorted first by the level search before anything is known.
 FIRST_WINDOW = 64
@@ -223,6 +223,15 @@ class NumpyPairSteps:
     def kernel_rows_computed(self):
         """Class blocks computed so far (each a kernel row over one class's rows)."""
         return self.cache.rows_computed
+
+    @property
+    def kernel_rows_distinct(self):
+        """Distinct class blocks computed so far."""
+        return self.cache.rows_distinct
+
+    @property
+    def kernel_row_cache(self):
+        return self.cache
 
     def step(self, step, eta, active):
         """Step ``step`` (from 1) of the ``active`` pairs (int array) with step sizes ``eta``."""
@@ -509,6 +518,7 @@ def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=N
         active = np.setdiff1d(active, due[stop])
     bar.close()
     histories = [[] for _ in range(n_pairs)]
+    cache_use = row_cache_use(steps)  # the stack's, shared by its pairs
     for t, due, levels, errors, record in checkpoints:
         for p, objective, error in zip(due.tolist(), levels.tolist(), errors.tolist(), strict=True):
             histories[p].append(
@@ -527,6 +537,7 @@ def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=N
             bias=bias[p : p + 1],
             n_steps=int(steps.n_steps[p]),
             history=histories[p],
+            row_cache=cache_use,
         )
         for p in range(n_pairs)
     ]

@@ -148,6 +148,14 @@ class CupyPairSteps(DeviceSBPLaunches):
         cache's)."""
         return self.kernel_matrix.shape[0] if self.row_cache is None else self.row_cache.rows_computed
 
+    @property
+    def kernel_rows_distinct(self):
+        return self.kernel_matrix.shape[0] if self.row_cache is None else self.row_cache.rows_distinct
+
+    @property
+    def kernel_row_cache(self):
+        return self.row_cache
+
     def _launch_kernel_rows(self, launch):
         if self.row_cache is not None:
             launch(self._kernel_rows_of_drawn, None, None, ())

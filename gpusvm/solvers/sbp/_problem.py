@@ -11,6 +11,7 @@ import numpy as np
 
 from ..._backend import to_numpy
 from ...kernel_functions import kernel_rows
+from ..row_cache import RowCacheUse
 
 
 RENORMALIZE_BELOW = 1e-150
@@ -115,6 +116,7 @@ class SBPResult:
     n_steps: int
     history: list
     support: np.ndarray | None = None  # the training rows of alpha's columns; None: every row
+    row_cache: RowCacheUse | None = None  # how the steps' kernel row cache was used; None: no cache
 
 
 class LocalModel:

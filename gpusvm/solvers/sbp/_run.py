@@ -19,9 +19,12 @@ def run_sbp(problem, steps, rules, *, checkpoint_every=None, average=True, verbo
     ``steps`` is a ``NumpySBPSteps``, a ``CupySBPSteps`` or gpusvm.dask's steps: it has
     ``eta0``, ``step`` (or ``run_steps`` and ``block_steps``: blocks of steps between
     which the clock is read), ``synchronize``, ``evaluate``, ``coefficients``,
-    ``kernel_rows_computed`` and ``kernel_values_source`` ('matrix', 'cache' or
-    'products', as :func:`gpusvm._kernel_values_cuda.kernel_values_source` names
-    them); ``average`` picks the model that checkpoints evaluate and that is returned.
+    ``kernel_rows_computed``, ``kernel_rows_distinct``, ``kernel_values_source``
+    ('matrix', 'cache' or 'products', as
+    :func:`gpusvm.solvers._kernel_values_cuda.kernel_values_source` names them) and,
+    when it keeps its kernel rows in a cache, ``kernel_row_cache`` (a
+    :class:`~gpusvm.solvers.row_cache.KernelRowCache`); ``average`` picks the model
+    that checkpoints evaluate and that is returned.
     ``checkpoint_every`` (None: :func:`checkpoint_interval`) sets
     other steps between checkpoints, as a one-vs-one pair's
     (:func:`~gpusvm.solvers.sbp._pairs.pair_checkpoint_steps`); the stopping rules then
@@ -72,7 +75,15 @@ def run_sbp(problem, steps, rules, *, checkpoint_every=None, average=True, verbo
             break
     bar.close()
     alpha, support = steps.coefficients(average)
-    return SBPResult(alpha=alpha, level=level, bias=bias, n_steps=t, history=history, support=support)
+    return SBPResult(
+        alpha=alpha, level=level, bias=bias, n_steps=t, history=history, support=support, row_cache=row_cache_use(steps)
+    )
+
+
+def row_cache_use(steps):
+    """How ``steps``' kernel row cache was used (a ``RowCacheUse``), or None without one."""
+    cache = getattr(steps, "kernel_row_cache", None)
+    return None if cache is None else cache.use()
 
 
 def step_schedule(first, count, eta0):
@@ -107,6 +118,7 @@ def history_record(steps, n_steps, kernel_evals, seconds, objective, holdout_err
         "steps": int(n_steps),
         "kernel_evals": int(kernel_evals),
         "kernel_rows_computed": int(steps.kernel_rows_computed),
+        "kernel_rows_distinct": int(steps.kernel_rows_distinct),
         "kernel_values_source": steps.kernel_values_source,
         "seconds": seconds,
         "objective": float(objective),
