@@ -59,6 +59,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_streaming.py::test_online_streamed_fit_equals_fit_without_shuffle_and_partial_fit[cupy-2-FTRLClassifier]"
   "tests/test_streaming.py::test_kernel_solvers_check_device_memory_before_training[cupy-SBPClassifier]"
   "tests/test_dask.py::test_stacking_a_shard_empties_its_blocks"                      # gpusvm.dask shards on the device
+  "tests/test_auto_nu.py::test_auto_nu_is_the_same_on_both_backends[cupy]"          # nu='auto': the pilot on the host, the same nu
 )
 # what the stand-in lacks (device memory to ask about, streams, events, pinned memory, CuPy's
 # refusals of host arrays and of device arrays stored into host ones, device results of

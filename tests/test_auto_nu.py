@@ -43,6 +43,8 @@ def test_one_multiclass_svc_gives_each_pair_the_nu_of_its_own_svc():
 def test_small_data_is_its_own_subsample_and_gets_svcs_nu():
     X, y = noisy_classes(300, 2)
     assert auto_nu.pilot_size(300) == 300
+    assert auto_nu.pilot_size(1_000) == auto_nu.PILOT_ALL_ROWS_BELOW
+    assert auto_nu.pilot_size(10**6) == auto_nu.PILOT_ROWS
     rows = auto_nu.pilot_subsample(y, seed=3)
     assert np.array_equal(rows, np.arange(300))
     nu, problem_nus = auto_nu.pilot_nu(X[rows], y[rows], 300, 2, one_vs_one=False, C=2.0, **PARAMS)
@@ -53,9 +55,9 @@ def test_small_data_is_its_own_subsample_and_gets_svcs_nu():
 
 def test_pilot_c_keeps_the_regularization_of_every_row():
     """On a subsample of m of n rows the pilot's C is C n / m; on every row it is C."""
-    X, y = noisy_classes(4_000, 2)
+    X, y = noisy_classes(3_000, 2)
     rows = auto_nu.pilot_subsample(y, seed=0)
-    assert rows.size == auto_nu.PILOT_ROWS
+    assert rows.size == auto_nu.pilot_size(3_000) == 750  # a quarter
     nu, _ = auto_nu.pilot_nu(X[rows], y[rows], y.size, 2, one_vs_one=False, C=0.25, **PARAMS)
     scaled = SVC(C=0.25 * y.size / rows.size, **PARAMS).fit(X[rows], y[rows])
     assert nu == pytest.approx(nu_from_svc(scaled, X[rows], y[rows]), rel=1e-6)
