@@ -55,7 +55,9 @@ FORMAT_VERSION = 1
 # Parameters added after files were written without them, with the value that gives the
 # behaviour those files' models were trained with (or a function of the file's fitted
 # attributes that gives it).
-PARAMETERS_ADDED = {"SBPClassifier": {"multi_class": "ovr", "kernel_dtype": kernel_dtype_before_the_parameter}}
+PARAMETERS_ADDED = {
+    "SBPClassifier": {"multi_class": "ovr", "kernel_dtype": kernel_dtype_before_the_parameter, "C": 1.0}
+}
 METADATA_MEMBER = "gpusvm.json"
 _STATE_CLASSES = {cls.__name__: cls for cls in (PegasosState, OnlineState)}
 _SAFE_MEMBER = re.compile(r"^[A-Za-z0-9_.]+$")

@@ -406,9 +406,11 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         return self
 
     def __setstate__(self, state):
-        """Pickles from before ``kernel_dtype`` get the one their fit used (X's dtype)."""
+        """Pickles from before ``kernel_dtype`` get the one their fit used (X's dtype);
+        from before ``C``, SVC's 1.0 (their ``nu`` is a number, so ``C`` is unused)."""
         if "kernel_dtype" not in state:
             state = {**state, "kernel_dtype": kernel_dtype_before_the_parameter(state)}
+        state = {"C": 1.0, **state}
         super().__setstate__(state)
 
     def _trains_one_vs_one(self, classes):
