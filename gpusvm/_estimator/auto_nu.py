@@ -7,12 +7,12 @@ data costs what SBP is there to save, so the pilot solves SVC's problem on a str
 subsample of ``m`` rows (:func:`pilot_size`) with ``C * n / m``: the same per-row weight
 of the slack against the norm, so the same regularization ``1 / (n C)`` as SVC with ``C``
 on all ``n`` rows. A subsample's optimum fits its rows more closely than the whole
-data's (fewer rows, same capacity), so this reads a ``nu`` at or below SVC's; on the
-benchmarks' data, a ``nu`` below SVC's gave SBP a test error at or below SVC's, one above
-it gave errors above (``bench/sbp_defaults.py``). Each one-vs-one pair is read off one
-multiclass SVC (LIBSVM trains its pairs separately), each class of a one-vs-rest model
-off its own; the model's ``nu`` is their median, as SBPClassifier shares one ``nu`` over
-its problems.
+data's (fewer rows, same capacity), so this reads a ``nu`` at or below SVC's: the safe
+side to miss on, since on the benchmarks' data a ``nu`` below SVC's gave SBP a test error
+at or below SVC's and one above it errors above (``bench/sbp_nu.py``). Each one-vs-one
+pair is read off one multiclass SVC (LIBSVM trains its pairs separately), each class of a
+one-vs-rest model off its own; the model's ``nu`` is their median, as SBPClassifier
+shares one ``nu`` over its problems.
 """
 
 from __future__ import annotations
