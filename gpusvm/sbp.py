@@ -435,12 +435,22 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             classes.size,
             one_vs_one=self._trains_one_vs_one(classes),
             C=self.C,
-            kernel=self.kernel,
-            gamma=gamma,
-            degree=self.degree,
-            coef0=self.coef0,
+            **self._kernel_settings(gamma),
         )
         return nu
+
+    def _kernel_settings(self, gamma):
+        """The kernel's parameters, ``gamma`` resolved."""
+        return {"kernel": self.kernel, "gamma": gamma, "degree": self.degree, "coef0": self.coef0}
+
+    def _problem_settings(self, gamma):
+        """What every SBP problem of the fit shares: ``nu_``, the batch, the kernel, the bias."""
+        return {
+            "nu": self.nu_,
+            "batch_size": self.batch_size,
+            "fit_intercept": self.fit_intercept,
+            **self._kernel_settings(gamma),
+        }
 
     def _solve(self, X_dev, n_train, targets, holdout_labels, gamma, seed, rules, backend, checkpoint_every=None):
         """One SBP run on ``X_dev`` (its first ``n_train`` rows train, the rest are held out;
@@ -450,14 +460,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             n_train=n_train,
             targets=get_namespace(backend).asarray(targets),
             holdout_labels=holdout_labels,
-            nu=self.nu_,
-            batch_size=self.batch_size,
-            kernel=self.kernel,
-            gamma=gamma,
-            degree=self.degree,
-            coef0=self.coef0,
-            fit_intercept=self.fit_intercept,
             seed=seed,
+            **self._problem_settings(gamma),
         )
         return run_sbp(
             problem,
@@ -554,13 +558,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             class_train=class_train,
             pairs=np.array(pairs),
             seeds=np.array(seeds, dtype=np.uint64),
-            nu=self.nu_,
-            batch_size=self.batch_size,
-            kernel=self.kernel,
-            gamma=gamma,
-            degree=self.degree,
-            coef0=self.coef0,
-            fit_intercept=self.fit_intercept,
+            **self._problem_settings(gamma),
         )
         widest = max(rows.size for rows in class_rows)  # the cache's rows: a row's blocks over every class
         cache_bytes = self._cache_bytes(X_dev.shape[0] * len(class_rows), widest, X_dev.dtype)

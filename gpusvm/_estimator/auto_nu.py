@@ -43,7 +43,9 @@ def pilot_size(n_rows):
 
 def stratified_subsample(labels, size, seed):
     """Sorted positions of ``size`` rows (about), each class's share by its count and at
-    least two rows of every class that has them, drawn with ``seed``."""
+    least two rows of every class that has them, drawn with ``seed``: every class is there,
+    so the pilot's pairs are the model's (scikit-learn's stratified splits drop a class of
+    one row, or refuse it)."""
     if size >= labels.size:
         return np.arange(labels.size)
     rng = np.random.default_rng(seed)
