@@ -28,6 +28,7 @@ after another at it, as on a device whose kernel matrix does not fit).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -141,38 +142,47 @@ class PairStack:
 
 
 class ClassBlockCache(KernelRowCache):
-    """Kernel rows cut by class: the key ``g * n_classes + c`` holds ``K(x_g, class c's
-    rows)``, zero-padded to the widest class. Pair (a, b)'s kernel row of row g is the
-    blocks of (g, a) and (g, b), so the block of g's own class serves every pair of that
-    class that draws g, computed once. Missing blocks are computed one kernel block per
-    class and written in place. Only :meth:`slots` (every block kept) is used."""
+    """Kernel rows cut by class: the key ``c * n_rows + g`` holds ``K(x_g, class c's
+    rows)`` (``n_rows`` rows in X), padded to the widest class. Pair (a, b)'s kernel row
+    of row g is the blocks of (g, a) and (g, b), so the block of g's own class serves
+    every pair of that class that draws g, computed once. Missing blocks are computed one
+    kernel block per class, from a copy of each class's rows kept in one piece; keys
+    ordered by class make a class's new blocks one run of fresh slots, written as a slice.
+    A block's padding is never read (the store starts at zero, and a slot reused holds
+    finite kernel values). Only :meth:`slots` (every block kept) is used; BLAS runs on one
+    thread while the fills run (:meth:`NumpyPairSteps.host_threads`)."""
 
     def __init__(self, stack, sq_norms, max_bytes):
         self.n_classes = len(stack.class_rows)
+        self.n_data_rows = stack.X.shape[0]
         width = max(rows.size for rows in stack.class_rows)
-        super().__init__(None, stack.X.shape[0] * self.n_classes, width, stack.X.dtype, max_bytes)
+        super().__init__(None, self.n_data_rows * self.n_classes, width, stack.X.dtype, max_bytes, empty=np.zeros)
         self.stack, self.sq_norms = stack, sq_norms
+        self.class_X = [stack.X[rows] for rows in stack.class_rows]
+        self.class_sq_norms = [sq_norms[rows] for rows in stack.class_rows]
 
     def _fill(self, keys, slots):
         stack = self.stack
-        rows, classes = np.divmod(keys, self.n_classes)
-        order = np.argsort(classes, kind="stable")
+        classes, rows = np.divmod(keys, self.n_data_rows)
+        order = np.argsort(classes, kind="stable")  # keys come sorted, so already in order
         starts = np.flatnonzero(np.diff(classes[order], prepend=-1))
-        with _one_blas_thread():
-            for at in np.split(order, starts[1:]):
-                members = stack.class_rows[classes[at[0]]]
-                drawn = rows[at]
-                self.store[slots[at], : members.size] = kernel_block(
-                    stack.X[drawn],
-                    stack.X[members],
-                    kernel=stack.kernel,
-                    gamma=stack.gamma,
-                    degree=stack.degree,
-                    coef0=stack.coef0,
-                    X_sq_norms=self.sq_norms[drawn],
-                    Y_sq_norms=self.sq_norms[members],
-                )
-                self.store[slots[at], members.size :] = 0
+        for at in np.split(order, starts[1:]):
+            c, drawn, into = classes[at[0]], rows[at], slots[at]
+            block = kernel_block(
+                stack.X[drawn],
+                self.class_X[c],
+                kernel=stack.kernel,
+                gamma=stack.gamma,
+                degree=stack.degree,
+                coef0=stack.coef0,
+                X_sq_norms=self.sq_norms[drawn],
+                Y_sq_norms=self.class_sq_norms[c],
+            )
+            width = block.shape[1]
+            if (np.diff(into) == 1).all():
+                self.store[into[0] : into[-1] + 1, :width] = block  # fresh slots: one run
+            else:
+                self.store[into, :width] = block
 
 
 class NumpyPairSteps:
@@ -238,12 +248,17 @@ class NumpyPairSteps:
         with self.phases.phase("level", "sbp.water_level", "purple"):
             covered = self._covered(active)
         with self.phases.phase("draw", "sbp.draw", "yellow"):
-            drawn = self._draw(step, active, covered)
+            draws = self._draw(step, active, covered)
         with self.phases.phase("rows", "sbp.kernel_row", "orange"):
-            direction = self._direction(active, drawn)
+            direction = self._direction(active, draws)
         with self.phases.phase("update", "sbp.update", "green"):
-            self._update(active, drawn, direction, eta)
+            self._update(active, draws, direction, eta)
         self.n_steps[active] = step
+
+    def host_threads(self):
+        """The context the steps run in: BLAS on one thread (:func:`_one_blas_thread`),
+        entered once for all the steps (entering it costs a tenth of a millisecond)."""
+        return _one_blas_thread()
 
     def _of(self, array, active):
         """``array[active]``: the array itself (no copy) while every pair is active."""
@@ -280,21 +295,22 @@ class NumpyPairSteps:
 
     def _draw(self, step, active, covered):
         """``B`` columns per active pair, uniformly from its covered ones (each on its own
-        stream, as the pair's binary fit draws), shape (len(active), B)."""
+        stream, as the pair's binary fit draws), as :class:`_Draws`."""
         counts = np.count_nonzero(covered, axis=1)
         positions = random_positions_of_streams(self.stack.seeds[active], step, self.stack.batch_size, counts)
-        columns = np.nonzero(covered)[1]  # by pair, then ascending: each pair's covered columns
-        return columns[(np.cumsum(counts) - counts)[:, None] + positions]
+        flat = np.flatnonzero(covered)  # by pair, then ascending: each pair's covered columns
+        drawn = flat[(np.cumsum(counts) - counts)[:, None] + positions]  # flat positions in (len(active), W)
+        distinct, multiplicity = np.unique(drawn, return_counts=True)
+        pair, column = np.divmod(distinct, covered.shape[1])  # pairs by position in active, ascending
+        return _Draws(pair, column, multiplicity)
 
-    def _direction(self, active, drawn):
+    def _direction(self, active, draws):
         """``<u, Phi(x_j)>`` of each active pair over its columns, (len(active), W)
         float64: the pairs' weights times their drawn rows' blocks, in one product."""
-        n_total, batch = self.stack.X.shape[0], self.stack.batch_size
-        pair_keys = np.arange(active.size)[:, None] * n_total + self.columns[active[:, None], drawn]
-        distinct, position = np.unique(pair_keys, return_inverse=True)
-        weights = np.bincount(position.ravel(), weights=(self.labels[active[:, None], drawn] / batch).ravel())
-        pair, row = np.divmod(distinct, n_total)  # pairs by position in active, ascending
-        block_keys = row[:, None] * self.cache.n_classes + self.stack.pairs[active[pair]]  # (g, a) and (g, b)
+        pair, batch = draws.pair, self.stack.batch_size
+        weights = self.labels[active[pair], draws.column] * draws.multiplicity / batch
+        row = self.columns[active[pair], draws.column]
+        block_keys = self.stack.pairs[active[pair]] * self.cache.n_data_rows + row[:, None]  # (g, a) and (g, b)
         needed, where = np.unique(block_keys, return_inverse=True)
         # no prefetching: a step's missing blocks already make one kernel block per class
         slots = self.cache.slots(needed)[where.reshape(block_keys.shape)]
@@ -310,21 +326,21 @@ class NumpyPairSteps:
         at = self.block_position[active] + (2 * self.cache.store.shape[1]) * np.arange(active.size)[:, None]
         return np.take(halves, at)
 
-    def _update(self, active, drawn, direction, eta):
+    def _update(self, active, draws, direction, eta):
         """``A``, the responses, their sums and norms of the active pairs after a step
         along ``direction`` (as :meth:`NumpySBPSteps.step`, row-wise)."""
         batch = self.stack.batch_size
-        pair = active[:, None]
         direction *= self._of(self.signs, active)
         scale = self.scale[active]
-        old = scale[:, None] * self.R[pair, drawn]
-        self.r2[active] += 2 * eta * old.mean(axis=1) + eta**2 * direction[np.arange(active.size)[:, None], drawn].mean(
-            axis=1
-        )
+        pair, column, multiplicity = draws.pair, draws.column, draws.multiplicity
+        at = (active[pair], column)
+        # the means over each pair's B draws, a draw counted as often as it was drawn
+        old = np.bincount(pair, self.R[at] * multiplicity, minlength=active.size) * scale / batch
+        along = np.bincount(pair, direction[pair, column] * multiplicity, minlength=active.size) / batch
+        self.r2[active] += 2 * eta * old + eta**2 * along
         increment = eta / (batch * scale)
-        at = (np.broadcast_to(pair, drawn.shape), drawn)
-        np.add.at(self.A, at, np.broadcast_to(increment[:, None], drawn.shape))
-        np.add.at(self.stamps, at, np.broadcast_to((increment * self.scale_sum[active])[:, None], drawn.shape))
+        self.A[at] += increment[pair] * multiplicity  # each (pair, column) once: a plain += adds them
+        self.stamps[at] += (increment * self.scale_sum[active])[pair] * multiplicity
         step_size = eta / scale
         r2 = self.r2[active]
         outside = r2 > 1
@@ -388,6 +404,16 @@ class NumpyPairSteps:
     def coefficients(self, average, pair):
         """``alpha`` of pair ``pair``'s training rows, shape (1, n_train)."""
         return self.alpha(average, np.array([pair]))[:, self.train[pair]]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Draws:
+    """A step's draws, each distinct (pair, column) once: the pair's position in the
+    active pairs (ascending), the column, and how many of the pair's ``B`` draws it got."""
+
+    pair: np.ndarray
+    column: np.ndarray
+    multiplicity: np.ndarray
 
 
 _BLAS_CONTROLLERS = {}  # process id -> its threadpoolctl controller (found once: about a millisecond)
@@ -489,33 +515,34 @@ def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=N
     bar = progress_bar(int(max_steps.max()), "SBP pairs", verbose)
     block_steps = getattr(steps, "block_steps", 1)  # steps issued together; the clock is read between
     t = 0
-    while active.size:
-        every = checkpoint_every[active]
-        next_due = int(np.minimum(t + every - t % every, max_steps[active]).min())
-        count = min(block_steps, next_due - t)
-        run_pair_block(steps, t + 1, count, active)
-        t += count
-        bar.update(count)
-        out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
-        due = active[(t % checkpoint_every[active] == 0) | (t >= max_steps[active]) | out_of_time]
-        if due.size == 0:
-            continue
-        with nvtx.annotate("sbp.checkpoint", color="cyan"):
-            level[due], bias[due], errors = steps.evaluate(average, due)
-        # the stack's part of the due pairs' records; their own values are filled in at the end
-        checkpoints.append((t, due, level[due], errors, history_record(steps, t, 0, elapsed(), 0.0, None)))
-        objectives.append(due, level[due])
-        held_out = ~np.isnan(errors)
-        improved = held_out & (errors < best_error[due])
-        best_error[due[improved]] = errors[improved]
-        since_best[due] = np.where(improved, 0, since_best[due] + held_out)
-        back = patience[due]
-        stop = (t >= max_steps[due]) | out_of_time | (since_best[due] >= back)
-        if rules.tol is not None:
-            looked = ~held_out & (objectives.counts[due] > back)
-            before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
-            stop |= looked & rules.gained_too_little(before, level[due], 1 / steps.eta0[due])
-        active = np.setdiff1d(active, due[stop])
+    with getattr(steps, "host_threads", contextlib.nullcontext)():
+        while active.size:
+            every = checkpoint_every[active]
+            next_due = int(np.minimum(t + every - t % every, max_steps[active]).min())
+            count = min(block_steps, next_due - t)
+            run_pair_block(steps, t + 1, count, active)
+            t += count
+            bar.update(count)
+            out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
+            due = active[(t % checkpoint_every[active] == 0) | (t >= max_steps[active]) | out_of_time]
+            if due.size == 0:
+                continue
+            with nvtx.annotate("sbp.checkpoint", color="cyan"):
+                level[due], bias[due], errors = steps.evaluate(average, due)
+            # the stack's part of the due pairs' records; their own values are filled in at the end
+            checkpoints.append((t, due, level[due], errors, history_record(steps, t, 0, elapsed(), 0.0, None)))
+            objectives.append(due, level[due])
+            held_out = ~np.isnan(errors)
+            improved = held_out & (errors < best_error[due])
+            best_error[due[improved]] = errors[improved]
+            since_best[due] = np.where(improved, 0, since_best[due] + held_out)
+            back = patience[due]
+            stop = (t >= max_steps[due]) | out_of_time | (since_best[due] >= back)
+            if rules.tol is not None:
+                looked = ~held_out & (objectives.counts[due] > back)
+                before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
+                stop |= looked & rules.gained_too_little(before, level[due], 1 / steps.eta0[due])
+            active = np.setdiff1d(active, due[stop])
     bar.close()
     histories = [[] for _ in range(n_pairs)]
     cache_use = row_cache_use(steps)  # the stack's, shared by its pairs
