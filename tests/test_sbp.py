@@ -963,6 +963,38 @@ def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_interc
     assert len(copies) == 1
 
 
+def test_stacked_pairs_run_on_one_blas_thread_but_for_large_fills(rng, monkeypatch):
+    """While a stack's steps run, BLAS has one thread (small fills, spinning threads),
+    a fill of at least THREADED_FILL_MIN multiply-adds gets the threads BLAS had before,
+    and afterwards BLAS has them again; the model is the same either way."""
+    from threadpoolctl import threadpool_info
+
+    from gpusvm.solvers.sbp import _pairs as sbp_pairs
+
+    def blas_threads():
+        return max(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas")
+
+    before = blas_threads()
+    X, y, _, _ = four_classes(rng, n=60, n_test=0)
+    labels = np.searchsorted(np.unique(y), y)
+    rules = sbp_solver.StoppingRules(max_epochs=2)
+    seen, kernel_block_of = [], sbp_pairs.kernel_block
+    monkeypatch.setattr(
+        sbp_pairs, "kernel_block", lambda *a, **k: seen.append(blas_threads()) or kernel_block_of(*a, **k)
+    )
+    alphas = {}
+    for fill_min in (2**62, 1):  # no fill large, then every fill large
+        monkeypatch.setattr(sbp_pairs, "THREADED_FILL_MIN", fill_min)
+        seen.clear()
+        stack = pair_stack(X, labels, 60, "numpy", fit_intercept=True, batch_size=4)
+        steps = sbp_pairs.NumpyPairSteps(stack, cache_bytes=2**20)
+        alphas[fill_min] = [r.alpha for r in sbp_pairs.run_pair_stack(stack, steps, rules)]
+        assert seen and set(seen) == {1 if fill_min > 1 else before}
+        assert blas_threads() == before and steps.cache.blas_threads is None
+    for a, b in zip(*alphas.values(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
 def test_stacked_pairs_of_different_sizes_checkpoint_together_in_long_blocks(rng, monkeypatch):
     """Pairs whose epochs run from about 10 to 150 steps: every pair checkpoints at multiples of
     one cadence common to the stack, of at least MIN_CHECKPOINT_STEPS, and at most ten

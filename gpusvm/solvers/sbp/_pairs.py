@@ -56,6 +56,9 @@ from ._run import history_record, row_cache_use, step_schedule
 
 # Ranks of each class sorted first by the level search before anything is known.
 FIRST_WINDOW = 64
+# A fill of at least this many multiply-adds (rows by class rows by features, about a
+# third of a millisecond on one core) runs on all of BLAS's threads.
+THREADED_FILL_MIN = 2**24
 # Steps between the checkpoints of pairs stepping together, at least: a checkpoint waits
 # for the device and copies to the host, so these are the shortest blocks of steps.
 MIN_CHECKPOINT_STEPS = 8
@@ -149,8 +152,9 @@ class ClassBlockCache(KernelRowCache):
     kernel block per class, from a copy of each class's rows kept in one piece; keys
     ordered by class make a class's new blocks one run of fresh slots, written as a slice.
     A block's padding is never read (the store starts at zero, and a slot reused holds
-    finite kernel values). Only :meth:`slots` (every block kept) is used; BLAS runs on one
-    thread while the fills run (:meth:`NumpyPairSteps.host_threads`)."""
+    finite kernel values). Only :meth:`slots` (every block kept) is used. While the steps
+    run (:meth:`NumpyPairSteps.host_threads`), BLAS runs on one thread but for fills of
+    at least ``THREADED_FILL_MIN`` multiply-adds."""
 
     def __init__(self, stack, sq_norms, max_bytes):
         self.n_classes = len(stack.class_rows)
@@ -160,6 +164,14 @@ class ClassBlockCache(KernelRowCache):
         self.stack, self.sq_norms = stack, sq_norms
         self.class_X = [stack.X[rows] for rows in stack.class_rows]
         self.class_sq_norms = [sq_norms[rows] for rows in stack.class_rows]
+        self.blas_threads = None  # while the steps run on one BLAS thread: the threads for large fills
+
+    def _blas_threads(self):
+        """BLAS on the threads it had before the steps limited it to one (as it is,
+        outside :meth:`NumpyPairSteps.host_threads`)."""
+        if self.blas_threads is None:
+            return contextlib.nullcontext()
+        return _blas_controller().limit(limits=self.blas_threads, user_api="blas")
 
     def _fill(self, keys, slots):
         stack = self.stack
@@ -168,16 +180,20 @@ class ClassBlockCache(KernelRowCache):
         starts = np.flatnonzero(np.diff(classes[order], prepend=-1))
         for at in np.split(order, starts[1:]):
             c, drawn, into = classes[at[0]], rows[at], slots[at]
-            block = kernel_block(
-                stack.X[drawn],
-                self.class_X[c],
-                kernel=stack.kernel,
-                gamma=stack.gamma,
-                degree=stack.degree,
-                coef0=stack.coef0,
-                X_sq_norms=self.sq_norms[drawn],
-                Y_sq_norms=self.class_sq_norms[c],
-            )
+            # a large block (MNIST: 64 rows by 2,000 of 784 features) shares out over the
+            # cores; the many small ones do not (see _one_blas_thread)
+            large = drawn.size * self.class_X[c].shape[0] * stack.X.shape[1] >= THREADED_FILL_MIN
+            with self._blas_threads() if large else contextlib.nullcontext():
+                block = kernel_block(
+                    stack.X[drawn],
+                    self.class_X[c],
+                    kernel=stack.kernel,
+                    gamma=stack.gamma,
+                    degree=stack.degree,
+                    coef0=stack.coef0,
+                    X_sq_norms=self.sq_norms[drawn],
+                    Y_sq_norms=self.class_sq_norms[c],
+                )
             width = block.shape[1]
             if (np.diff(into) == 1).all():
                 self.store[into[0] : into[-1] + 1, :width] = block  # fresh slots: one run
@@ -256,9 +272,10 @@ class NumpyPairSteps:
         self.n_steps[active] = step
 
     def host_threads(self):
-        """The context the steps run in: BLAS on one thread (:func:`_one_blas_thread`),
-        entered once for all the steps (entering it costs a tenth of a millisecond)."""
-        return _one_blas_thread()
+        """The context the steps run in: BLAS on one thread but for large fills
+        (:func:`_one_blas_thread`), entered once for all the steps (entering it costs a
+        tenth of a millisecond)."""
+        return _one_blas_thread(self.cache)
 
     def _of(self, array, active):
         """``array[active]``: the array itself (no copy) while every pair is active."""
@@ -419,18 +436,32 @@ class _Draws:
 _BLAS_CONTROLLERS = {}  # process id -> its threadpoolctl controller (found once: about a millisecond)
 
 
-def _one_blas_thread():
-    """BLAS on one thread while a fill runs: a fill is a few drawn rows by one class
-    (often two rows by a thousand), a product too small to share out, and BLAS's threads,
-    which wait for work spinning, then take the cores from the step's own work and from
-    other processes (on a 2-core machine shared with other work, the fills then cost
-    many times their arithmetic)."""
+def _blas_controller():
+    """This process's threadpoolctl controller."""
     from threadpoolctl import ThreadpoolController  # scikit-learn's dependency, imported on first use
 
     pid = os.getpid()
     if pid not in _BLAS_CONTROLLERS:
         _BLAS_CONTROLLERS[pid] = ThreadpoolController()
-    return _BLAS_CONTROLLERS[pid].limit(limits=1, user_api="blas")
+    return _BLAS_CONTROLLERS[pid]
+
+
+@contextlib.contextmanager
+def _one_blas_thread(cache):
+    """BLAS on one thread while a stack's steps run, and ``cache.blas_threads`` set to
+    the threads BLAS had before, for its large fills. A fill is mostly a few drawn rows
+    by one class (often two rows by a thousand), a product too small to share out, and
+    BLAS's threads, which wait for work spinning, then take the cores from the step's
+    own work and from other processes (on a 2-core machine shared with other work, the
+    fills then cost many times their arithmetic)."""
+    controller = _blas_controller()
+    threads = [info["num_threads"] for info in controller.info() if info["user_api"] == "blas"]
+    cache.blas_threads = max(threads, default=1)
+    try:
+        with controller.limit(limits=1, user_api="blas"):
+            yield
+    finally:
+        cache.blas_threads = None
 
 
 def _side_major(per_pair):
