@@ -972,7 +972,7 @@ def test_stacked_pairs_run_on_one_blas_thread_but_for_large_fills(rng, monkeypat
     from gpusvm.solvers.sbp import _pairs as sbp_pairs
 
     def blas_threads():
-        return max(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas")
+        return max((info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"), default=1)
 
     before = blas_threads()
     X, y, _, _ = four_classes(rng, n=60, n_test=0)
