@@ -10,7 +10,7 @@ times SVC's from 20,000 training rows up, at most 1.5 times below. The ``target`
 says whether SBP's row meets both.
 
 Data: UCI Adult (gpusvm's copy, sparse); MNIST's first 20,000 and 10,000 training rows as
-digit 8 against the rest, and its first 6,000 with all ten digits (pixels in [0, 1],
+digit 8 against the rest, and its first 20,000 and 6,000 with all ten digits (pixels in [0, 1],
 float32, tested on all 10,000 test rows); KEEL magic, letter, penbased, satimage,
 texture and optdigits (``bench/get_data.sh``; standardized, a stratified quarter tested).
 
@@ -35,7 +35,12 @@ from gpusvm import KernelPegasosSVC, SBPClassifier  # noqa: E402
 from gpusvm.datasets import load_adult, load_keel, load_mnist  # noqa: E402
 
 # MNIST data sets: name -> (training rows, the digit against the rest or None for all ten)
-MNIST = {"mnist8-20k": (20_000, 8), "mnist8-10k": (10_000, 8), "mnist10-6k": (6_000, None)}
+MNIST = {
+    "mnist8-20k": (20_000, 8),
+    "mnist8-10k": (10_000, 8),
+    "mnist10-20k": (20_000, None),
+    "mnist10-6k": (6_000, None),
+}
 KEEL = ["magic", "letter", "penbased", "satimage", "texture", "optdigits"]
 DATASETS = ["adult", *MNIST, *KEEL]
 QUICK_ROWS = 2_000
