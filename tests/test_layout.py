@@ -441,9 +441,12 @@ def test_models_written_before_the_move_still_load(name, how):
     expected = np.load(DATA / "layout_predictions.npz")
     with gpusvm.config_context(backend="numpy"):
         fresh = fitted(name, X, y2, y3)
-        if name == "sbp_ovo":  # written before kernel_dtype (kernel values in X's dtype) and nu='auto'
-            assert model.kernel_dtype == "float64" and model.nu == 0.01 and model.C == 1.0
-            fresh = fresh.set_params(kernel_dtype=model.kernel_dtype, nu=model.nu).fit(X, y3)
+        if (
+            name == "sbp_ovo"
+        ):  # written before kernel_dtype (kernel values in X's dtype), nu='auto' and batch_size='auto'
+            assert model.kernel_dtype == "float64" and model.nu == 0.01 and model.C == 1.0 and model.batch_size == 64
+            fresh = fresh.set_params(kernel_dtype=model.kernel_dtype, nu=model.nu, batch_size=model.batch_size)
+            fresh.fit(X, y3)
         np.testing.assert_array_equal(model.predict(X), expected[name])
         np.testing.assert_array_equal(model.predict(X), fresh.predict(X))
         np.testing.assert_allclose(model.decision_function(X), expected[name + "_decision"], rtol=1e-12, atol=1e-12)

@@ -29,10 +29,12 @@ class KernelModelMixin:
     """``decision_function`` from ``support_vectors_``, ``dual_coef_``, ``intercept_`` and
     the kernel parameters ``kernel``, ``gamma_``, ``degree``, ``coef0``."""
 
-    def _check_device_memory(self, X, n_classes, backend):
-        """On the cupy backend, refuse early a fit that cannot fit in device memory."""
+    def _check_device_memory(self, X, n_classes, backend, batch_size=None):
+        """On the cupy backend, refuse early a fit that cannot fit in device memory
+        (``batch_size``: the fit's, None for ``self.batch_size``)."""
         if backend == "cupy":
-            needed = device_bytes_to_fit(X, 1 if n_classes == 2 else n_classes, self.batch_size)
+            batch_size = self.batch_size if batch_size is None else batch_size
+            needed = device_bytes_to_fit(X, 1 if n_classes == 2 else n_classes, batch_size)
             check_device_memory(needed, f"{type(self).__name__} on {X.shape[0]} rows x {X.shape[1]} features")
 
     @nvtx_range("predict.kernel", color="cyan")

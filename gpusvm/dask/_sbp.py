@@ -400,6 +400,7 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
             )
         seed = seed_from_random_state(self.random_state)
         train, holdout = self._split(y, classes, seed)
+        self.batch_size_ = sbp.resolve_batch_size(self.batch_size, train.size)
         settings = ShardSettings(
             classes=classes,
             holdout_rows=holdout,
@@ -427,7 +428,7 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
                     n_train=train.size,
                     n_holdout=holdout.size,
                     n_problems=1 if classes.size == 2 else classes.size,
-                    batch_size=self.batch_size,
+                    batch_size=self.batch_size_,
                     nu=self.nu_,
                     seed=seed,
                 )
@@ -440,7 +441,7 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
         self.backend_ = client.submit(resolve_backend, self.backend, pure=False).result()
         self.classes_, self.gamma_ = classes, gamma
         self.t_ = result.n_steps
-        self.n_iter_ = result.n_steps / max(1, -(-train.size // self.batch_size))
+        self.n_iter_ = result.n_steps / max(1, -(-train.size // self.batch_size_))
         self._check_finite_model(self.support_vectors_)
 
     def _cluster_nu(self, actors, train_labels, classes, gamma, seed):
