@@ -100,6 +100,21 @@ def random_positions_of_streams(seeds, step, n_lanes, bounds, xp=np):
     return _below(bits, xp.asarray(bounds, dtype=xp.uint64)[:, None]).astype(xp.int64)
 
 
+def stream_bits_block(seeds, first_step, n_steps, n_lanes, xp=np):
+    """The bits of lanes ``0..n_lanes-1`` of many streams at steps ``first_step ..
+    first_step + n_steps - 1``, shape ``(len(seeds), n_steps, n_lanes)``: one call for a
+    block of steps (:func:`positions_below` turns a step's into positions, as
+    :func:`random_positions_of_streams` draws them)."""
+    steps = xp.arange(first_step, first_step + n_steps, dtype=xp.uint64)[None, :, None]
+    seeds = xp.asarray(seeds, dtype=xp.uint64)[:, None, None]
+    return _stream_bits(seeds, steps, xp.arange(n_lanes, dtype=xp.uint64)[None, None, :], xp)
+
+
+def positions_below(bits, bounds, xp=np):
+    """Positions in ``[0, bounds[i])`` from row ``i`` of ``bits`` (shape (len(bounds), lanes))."""
+    return _below(bits, xp.asarray(bounds, dtype=xp.uint64)[:, None]).astype(xp.int64)
+
+
 def random_index_block(seed, first_step, n_steps, count, n, xp=np):
     """Indices of steps ``first_step .. first_step + n_steps - 1`` at once, shape (n_steps, count).
 

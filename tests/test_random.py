@@ -6,12 +6,14 @@ import pytest
 
 from gpusvm._device.cuda_modules import cuda_source_dir
 from gpusvm._random import (
+    positions_below,
     random_bits,
     random_index_block,
     random_indices,
     random_positions,
     random_positions_of_streams,
     seed_from_random_state,
+    stream_bits_block,
 )
 
 from .conftest import needs_device
@@ -58,6 +60,18 @@ def test_many_streams_equal_each_stream_alone(rng):
     for row, seed, bound in zip(together, seeds, bounds, strict=True):
         assert np.array_equal(row, random_positions(int(seed), step, np.arange(5), np.full(5, bound)))
         assert np.array_equal(row, random_indices(int(seed), step, 5, int(bound)))
+
+
+def test_a_block_of_steps_of_many_streams_draws_each_step_as_alone(rng):
+    seeds = rng.integers(0, 2**63, size=4, dtype=np.uint64)
+    first = int(rng.integers(2**40))
+    block = stream_bits_block(seeds, first, 6, 5)
+    assert block.shape == (4, 6, 5)
+    for s in range(6):
+        bounds = rng.integers(1, 2**31, size=4)
+        assert np.array_equal(
+            positions_below(block[:, s], bounds), random_positions_of_streams(seeds, first + s, 5, bounds)
+        )
 
 
 def test_indices_are_uniform():

@@ -9,7 +9,7 @@ pair), and one step of every pair costs the same few calls:
 
 * the water levels of all rows at once (:func:`~gpusvm.water_level.levels_of_rows`);
 * the draws of every pair's own stream at once
-  (:func:`~gpusvm._random.random_positions_of_streams`);
+  (:func:`~gpusvm._random.stream_bits_block`, a block of steps at once);
 * kernel rows cut by class (:class:`ClassBlockCache`): the part of row g over its own
   class's rows is computed once for all the pairs of that class, which about halves the
   kernel evaluations; one sparse product of the pairs' weights with the cached blocks,
@@ -38,7 +38,7 @@ import numpy as np
 import nvtx
 
 from ..._instrumentation import PhaseClock, progress_bar
-from ..._random import random_positions_of_streams
+from ..._random import positions_below, stream_bits_block
 from ...kernel_functions import kernel_block, squared_row_norms
 from ...water_level import class_offsets, class_ranks, levels_of_rows, lowest_needed
 from ..row_cache import KernelRowCache, weighted_row_sums
@@ -59,6 +59,8 @@ FIRST_WINDOW = 64
 # A fill of at least this many multiply-adds (rows by class rows by features, about a
 # third of a millisecond on one core) runs on all of BLAS's threads.
 THREADED_FILL_MIN = 2**24
+# Steps whose random bits are drawn together (a call's overhead shared by its steps).
+BITS_BLOCK_STEPS = 16
 # Steps between the checkpoints of pairs stepping together, at least: a checkpoint waits
 # for the device and copies to the host, so these are the shortest blocks of steps.
 MIN_CHECKPOINT_STEPS = 8
@@ -166,6 +168,18 @@ class ClassBlockCache(KernelRowCache):
         self.class_sq_norms = [sq_norms[rows] for rows in stack.class_rows]
         self.blas_threads = None  # while the steps run on one BLAS thread: the threads for large fills
 
+    def block_slots(self, keys):
+        """The slots of the blocks of ``keys`` (any shape, repeats allowed), computing the
+        missing ones (one kernel block per class: no prefetching). When every block is
+        kept (most steps) they are read off directly, marked as used at this call."""
+        slots = self.slot_of_row[keys]
+        if (slots < 0).any():
+            needed, where = np.unique(keys, return_inverse=True)
+            return self.slots(needed)[where.reshape(keys.shape)]
+        self.clock += 1
+        self.last_used[slots] = self.clock
+        return slots
+
     def _blas_threads(self):
         """BLAS on the threads it had before the steps limited it to one (as it is,
         outside :meth:`NumpyPairSteps.host_threads`)."""
@@ -243,6 +257,7 @@ class NumpyPairSteps:
         self.n_steps = np.zeros(n_pairs, dtype=np.int64)
         self.window = self.checkpoint_window = FIRST_WINDOW
         self._work_rows = None  # the level search's room, kept from step to step
+        self._bits_block = 0, np.empty((stack.n_pairs, 0, stack.batch_size), dtype=np.uint64)
         self.phases = PhaseClock(STEP_PHASES)
 
     @property
@@ -314,12 +329,25 @@ class NumpyPairSteps:
         """``B`` columns per active pair, uniformly from its covered ones (each on its own
         stream, as the pair's binary fit draws), as :class:`_Draws`."""
         counts = np.count_nonzero(covered, axis=1)
-        positions = random_positions_of_streams(self.stack.seeds[active], step, self.stack.batch_size, counts)
+        positions = positions_below(self._stream_bits(step)[active], counts)
         flat = np.flatnonzero(covered)  # by pair, then ascending: each pair's covered columns
         drawn = flat[(np.cumsum(counts) - counts)[:, None] + positions]  # flat positions in (len(active), W)
-        distinct, multiplicity = np.unique(drawn, return_counts=True)
+        # each pair's own positions are its row's: sorted row by row, all of them are sorted
+        ordered = np.sort(drawn, axis=1).ravel()
+        first = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+        distinct, multiplicity = ordered[first], np.diff(first, append=ordered.size)
         pair, column = np.divmod(distinct, covered.shape[1])  # pairs by position in active, ascending
         return _Draws(pair, column, multiplicity)
+
+    def _stream_bits(self, step):
+        """Every pair's random bits at ``step`` (pairs by lanes), from a block of
+        ``BITS_BLOCK_STEPS`` steps drawn at once."""
+        first, block = self._bits_block
+        if not first <= step < first + block.shape[1]:
+            first = step
+            block = stream_bits_block(self.stack.seeds, first, BITS_BLOCK_STEPS, self.stack.batch_size)
+            self._bits_block = first, block
+        return block[:, step - first]
 
     def _direction(self, active, draws):
         """``<u, Phi(x_j)>`` of each active pair over its columns, (len(active), W)
@@ -328,14 +356,16 @@ class NumpyPairSteps:
         weights = self.labels[active[pair], draws.column] * draws.multiplicity / batch
         row = self.columns[active[pair], draws.column]
         block_keys = self.stack.pairs[active[pair]] * self.cache.n_data_rows + row[:, None]  # (g, a) and (g, b)
-        needed, where = np.unique(block_keys, return_inverse=True)
-        # no prefetching: a step's missing blocks already make one kernel block per class
-        slots = self.cache.slots(needed)[where.reshape(block_keys.shape)]
-        # product row 2 p + side: pair p's weights over the blocks of its class `side`
+        slots = self.cache.block_slots(block_keys)
+        # product row 2 p + side: pair p's weights over the blocks of its class `side`; a
+        # pair's draws are consecutive, so its side-0 entries go to its first row, then
+        # its side-1 entries to its second
         per_pair = np.bincount(pair, minlength=active.size)
-        order = _side_major(per_pair)
-        block_slots = np.concatenate([slots[:, 0], slots[:, 1]])[order]
-        block_weights = np.concatenate([weights, weights])[order]
+        side_0 = (np.cumsum(per_pair) - per_pair)[pair] + np.arange(pair.size)
+        side_1 = side_0 + per_pair[pair]
+        block_slots, block_weights = np.empty(2 * pair.size, dtype=np.int64), np.empty(2 * pair.size)
+        block_slots[side_0], block_slots[side_1] = slots[:, 0], slots[:, 1]
+        block_weights[side_0] = block_weights[side_1] = weights
         row_starts = np.concatenate([[0], np.cumsum(np.repeat(per_pair, 2))])
         halves = weighted_row_sums(self.cache.store, block_weights, block_slots, row_starts)
         if active.size == self.stack.n_pairs:
@@ -462,14 +492,6 @@ def _one_blas_thread(cache):
             yield
     finally:
         cache.blas_threads = None
-
-
-def _side_major(per_pair):
-    """The order that takes entries laid out as [every pair's side-0 entries, every
-    pair's side-1 entries] (``per_pair[p]`` of pair p's in each half, pair after pair)
-    to pair 0 side 0, pair 0 side 1, pair 1 side 0, ..."""
-    pair_of = np.repeat(np.arange(per_pair.size), per_pair)
-    return np.argsort(np.concatenate([2 * pair_of, 2 * pair_of + 1]), kind="stable")
 
 
 def pair_checkpoint_steps(n_train, batch_size):
