@@ -1149,3 +1149,21 @@ def test_small_data_at_the_defaults_is_as_accurate_as_svc():
         errors["svc"].append(1 - SVC().fit(X_train, y_train).score(X_test, y_test))
         errors["sbp"].append(1 - SBPClassifier(random_state=seed).fit(X_train, y_train).score(X_test, y_test))
     assert np.mean(errors["sbp"]) <= np.mean(errors["svc"]) + 0.002
+
+
+@pytest.mark.parametrize(
+    ("class_sizes", "stack_widths"),
+    [
+        ([6000, 500, 500, 500, 500, 500], [[6500], [1000]]),  # ten narrow pairs padded sixfold: apart
+        ([4000, 800, 800, 800, 800, 800, 800], [[4800], [1600]]),  # fifteen pairs padded threefold: apart
+        ([2000, 2000, 700, 700, 700, 700], [[1400, 2700, 4000]]),  # six pairs padded threefold: together
+        ([3000, 3000, 600, 600, 600, 600], [[1200, 3600, 6000]]),
+        ([1000, 1000, 1000], [[2000]]),
+    ],
+)
+def test_host_pairs_step_apart_only_when_padding_costs_more_than_a_stack(class_sizes, stack_widths):
+    n_classes = len(class_sizes)
+    widths = [class_sizes[a] + class_sizes[b] for a in range(n_classes) for b in range(a + 1, n_classes)]
+    stacks = sbp_estimator._stacks_by_width(widths)
+    assert sorted(p for stack in stacks for p in stack) == list(range(len(widths)))
+    assert [sorted({widths[p] for p in stack}) for stack in stacks] == stack_widths
