@@ -39,7 +39,7 @@ from .solvers.sbp import (
 AUTO_HOLDOUT_MIN_ROWS = 50_000
 AUTO_HOLDOUT_MAX_ROWS = 10_000
 # batch_size='auto': this batch from AUTO_BATCH * AUTO_STEPS_PER_EPOCH training rows up, below
-# it the batch of an epoch of AUTO_STEPS_PER_EPOCH steps (see the parameter's docstring)
+# it the batch of an epoch of about AUTO_STEPS_PER_EPOCH steps (see the parameter's docstring)
 AUTO_BATCH = 64
 AUTO_STEPS_PER_EPOCH = 64
 # The work of a step of one-vs-one pairs stepping together on the host that does not grow
@@ -121,7 +121,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         step size ``eta_0 / sqrt(t)``: the ``B`` kernel rows are one matrix product, a
         step costs ``B n`` kernel evaluations, and an epoch has ``B`` times fewer steps.
         'auto' (``batch_size_``) is 64 from 4,096 training rows up, else
-        ``ceil(n_train / 64)``: an epoch of at least 64 steps. 64 is by measurement
+        ``ceil(n_train / 64)``: an epoch of about 64 steps. 64 is by measurement
         (``bench/sbp_kernel.py``): a step's fixed cost (the water level, a few passes
         over the responses) is shared by 64 examples, and on the benchmark's data batch
         64 reached SVC's test error in less time than batch 1 almost everywhere. Below
@@ -752,8 +752,8 @@ def _time_share(rules, seconds_spent, rows, rows_left):
 
 def resolve_batch_size(batch_size, n_train):
     """The batch of a fit on ``n_train`` training rows: ``batch_size``, or for 'auto'
-    ``AUTO_BATCH`` from ``AUTO_BATCH * AUTO_STEPS_PER_EPOCH`` rows up, else the batch of
-    an epoch of ``AUTO_STEPS_PER_EPOCH`` steps (at least 1)."""
+    ``AUTO_BATCH`` from ``AUTO_BATCH * AUTO_STEPS_PER_EPOCH`` rows up, else
+    ``ceil(n_train / AUTO_STEPS_PER_EPOCH)``: an epoch of about that many steps."""
     if batch_size != "auto":
         return int(batch_size)
     return int(min(AUTO_BATCH, max(1, -(-n_train // AUTO_STEPS_PER_EPOCH))))

@@ -154,7 +154,7 @@ class ClassBlockCache(KernelRowCache):
     kernel block per class, from a copy of each class's rows kept in one piece; keys
     ordered by class make a class's new blocks one run of fresh slots, written as a slice.
     A block's padding is never read (the store starts at zero, and a slot reused holds
-    finite kernel values). Only :meth:`slots` (every block kept) is used. While the steps
+    finite kernel values). The steps look blocks up by :meth:`block_slots`. While the steps
     run (:meth:`NumpyPairSteps.host_threads`), BLAS runs on one thread but for fills of
     at least ``THREADED_FILL_MIN`` multiply-adds."""
 
@@ -190,7 +190,7 @@ class ClassBlockCache(KernelRowCache):
     def _fill(self, keys, slots):
         stack = self.stack
         classes, rows = np.divmod(keys, self.n_data_rows)
-        order = np.argsort(classes, kind="stable")  # keys come sorted, so already in order
+        order = np.argsort(classes, kind="stable")  # (the steps' keys come sorted: already in order)
         starts = np.flatnonzero(np.diff(classes[order], prepend=-1))
         for at in np.split(order, starts[1:]):
             c, drawn, into = classes[at[0]], rows[at], slots[at]
