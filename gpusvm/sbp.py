@@ -126,10 +126,10 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         over the responses) is shared by 64 examples, and on the benchmark's data batch
         64 reached SVC's test error in less time than batch 1 almost everywhere. Below
         that, SBP's accuracy follows its steps rather than its epochs, and five epochs
-        of batch 64 are too few steps: on 300 training rows of KEEL magic its test error
-        was 2.8 points above SVC's (17.6%), and 0.7 with 'auto' (scikit-learn's breast
-        cancer data, 284 rows: 0.6 points above, and 0.2 below; the mean of five
-        splits, in a tenth of a second).
+        of batch 64 are too few steps (``bench/sbp_small.py``, means of five splits):
+        on 300 training rows of KEEL magic its test error was 2.8 points above SVC's
+        (17.6%), and 0.7 with 'auto'; on 284 rows of scikit-learn's breast cancer data,
+        0.6 points above, and 0.2 below with 'auto', in a tenth of a second.
     average : bool, default=True
         Return the average of the iterates (the paper's predictor); False returns the
         last iterate, divided by its own level.

@@ -363,6 +363,15 @@ def test_defaults_benchmark_quick_on_keel_penbased():
     assert all(0 < row["nu"] < 1 and row["target"].startswith(("met", "missed")) for row in sbp_rows)
 
 
+def test_small_data_benchmark_quick():
+    payload = run_bench("sbp_small.py")
+    solvers = [row["solver"] for row in payload["results"]]
+    assert solvers == ["SVC (LIBSVM)", "SBPClassifier(batch_size=64)", "SBPClassifier()"] * 2
+    assert all(row["test_error"] < 0.2 and row["seconds"] > 0 for row in payload["results"])
+    batches = {(row["dataset"], row["solver"]): row["batch"] for row in payload["results"]}
+    assert batches[("breast_cancer", "SBPClassifier()")] == 5 and batches[("wine", "SBPClassifier()")] == 2
+
+
 def test_nu_benchmark_quick_on_keel_penbased():
     from importlib.util import find_spec
 
