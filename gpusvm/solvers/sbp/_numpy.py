@@ -10,10 +10,10 @@ from ..._random import random_positions
 from ...kernel_functions import squared_row_norms
 from ...water_level import LevelTracker
 from ..row_cache import KernelRowCache
-from ._problem import PREFETCH_MAX_COVERED, RENORMALIZE_BELOW, STEP_PHASES, LocalModel
+from ._problem import PREFETCH_MAX_COVERED, RENORMALIZE_BELOW, STEP_PHASES, HostCacheCounts, LocalModel
 
 
-class NumpySBPSteps(LocalModel):
+class NumpySBPSteps(HostCacheCounts, LocalModel):
     """SBP steps on the host: a kernel-row cache filled in blocks, BLAS products, and a
     water level from the lowest responses only.
 
@@ -52,18 +52,6 @@ class NumpySBPSteps(LocalModel):
         self.problem_of = np.repeat(np.arange(k), problem.batch_size).reshape(k, problem.batch_size)
         self.phases = PhaseClock(STEP_PHASES)
         self.n_steps = 0
-
-    @property
-    def kernel_rows_computed(self):
-        return self.cache.rows_computed
-
-    @property
-    def kernel_rows_distinct(self):
-        return self.cache.rows_distinct
-
-    @property
-    def kernel_row_cache(self):
-        return self.cache
 
     def levels(self, responses):
         """Water level and bias of each problem's responses (k, n_train), shape (k,) each.

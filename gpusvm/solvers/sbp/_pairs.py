@@ -44,6 +44,7 @@ from ...water_level import class_offsets, class_ranks, levels_of_rows, lowest_ne
 from ..row_cache import KernelRowCache, weighted_row_sums
 from ._problem import (
     RENORMALIZE_BELOW,
+    HostCacheCounts,
     STEP_PHASES,
     SBPResult,
     checkpoint_interval,
@@ -215,12 +216,12 @@ class ClassBlockCache(KernelRowCache):
                 self.store[into, :width] = block
 
 
-class NumpyPairSteps:
+class NumpyPairSteps(HostCacheCounts):
     """SBP steps of every pair of a :class:`PairStack` at once; ``phases.seconds``
     records the time of each part of the steps (``level``, ``draw``, ``rows``,
     ``update``), over all pairs."""
 
-    kernel_values_source = "cache"  # a host cache of kernel rows, cut by class
+    kernel_values_source = "cache"  # a host cache of kernel rows, cut by class (its counts: class blocks)
 
     def __init__(self, stack, cache_bytes):
         self.stack = stack
@@ -259,20 +260,6 @@ class NumpyPairSteps:
         self._work_rows = None  # the level search's room, kept from step to step
         self._bits_block = 0, np.empty((stack.n_pairs, 0, stack.batch_size), dtype=np.uint64)
         self.phases = PhaseClock(STEP_PHASES)
-
-    @property
-    def kernel_rows_computed(self):
-        """Class blocks computed so far (each a kernel row over one class's rows)."""
-        return self.cache.rows_computed
-
-    @property
-    def kernel_rows_distinct(self):
-        """Distinct class blocks computed so far."""
-        return self.cache.rows_distinct
-
-    @property
-    def kernel_row_cache(self):
-        return self.cache
 
     def step(self, step, eta, active):
         """Step ``step`` (from 1) of the ``active`` pairs (int array) with step sizes ``eta``."""

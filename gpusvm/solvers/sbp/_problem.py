@@ -119,6 +119,25 @@ class SBPResult:
     row_cache: RowCacheUse | None = None  # how the steps' kernel row cache was used; None: no cache
 
 
+class HostCacheCounts:
+    """What ``run_sbp`` and ``run_pair_stack`` read of host steps that keep their kernel
+    rows (or a pair stack's class blocks) in ``self.cache``, a
+    :class:`~gpusvm.solvers.row_cache.KernelRowCache`: rows computed, distinct rows, the
+    cache itself."""
+
+    @property
+    def kernel_rows_computed(self):
+        return self.cache.rows_computed
+
+    @property
+    def kernel_rows_distinct(self):
+        return self.cache.rows_distinct
+
+    @property
+    def kernel_row_cache(self):
+        return self.cache
+
+
 class LocalModel:
     """What ``run_sbp`` asks of the steps of one process, from their ``model`` and
     ``levels`` (the steps of gpusvm.dask answer the same questions across workers)."""
