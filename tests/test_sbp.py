@@ -912,6 +912,151 @@ def pair_stack(X, labels, n_train, backend, *, fit_intercept, batch_size=3, seed
     )
 
 
+def run_host_pairs(stack, steps_class, rules, kernel_evals, cache_bytes=2**20):
+    """``run_pair_stack`` of ``stack`` on the host steps ``steps_class``: the results and the steps."""
+    from gpusvm.solvers.sbp import run_pair_stack
+
+    steps = steps_class(stack, cache_bytes=cache_bytes)
+    return run_pair_stack(stack, steps, rules, kernel_evals=kernel_evals), steps
+
+
+def assert_same_pairs(a_results, b_results):
+    """Two runs of a pair stack gave the same pairs bit for bit: steps, checkpoints, holdout
+    errors, levels, biases and coefficients."""
+    for p, (a, b) in enumerate(zip(a_results, b_results, strict=True)):
+        assert a.n_steps == b.n_steps, p
+        assert [r["steps"] for r in a.history] == [r["steps"] for r in b.history], p
+        assert [r["holdout_error"] for r in a.history] == [r["holdout_error"] for r in b.history], p
+        assert [r["objective"] for r in a.history] == [r["objective"] for r in b.history], p
+        for name in ("level", "bias", "alpha"):
+            np.testing.assert_array_equal(getattr(b, name), getattr(a, name), err_msg=f"pair {p}: {name}")
+
+
+needs_numba = pytest.mark.skipif(
+    not sbp_solver.compiled_steps_available(), reason="the compiled pair steps need Numba (GPUSVM_COMPILED_STEPS != 0)"
+)
+
+
+@needs_numba
+@pytest.mark.parametrize(
+    "fit_intercept, dtype, sparse, batch_size",
+    [
+        (True, np.float32, False, 3),
+        (False, np.float32, False, 5),
+        (True, np.float64, False, 1),
+        (True, np.float32, True, 4),
+    ],
+)
+def test_compiled_pair_steps_are_the_numpy_pairs_bit_for_bit(rng, fit_intercept, dtype, sparse, batch_size):
+    """The Numba steps of the pairs against the NumPy steps, the reference: the same draws,
+    levels and updates in the same order and precision, so the same pairs bit for bit;
+    classes of uneven sizes (padding), a holdout, pairs stopping at different steps by
+    their budgets of kernel evaluations (inactive pairs left as they are), a cache of
+    blocks that evicts, float32 and float64 kernel values, dense and sparse X."""
+    from gpusvm.solvers.sbp import NumpyPairSteps
+    from gpusvm.solvers.sbp._pairs_compiled import CompiledPairSteps
+
+    X, y, _, _ = four_classes(rng, n=200, n_test=0)
+    y = y.copy()
+    y[rng.random(y.size) < 0.3] = "a"  # class a larger: pairs of different widths
+    labels = np.searchsorted(np.unique(y), y)
+    X = X.astype(dtype)
+    X = sp.csr_matrix(X) if sparse else X
+    n_train = 160  # the rest held out
+    rules = sbp_solver.StoppingRules(max_epochs=6, n_iter_no_change=10)
+    kernel_evals = rng.integers(20_000, 120_000, size=6)
+    stack = pair_stack(X, labels, n_train, "numpy", fit_intercept=fit_intercept, batch_size=batch_size, nu=0.1)
+    cache_bytes = 60 * 200 * X.dtype.itemsize  # a few dozen blocks: evicted as the steps go
+    reference, _ = run_host_pairs(stack, NumpyPairSteps, rules, kernel_evals, cache_bytes)
+    compiled, steps = run_host_pairs(stack, CompiledPairSteps, rules, kernel_evals, cache_bytes)
+    assert len({result.n_steps for result in reference}) > 1  # pairs stopped at different steps
+    assert steps.cache.rows_computed > steps.cache.capacity  # blocks evicted and computed again
+    assert_same_pairs(reference, compiled)
+
+
+@needs_numba
+def test_compiled_pair_steps_renormalize_as_the_numpy_pairs(rng, monkeypatch):
+    """With scales folded into A and R at almost every step (RENORMALIZE_BELOW near 1),
+    the compiled steps still give the NumPy steps' pairs bit for bit."""
+    from gpusvm.solvers.sbp import _pairs as sbp_pairs
+    from gpusvm.solvers.sbp import _pairs_compiled
+
+    for module in (sbp_pairs, _pairs_compiled):
+        monkeypatch.setattr(module, "RENORMALIZE_BELOW", 0.999)
+    X, y, _, _ = four_classes(rng, n=120, n_test=0)
+    labels = np.searchsorted(np.unique(y), y)
+    stack = pair_stack(X, labels, 120, "numpy", fit_intercept=True, batch_size=2, nu=0.2)
+    rules = sbp_solver.StoppingRules(max_epochs=3)
+    renormalized = []
+    fold = sbp_pairs.NumpyPairSteps._renormalize
+    monkeypatch.setattr(
+        sbp_pairs.NumpyPairSteps, "_renormalize", lambda self, pairs: renormalized.append(1) or fold(self, pairs)
+    )
+    reference, _ = run_host_pairs(stack, sbp_pairs.NumpyPairSteps, rules, None)
+    calls = len(renormalized)
+    compiled, _ = run_host_pairs(stack, _pairs_compiled.CompiledPairSteps, rules, None)
+    assert calls > 10 and len(renormalized) == 2 * calls
+    assert_same_pairs(reference, compiled)
+
+
+@needs_numba
+@pytest.mark.parametrize("cut", ["inf", "below every value", "at the 30th value", "at the 200th value"])
+def test_compiled_sorted_lowest_is_a_sort_whatever_the_cut(rng, cut):
+    """The compiled level's lowest values of a class, sorted and padded with +inf, are
+    NumPy's sort's whatever the cut it gathers under (too low, tight, loose, none), ties
+    included; the cut it returns gathers at least the count asked for again."""
+    from gpusvm.solvers.sbp import _pairs_numba
+
+    values = np.round(rng.normal(size=500), 2)  # many ties
+    ordered = np.sort(values)
+    cut_value = {
+        "inf": np.inf,
+        "below every value": ordered[0] - 1,
+        "at the 30th value": ordered[29],
+        "at the 200th value": ordered[199],
+    }[cut]
+    room = np.empty(values.size)
+    for count in (1, 17, 40, 499, 500):
+        out = np.full(count + 3, np.nan)
+        next_cut = _pairs_numba._sorted_lowest(values, count, cut_value, room, out[: count + 1 if count < 500 else 500])
+        np.testing.assert_array_equal(out[:count], ordered[:count])
+        if count < 500:
+            assert out[count] == np.inf
+            assert (values <= next_cut).sum() >= count
+        else:
+            assert next_cut == np.inf
+
+
+def test_the_pair_steps_are_compiled_where_numba_is_and_numpy_where_it_is_not(monkeypatch):
+    """make_pair_steps gives the compiled steps where Numba imports, and the NumPy steps
+    with GPUSVM_COMPILED_STEPS=0 or where Numba does not import."""
+    import sys
+
+    from gpusvm.solvers.sbp import NumpyPairSteps, _pairs_compiled
+
+    X, y, _, _ = four_classes(np.random.default_rng(0), n=40, n_test=0)
+    stack = pair_stack(X, np.searchsorted(np.unique(y), y), 40, "numpy", fit_intercept=True)
+
+    def made():
+        _pairs_compiled.compiled_steps_available.cache_clear()
+        try:
+            return type(sbp_solver.make_pair_steps(stack, np, kernel_cache="auto", cache_bytes=2**20))
+        finally:
+            _pairs_compiled.compiled_steps_available.cache_clear()
+
+    monkeypatch.setenv("GPUSVM_COMPILED_STEPS", "0")
+    assert made() is NumpyPairSteps
+    monkeypatch.delenv("GPUSVM_COMPILED_STEPS")
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    assert made() is NumpyPairSteps
+    monkeypatch.undo()
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return
+    assert made() is _pairs_compiled.CompiledPairSteps
+
+
 @pytest.mark.parametrize("kernel_values", ["matrix", "cache"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_device_pair_steps_match_the_host_pairs(rng, step_block_mode, fit_intercept, kernel_values, monkeypatch):

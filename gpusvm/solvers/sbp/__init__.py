@@ -29,13 +29,14 @@ Cheap bookkeeping, so a step costs one combined kernel row plus O(n):
   added up directly.
 
 One-vs-one models step the binary problems of every pair of classes together
-(``_pairs.py`` on the host, ``_pairs_cuda.py`` on a device).
+(``_pairs.py`` on the host, compiled by Numba in ``_pairs_compiled.py`` and
+``_pairs_numba.py`` where it is installed, ``_pairs_cuda.py`` on a device).
 
 This folder: the problem, the result, the stopping rules and what all steps share
 (``_problem.py``), the NumPy steps, the reference (``_numpy.py``), the CUDA steps
 (``_cuda.py``: ``kernels/sbp.cu``, with the levels of ``kernels/sbp_level.cu`` from
 ``gpusvm/water_level/_sbp_level_cuda.py``), the driver (``_run.py``), the pairs
-(``_pairs.py``, ``_pairs_cuda.py``), and here :func:`make_steps` and
+(``_pairs.py``, ``_pairs_compiled.py`` with ``_pairs_numba.py``, ``_pairs_cuda.py``), and here :func:`make_steps` and
 :func:`make_pair_steps`, the one place where the backend is chosen.
 
 References
@@ -58,6 +59,7 @@ from ._pairs import (
     run_pair_block,
     run_pair_stack,
 )
+from ._pairs_compiled import compiled_steps_available
 from ._problem import (
     CHECKPOINTS_PER_EPOCH,
     PREFETCH_MAX_COVERED,
@@ -126,11 +128,18 @@ def make_steps(problem, xp, *, kernel_cache, cache_bytes):
 
 def make_pair_steps(stack, xp, *, kernel_cache, cache_bytes):
     """The steps of the one-vs-one pairs of ``stack``, stepping together, on the array
-    module ``xp``: :class:`NumpyPairSteps` (the reference) or ``_pairs_cuda.CupyPairSteps``."""
+    module ``xp``: on the host ``_pairs_compiled.CompiledPairSteps`` where Numba is
+    (:func:`~gpusvm.solvers.sbp._pairs_compiled.compiled_steps_available`), else
+    :class:`NumpyPairSteps` (the reference, the same model bit for bit); on a device
+    ``_pairs_cuda.CupyPairSteps``."""
     if on_device(xp):
         from ._pairs_cuda import CupyPairSteps
 
         return CupyPairSteps(stack, kernel_cache=kernel_cache)
+    if compiled_steps_available():
+        from ._pairs_compiled import CompiledPairSteps
+
+        return CompiledPairSteps(stack, cache_bytes=cache_bytes)
     return NumpyPairSteps(stack, cache_bytes=cache_bytes)
 
 

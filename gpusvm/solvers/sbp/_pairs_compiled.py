@@ -1,0 +1,102 @@
+"""One-vs-one SBP steps on the host, compiled: :class:`~gpusvm.solvers.sbp._pairs.NumpyPairSteps`'s
+step as three calls to Numba functions (``_pairs_numba.py``).
+
+On small multiclass data a step of the NumPy pairs costs about 3 ms (KEEL penbased: 45
+pairs of about 1,700 columns), most of it the overhead of some sixty NumPy calls and the
+partitions and copies they make of whole ``(P, W)`` arrays; the arithmetic is a small part.
+Here a step is three loops over the pairs in compiled code: each pair's water level from
+the lowest few dozen responses of its classes (a gather under a cut kept from the last
+step, then a short sort), its draws, and its direction and update in one pass over its
+columns. The kernel blocks are still looked up, and computed by BLAS, in
+:class:`~gpusvm.solvers.sbp._pairs.ClassBlockCache` between the draws and the update.
+The steps run on one thread: a step's work (about 0.3 ms on penbased) is too short to
+share out (waking a second thread costs about as much on the machines measured).
+
+Every operation is the NumPy step's, in the same order and precision, so both give the same
+model bit for bit (``tests/test_sbp.py``); the NumPy step stays the reference. Numba is
+imported on the first fit that uses it: where it is missing or fails to import, or
+``GPUSVM_COMPILED_STEPS=0``, the NumPy steps run (:func:`compiled_steps_available`).
+
+Costs outside the steps (``bench/results/sbp_defaults-*.md``): the first use in a process
+imports Numba and loads the compiled functions from Numba's cache (about half a second);
+the first use after an install compiles them (several seconds) into that cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+from ._pairs import NumpyPairSteps
+from ._problem import RENORMALIZE_BELOW
+
+# The environment switch: "0" runs the NumPy steps even where Numba is installed.
+SWITCH = "GPUSVM_COMPILED_STEPS"
+
+
+@functools.cache
+def compiled_steps_available():
+    """Whether the compiled steps run: Numba imports and ``GPUSVM_COMPILED_STEPS`` is not ``0``."""
+    if os.environ.get(SWITCH, "1") == "0":
+        return False
+    try:
+        import numba  # noqa: F401
+    except Exception:  # not installed, or built for another NumPy: the NumPy steps run
+        return False
+    return True
+
+
+class CompiledPairSteps(NumpyPairSteps):
+    """:class:`~gpusvm.solvers.sbp._pairs.NumpyPairSteps` with each step's level, draws,
+    direction and update compiled; the same model bit for bit."""
+
+    def __init__(self, stack, cache_bytes):
+        super().__init__(stack, cache_bytes)
+        from . import _pairs_numba  # Numba compiles, or loads from its cache, on the first step
+
+        self.kernels = _pairs_numba
+        n_pairs, batch = stack.n_pairs, stack.batch_size
+        self.first_width, self.second_width = (np.ascontiguousarray(stack.block_widths[:, side]) for side in (0, 1))
+        self.train_first, self.train_second = (stack.class_train[stack.pairs[:, side]] for side in (0, 1))
+        self.edges = np.zeros((n_pairs, 2))  # each pair's water edges: its first class's, its second's
+        self.counts = np.zeros(n_pairs, dtype=np.int64)  # each pair's covered count at its last step
+        self.cuts = np.full((n_pairs, 2), np.inf)  # its classes' gather cuts (_pairs_numba._sorted_lowest)
+        # a step's distinct draws, at most B a pair: pair (position in active), column,
+        # multiplicity, block keys, weight in the store's dtype; pair i's from pair_starts[i]
+        self.draw_pair = np.empty(n_pairs * batch, dtype=np.int64)
+        self.draw_column = np.empty(n_pairs * batch, dtype=np.int64)
+        self.draw_multiplicity = np.empty(n_pairs * batch, dtype=np.int64)
+        self.draw_keys = np.empty((n_pairs * batch, 2), dtype=np.int64)
+        self.draw_weights = np.empty(n_pairs * batch, dtype=self.cache.store.dtype)
+        self.pair_starts = np.empty(n_pairs + 1, dtype=np.int64)
+
+    def step(self, step, eta, active):
+        """Step ``step`` (from 1) of the ``active`` pairs (int array) with step sizes ``eta``."""
+        stack, kernels = self.stack, self.kernels
+        with self.phases.phase("level", "sbp.water_level", "purple"):
+            volumes = stack.nu * self.n_train[active] / self.scale[active]
+            kernels.pair_edges(
+                *(self.R, active, self.train_first, self.train_second, self.first_width, volumes),
+                *(self.class_ranks, stack.fit_intercept, self.edges, self.counts, self.cuts),
+            )
+        with self.phases.phase("draw", "sbp.draw", "yellow"):
+            n_draws = kernels.pair_draws(
+                *(self.R, active, self.train_first, self.train_second, self.first_width, self.edges),
+                *(stack.fit_intercept, self._stream_bits(step), self.labels, self.columns, stack.pairs),
+                *(self.cache.n_data_rows, stack.batch_size, self.pair_starts, self.draw_pair, self.draw_column),
+                *(self.draw_multiplicity, self.draw_keys, self.draw_weights),
+            )
+        with self.phases.phase("rows", "sbp.kernel_row", "orange"):
+            slots = self.cache.block_slots(self.draw_keys[:n_draws])
+        with self.phases.phase("update", "sbp.update", "green"):
+            kernels.pair_update(
+                *(self.cache.store, slots, self.draw_weights, self.draw_column, self.draw_multiplicity),
+                *(self.pair_starts, active, self.first_width, self.second_width, self.signs, eta, stack.batch_size),
+                *(self.A, self.stamps, self.R, self.R_sum, self.scale, self.r2, self.scale_sum),
+            )
+            tiny = active[self.scale[active] < RENORMALIZE_BELOW]
+            if tiny.size:
+                self._renormalize(tiny)
+        self.n_steps[active] = step
