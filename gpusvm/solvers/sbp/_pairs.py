@@ -420,6 +420,15 @@ class NumpyPairSteps(HostCacheCounts):
     def evaluate(self, average, pairs):
         """Level and bias of these pairs' models, and their holdout errors (NaN: no holdout)."""
         responses = self.responses(average, pairs)
+        level, bias = self._levels(responses, pairs)
+        holdout = self.holdout[pairs]
+        predicted_first = (responses + bias[:, None]) / positive_level(level)[:, None] > 0
+        wrong = ((predicted_first != self.first[pairs]) & holdout).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return level, bias, wrong / holdout.sum(axis=1)
+
+    def _levels(self, responses, pairs):
+        """Level and bias of these pairs' models from their ``responses`` (a checkpoint's)."""
         level, bias, _, counts = levels_of_rows(
             responses,
             [self._of(offsets, pairs) for offsets in self.classes],
@@ -429,11 +438,7 @@ class NumpyPairSteps(HostCacheCounts):
             ranks=self._of(self.class_ranks, pairs),
         )
         self.checkpoint_window = lowest_needed(int(counts.max()))
-        holdout = self.holdout[pairs]
-        predicted_first = (responses + bias[:, None]) / positive_level(level)[:, None] > 0
-        wrong = ((predicted_first != self.first[pairs]) & holdout).sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return level, bias, wrong / holdout.sum(axis=1)
+        return level, bias
 
     def coefficients(self, average, pair):
         """``alpha`` of pair ``pair``'s training rows, shape (1, n_train)."""

@@ -60,9 +60,13 @@ class CompiledPairSteps(NumpyPairSteps):
         n_pairs, batch = stack.n_pairs, stack.batch_size
         self.first_width, self.second_width = (np.ascontiguousarray(stack.block_widths[:, side]) for side in (0, 1))
         self.train_first, self.train_second = (stack.class_train[stack.pairs[:, side]] for side in (0, 1))
-        self.edges = np.zeros((n_pairs, 2))  # each pair's water edges: its first class's, its second's
+        # each pair's water level, bias and edges (its first class's, its second's) at its last step
+        self.levels, self.biases, self.edges = np.zeros(n_pairs), np.zeros(n_pairs), np.zeros((n_pairs, 2))
         self.counts = np.zeros(n_pairs, dtype=np.int64)  # each pair's covered count at its last step
         self.cuts = np.full((n_pairs, 2), np.inf)  # its classes' gather cuts (_pairs_numba._sorted_lowest)
+        # the same at the last checkpoint (the averaged or last responses)
+        self.checkpoint_counts = np.zeros(n_pairs, dtype=np.int64)
+        self.checkpoint_cuts = np.full((n_pairs, 2), np.inf)
         # a step's distinct draws, at most B a pair: pair (position in active), column,
         # multiplicity, block keys, weight in the store's dtype; pair i's from pair_starts[i]
         self.draw_pair = np.empty(n_pairs * batch, dtype=np.int64)
@@ -77,9 +81,9 @@ class CompiledPairSteps(NumpyPairSteps):
         stack, kernels = self.stack, self.kernels
         with self.phases.phase("level", "sbp.water_level", "purple"):
             volumes = stack.nu * self.n_train[active] / self.scale[active]
-            kernels.pair_edges(
+            kernels.pair_levels(
                 *(self.R, active, self.train_first, self.train_second, self.first_width, volumes),
-                *(self.class_ranks, stack.fit_intercept, self.edges, self.counts, self.cuts),
+                *(self.class_ranks, stack.fit_intercept, self.edges, self.counts, self.cuts, self.levels, self.biases),
             )
         with self.phases.phase("draw", "sbp.draw", "yellow"):
             n_draws = kernels.pair_draws(
@@ -100,3 +104,17 @@ class CompiledPairSteps(NumpyPairSteps):
             if tiny.size:
                 self._renormalize(tiny)
         self.n_steps[active] = step
+
+    def _levels(self, responses, pairs):
+        """Level and bias of these pairs' models from their ``responses`` (a checkpoint's),
+        compiled (as the steps' levels, on a pair's own window of ranks)."""
+        rows = np.arange(pairs.size)
+        counts, cuts = self.checkpoint_counts[pairs], self.checkpoint_cuts[pairs]
+        level, bias = np.empty(pairs.size), np.empty(pairs.size)
+        self.kernels.pair_levels(
+            *(responses, rows, self.train_first[pairs], self.train_second[pairs], self.first_width[pairs]),
+            *(self.stack.nu * self.n_train[pairs], self.class_ranks[pairs], self.stack.fit_intercept),
+            *(np.empty((pairs.size, 2)), counts, cuts, level, bias),
+        )
+        self.checkpoint_counts[pairs], self.checkpoint_cuts[pairs] = counts, cuts
+        return level, bias

@@ -112,10 +112,13 @@ def _gather_train(R, pair, train_first, train_second, first_width, into):
 
 
 @njit(**_OPTIONS)
-def pair_edges(R, active, train_first, train_second, first_width, volumes, ranks, intercept, edges, counts, cuts):
-    """Each active pair's water edges (``levels_of_rows``'s, row by row) into ``edges``
-    (columns: the first class's, the second's; without a bias one edge, in column 0) and
-    its covered count into ``counts``; ``cuts`` (pairs by classes) are
+def pair_levels(
+    R, active, train_first, train_second, first_width, volumes, ranks, intercept, edges, counts, cuts, levels, biases
+):
+    """Each active pair's water level, bias and edges (``levels_of_rows``'s, row by row)
+    into ``levels``, ``biases`` (0 without a bias) and ``edges`` (columns: the first
+    class's, the second's; without a bias one edge, in column 0), and its covered count
+    into ``counts``; ``cuts`` (pairs by classes) are
     :func:`_sorted_lowest`'s, kept from step to step (+inf at first).
 
     The ranks searched are the pair's own window, its last count and a quarter more and
@@ -163,6 +166,7 @@ def pair_edges(R, active, train_first, train_second, first_width, volumes, ranks
         total = (volume + heights[count - 1]) / count
         if not intercept:
             level = positive[0] if volume == 0 else total
+            levels[pair], biases[pair] = level, 0.0
             edges[pair, 0] = max(level, positive[0])
             continue
         p_k, p_next = positive[count - 1], positive[count]
@@ -170,6 +174,7 @@ def pair_edges(R, active, train_first, train_second, first_width, volumes, ranks
         low = max(p_k, total - m_next)
         high = min(p_next, total - m_k)
         g_plus = (low + high) / 2
+        levels[pair], biases[pair] = total / 2, (total - 2 * g_plus) / 2
         edges[pair, 0] = min(max(g_plus, p_k), p_next)
         edges[pair, 1] = min(max(total - g_plus, m_k), m_next)
 
