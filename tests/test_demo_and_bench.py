@@ -372,6 +372,20 @@ def test_small_data_benchmark_quick():
     assert batches[("breast_cancer", "SBPClassifier()")] == 5 and batches[("wine", "SBPClassifier()")] == 2
 
 
+def test_first_fit_benchmark_quick_times_a_fresh_process():
+    """bench/sbp_first_fit.py: a fresh process's two fits, Numba's cache empty, filled,
+    and the NumPy steps; the first compiled fit of a process costs more than its second."""
+    payload = run_bench("sbp_first_fit.py", "--datasets", "digits")
+    steps = [row["steps"] for row in payload["results"]]
+    assert steps == [
+        "compiled, Numba's cache empty (after an install)",
+        "compiled",
+        "NumPy (GPUSVM_COMPILED_STEPS=0)",
+    ]
+    assert all(row["rows"] == 1_000 and row["classes"] == 10 for row in payload["results"])
+    assert all(row["first"] > row["second"] > 0 for row in payload["results"][:2])
+
+
 def test_nu_benchmark_quick_on_keel_penbased():
     from importlib.util import find_spec
 

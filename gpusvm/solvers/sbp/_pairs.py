@@ -171,15 +171,18 @@ class ClassBlockCache(KernelRowCache):
 
     def block_slots(self, keys):
         """The slots of the blocks of ``keys`` (any shape, repeats allowed), computing the
-        missing ones (one kernel block per class: no prefetching). When every block is
-        kept (most steps) they are read off directly, marked as used at this call."""
+        missing ones (one kernel block per class: no prefetching). The kept ones are read
+        off directly and marked as used at this call, so that computing the missing ones
+        (most of a step's blocks are kept) evicts none of them."""
         slots = self.slot_of_row[keys]
-        if (slots < 0).any():
-            needed, where = np.unique(keys, return_inverse=True)
-            return self.slots(needed)[where.reshape(keys.shape)]
+        missing = slots < 0
         self.clock += 1
-        self.last_used[slots] = self.clock
-        return slots
+        if not missing.any():
+            self.last_used[slots] = self.clock
+            return slots
+        self.last_used[slots[~missing]] = self.clock
+        self.slots(np.unique(keys[missing]))
+        return self.slot_of_row[keys]
 
     def _blas_threads(self):
         """BLAS on the threads it had before the steps limited it to one (as it is,
@@ -190,11 +193,13 @@ class ClassBlockCache(KernelRowCache):
 
     def _fill(self, keys, slots):
         stack = self.stack
+        order = np.argsort(keys, kind="stable")  # (block_slots's keys come sorted: one pass)
+        keys, slots = keys[order], slots[order]
         classes, rows = np.divmod(keys, self.n_data_rows)
-        order = np.argsort(classes, kind="stable")  # (the steps' keys come sorted: already in order)
-        starts = np.flatnonzero(np.diff(classes[order], prepend=-1))
-        for at in np.split(order, starts[1:]):
-            c, drawn, into = classes[at[0]], rows[at], slots[at]
+        bounds = np.searchsorted(classes, np.arange(self.n_classes + 1))
+        for c in np.flatnonzero(np.diff(bounds)):
+            at = slice(bounds[c], bounds[c + 1])
+            drawn, into = rows[at], slots[at]
             # a large block (MNIST: 64 rows by 2,000 of 784 features) shares out over the
             # cores; the many small ones do not (see _one_blas_thread)
             large = drawn.size * self.class_X[c].shape[0] * stack.X.shape[1] >= THREADED_FILL_MIN

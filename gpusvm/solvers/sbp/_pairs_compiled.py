@@ -10,16 +10,18 @@ step, then a short sort), its draws, and its direction and update in one pass ov
 columns. The kernel blocks are still looked up, and computed by BLAS, in
 :class:`~gpusvm.solvers.sbp._pairs.ClassBlockCache` between the draws and the update.
 The steps run on one thread: a step's work (about 0.3 ms on penbased) is too short to
-share out (waking a second thread costs about as much on the machines measured).
+share out (on the 2-core machine measured, handing half of it to a second thread cost
+about as much as it saved).
 
 Every operation is the NumPy step's, in the same order and precision, so both give the same
 model bit for bit (``tests/test_sbp.py``); the NumPy step stays the reference. Numba is
 imported on the first fit that uses it: where it is missing or fails to import, or
-``GPUSVM_COMPILED_STEPS=0``, the NumPy steps run (:func:`compiled_steps_available`).
+``GPUSVM_COMPILED_STEPS=0`` (read at a process's first one-vs-one fit on the host), the
+NumPy steps run (:func:`compiled_steps_available`).
 
-Costs outside the steps (``bench/results/sbp_defaults-*.md``): the first use in a process
-imports Numba and loads the compiled functions from Numba's cache (about half a second);
-the first use after an install compiles them (several seconds) into that cache.
+Costs outside the steps (``bench/sbp_first_fit.py``): the first use in a process imports
+Numba and loads the compiled functions from Numba's cache (about half a second); the
+first use after an install compiles them (about 7 s) into that cache.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ SWITCH = "GPUSVM_COMPILED_STEPS"
 
 @functools.cache
 def compiled_steps_available():
-    """Whether the compiled steps run: Numba imports and ``GPUSVM_COMPILED_STEPS`` is not ``0``."""
+    """Whether the compiled steps run: Numba imports and ``GPUSVM_COMPILED_STEPS`` is not
+    ``0`` (both found once a process)."""
     if os.environ.get(SWITCH, "1") == "0":
         return False
     try:
