@@ -14,6 +14,9 @@ import numpy as np
 from numba import njit
 
 _OPTIONS = dict(cache=True, nogil=True, boundscheck=False)
+# The lowest values of a class are sorted by insertion up to this many (a few dozen, most
+# steps), else by NumPy's sort.
+INSERTION_SORT_MAX = 64
 
 
 @njit(**_OPTIONS)
@@ -70,7 +73,7 @@ def _sorted_lowest(values, count, cut, room, out):
     The lowest values are among those at or below ``cut`` when there are at least
     ``count`` of them: those are gathered, then the cut is widened once (twice its
     distance above the lowest value), then every value is taken. A quickselect leaves
-    the lowest ``count`` of them, sorted by insertion (a few dozen). The cut returned
+    the lowest ``count`` of them, sorted (by insertion: a few dozen). The cut returned
     is the value of rank ``2 * count + 16``, so that the next step, whose values and
     count move a little, gathers a few dozen values, not all."""
     n, low = _gather_below(values, cut, room)
@@ -90,13 +93,16 @@ def _sorted_lowest(values, count, cut, room, out):
         next_cut = cut
     if count < n:
         _select_lowest(room[: min(n, spare)], count)
-    for i in range(count):
-        x = room[i]
-        j = i - 1
-        while j >= 0 and out[j] > x:
-            out[j + 1] = out[j]
-            j -= 1
-        out[j + 1] = x
+    if count > INSERTION_SORT_MAX:  # (the first steps: every response equal, all covered)
+        out[:count] = np.sort(room[:count])
+    else:
+        for i in range(count):
+            x = room[i]
+            j = i - 1
+            while j >= 0 and out[j] > x:
+                out[j + 1] = out[j]
+                j -= 1
+            out[j + 1] = x
     out[count:] = np.inf
     return next_cut
 
@@ -274,14 +280,23 @@ def pair_update(
         wa, wb = first_width[pair], second_width[pair]
         half_first = np.zeros(wa, dtype=store.dtype)
         half_second = np.zeros(wb, dtype=store.dtype)
-        for d in range(first, last):
+        d = first
+        while d + 3 < last:  # four draws a pass, each added in turn (the same sums as one at a time)
+            w1, w2, w3, w4 = weights[d], weights[d + 1], weights[d + 2], weights[d + 3]
+            for side in range(2):
+                half = half_first if side == 0 else half_second
+                row_1, row_2 = store[slots[d, side]], store[slots[d + 1, side]]
+                row_3, row_4 = store[slots[d + 2, side]], store[slots[d + 3, side]]
+                for j in range(half.size):
+                    half[j] = (((half[j] + w1 * row_1[j]) + w2 * row_2[j]) + w3 * row_3[j]) + w4 * row_4[j]
+            d += 4
+        for d in range(d, last):
             weight = weights[d]
-            row = store[slots[d, 0]]
-            for j in range(wa):
-                half_first[j] += weight * row[j]
-            row = store[slots[d, 1]]
-            for j in range(wb):
-                half_second[j] += weight * row[j]
+            for side in range(2):
+                half = half_first if side == 0 else half_second
+                row = store[slots[d, side]]
+                for j in range(half.size):
+                    half[j] += weight * row[j]
         width = wa + wb
         direction = np.empty(width)
         for j in range(wa):
