@@ -344,11 +344,17 @@ class _CheckedStoresLoader(importlib.machinery.SourceFileLoader):
         super().exec_module(module)
 
 
+# gpusvm's modules of functions compiled by Numba: their stores are into host arrays in
+# compiled code, which cannot call the check (nor hold a device array)
+_COMPILED_BY_NUMBA = {"gpusvm.solvers.sbp._pairs_numba"}
+
+
 class _CheckedStoresFinder(importlib.abc.MetaPathFinder):
-    """gpusvm's modules, found by the other finders, loaded by :class:`_CheckedStoresLoader`."""
+    """gpusvm's modules, found by the other finders, loaded by :class:`_CheckedStoresLoader`
+    (but those of ``_COMPILED_BY_NUMBA``)."""
 
     def find_spec(self, name, path, target=None):
-        if name.split(".")[0] != "gpusvm":
+        if name.split(".")[0] != "gpusvm" or name in _COMPILED_BY_NUMBA:
             return None
         spec = _find_spec_without(self, name, path, target)
         if spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader):

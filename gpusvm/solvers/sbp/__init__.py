@@ -36,8 +36,9 @@ This folder: the problem, the result, the stopping rules and what all steps shar
 (``_problem.py``), the NumPy steps, the reference (``_numpy.py``), the CUDA steps
 (``_cuda.py``: ``kernels/sbp.cu``, with the levels of ``kernels/sbp_level.cu`` from
 ``gpusvm/water_level/_sbp_level_cuda.py``), the driver (``_run.py``), the pairs
-(``_pairs.py``, ``_pairs_compiled.py`` with ``_pairs_numba.py``, ``_pairs_cuda.py``), and here :func:`make_steps` and
-:func:`make_pair_steps`, the one place where the backend is chosen.
+(``_pairs.py``, ``_pairs_compiled.py`` with ``_pairs_numba.py``, ``_pairs_cuda.py``),
+and here :func:`make_steps` and :func:`make_pair_steps`, the one place where the backend
+is chosen.
 
 References
 ----------

@@ -176,11 +176,11 @@ class ClassBlockCache(KernelRowCache):
         (most of a step's blocks are kept) evicts none of them."""
         slots = self.slot_of_row[keys]
         missing = slots < 0
-        self.clock += 1
         if not missing.any():
+            self.clock += 1
             self.last_used[slots] = self.clock
             return slots
-        self.last_used[slots[~missing]] = self.clock
+        self.last_used[slots[~missing]] = self.clock + 1  # the clock of slots() below: not evicted by it
         self.slots(np.unique(keys[missing]))
         return self.slot_of_row[keys]
 

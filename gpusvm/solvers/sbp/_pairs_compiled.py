@@ -9,9 +9,10 @@ the lowest few dozen responses of its classes (a gather under a cut kept from th
 step, then a short sort), its draws, and its direction and update in one pass over its
 columns. The kernel blocks are still looked up, and computed by BLAS, in
 :class:`~gpusvm.solvers.sbp._pairs.ClassBlockCache` between the draws and the update.
-The steps run on one thread: a step's work (about 0.3 ms on penbased) is too short to
-share out (on the 2-core machine measured, handing half of it to a second thread cost
-about as much as it saved).
+The steps run on one thread: on the 2-core machine measured, handing half of penbased's
+update (about 0.3 ms a step) to a second thread cost about as much as it saved, and half of
+a wide step's (6 pairs of 37,000 columns, 1.4 ms) saved 11%, the update being bound by
+reading the drawn blocks.
 
 Every operation is the NumPy step's, in the same order and precision, so both give the same
 model bit for bit (``tests/test_sbp.py``); the NumPy step stays the reference. Numba is
@@ -21,7 +22,7 @@ NumPy steps run (:func:`compiled_steps_available`).
 
 Costs outside the steps (``bench/sbp_first_fit.py``): the first use in a process imports
 Numba and loads the compiled functions from Numba's cache (about half a second); the
-first use after an install compiles them (about 7 s) into that cache.
+first use after an install compiles them (8 to 10 s) into that cache.
 """
 
 from __future__ import annotations
