@@ -97,7 +97,7 @@ def random_positions_of_streams(seeds, step, n_lanes, bounds, xp=np):
     (one-vs-one SBP steps every pair, each on its own stream, at once).
     """
     bits = _stream_bits(xp.asarray(seeds, dtype=xp.uint64)[:, None], step, xp.arange(n_lanes, dtype=xp.uint64), xp)
-    return _below(bits, xp.asarray(bounds, dtype=xp.uint64)[:, None]).astype(xp.int64)
+    return positions_below(bits, bounds, xp)
 
 
 def stream_bits_block(seeds, first_step, n_steps, n_lanes, xp=np):

@@ -64,7 +64,8 @@ class CompiledPairSteps(NumpyPairSteps):
         n_pairs, batch = stack.n_pairs, stack.batch_size
         self.first_width, self.second_width = (np.ascontiguousarray(stack.block_widths[:, side]) for side in (0, 1))
         self.train_first, self.train_second = (stack.class_train[stack.pairs[:, side]] for side in (0, 1))
-        # each pair's water level, bias and edges (its first class's, its second's) at its last step
+        # each pair's water edges (its first class's, its second's) at its last step; pair_levels
+        # also writes the level and bias, which the steps do not read (the checkpoints' are _levels')
         self.levels, self.biases, self.edges = np.zeros(n_pairs), np.zeros(n_pairs), np.zeros((n_pairs, 2))
         self.counts = np.zeros(n_pairs, dtype=np.int64)  # each pair's covered count at its last step
         self.cuts = np.full((n_pairs, 2), np.inf)  # its classes' gather cuts (_pairs_numba._sorted_lowest)
