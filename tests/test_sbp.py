@@ -1016,7 +1016,7 @@ def test_compiled_sorted_lowest_is_a_sort_whatever_the_cut(rng, cut):
         "at the 200th value": ordered[199],
     }[cut]
     room = np.empty(values.size)
-    for count in (1, 17, 40, 499, 500):
+    for count in (1, 17, 40, 64, 65, 200, 499, 500):  # by insertion up to 64, then a heapsort
         out = np.full(count + 3, np.nan)
         next_cut = _pairs_numba._sorted_lowest(values, count, cut_value, room, out[: count + 1 if count < 500 else 500])
         np.testing.assert_array_equal(out[:count], ordered[:count])
