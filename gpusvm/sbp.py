@@ -32,6 +32,7 @@ from .solvers.sbp import (
     positive_level,
     run_pair_stack,
     run_sbp,
+    use_compiled_steps,
 )
 
 
@@ -507,9 +508,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         class_rows = [np.flatnonzero(labels == c) for c in range(classes.size)]  # training rows first, as in X_dev
         class_train = np.array([np.searchsorted(rows, n_train) for rows in class_rows])
         sizes = [class_rows[a].size + class_rows[b].size for a, b in pairs]
-        checkpoint_every = pair_checkpoint_steps(
-            np.array([class_train[a] + class_train[b] for a, b in pairs]), self.batch_size_
-        )
+        pair_train = np.array([class_train[a] + class_train[b] for a, b in pairs])
+        checkpoint_every = pair_checkpoint_steps(pair_train, self.batch_size_)
         kernel_evals = [
             None if rules.max_kernel_evals is None else max(1, int(share(rules.max_kernel_evals, size, sum(sizes))))
             for size in sizes
@@ -519,6 +519,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             groups = [[p] for p in range(len(pairs))]
         else:  # a device steps every pair in each launch; the host in stacks of similar widths
             groups = [list(range(len(pairs)))] if on_device(get_namespace(backend)) else _stacks_by_width(sizes)
+        compiled = not on_device(get_namespace(backend)) and use_compiled_steps(
+            _host_pair_work(groups, np.array(sizes), pair_train, self.batch_size_, rules.max_epochs)
+        )
         started, rows_left = time.perf_counter(), sum(sizes)
         results, histories = [None] * len(pairs), [None] * len(pairs)
         for group in groups:
@@ -538,6 +541,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                     None if rules.max_kernel_evals is None else [kernel_evals[p] for p in group],
                     checkpoint_every[group],
                     backend,
+                    compiled,
                 )
             else:
                 group_results = [
@@ -568,9 +572,21 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         return [result for _, result in results]
 
     def _solve_stack(
-        self, X_dev, class_rows, class_train, pairs, gamma, seeds, rules, kernel_evals, checkpoint_every, backend
+        self,
+        X_dev,
+        class_rows,
+        class_train,
+        pairs,
+        gamma,
+        seeds,
+        rules,
+        kernel_evals,
+        checkpoint_every,
+        backend,
+        compiled,
     ):
-        """The SBP runs of these pairs stepping together (one result each)."""
+        """The SBP runs of these pairs stepping together (one result each); on the host on
+        the compiled steps when ``compiled``."""
         stack = PairStack(
             X=X_dev,
             class_rows=tuple(class_rows),
@@ -581,7 +597,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         )
         widest = max(rows.size for rows in class_rows)  # the cache's rows: a row's blocks over every class
         cache_bytes = self._cache_bytes(X_dev.shape[0] * len(class_rows), widest, X_dev.dtype)
-        steps = make_pair_steps(stack, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=cache_bytes)
+        steps = make_pair_steps(
+            stack, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=cache_bytes, compiled=compiled
+        )
         return run_pair_stack(
             stack,
             steps,
@@ -788,6 +806,18 @@ def _stacks_by_width(widths):
         else:
             stacks.append(group)
     return [sorted(stack) for stack in stacks]
+
+
+def _host_pair_work(stacks, widths, pair_train, batch_size, max_epochs):
+    """The work of one-vs-one ``stacks`` stepping on the host, in pair columns stepped (the
+    measure of ``STACK_STEP_COLUMNS``), at most: each stack's steps (``max_epochs`` of its
+    widest training set) times its pairs' columns, padded to its widest, and that
+    constant. ``widths``: each pair's rows; ``pair_train``: its training rows."""
+    work = 0
+    for stack in stacks:
+        steps = max_epochs * -(-int(pair_train[stack].max()) // batch_size)
+        work += steps * (STACK_STEP_COLUMNS + len(stack) * int(widths[stack].max()))
+    return work
 
 
 def nu_from_svc(svc, X, y):

@@ -373,17 +373,25 @@ def test_small_data_benchmark_quick():
 
 
 def test_first_fit_benchmark_quick_times_a_fresh_process():
-    """bench/sbp_first_fit.py: a fresh process's two fits, Numba's cache empty, filled,
-    and the NumPy steps; the first compiled fit of a process costs more than its second."""
+    """bench/sbp_first_fit.py: a fresh process's two fits, Numba's cache empty, then by
+    default, compiled and NumPy; the first compiled fit of a process costs more than its
+    second, and by default a small fit runs on the NumPy steps."""
     payload = run_bench("sbp_first_fit.py", "--datasets", "digits")
-    steps = [row["steps"] for row in payload["results"]]
-    assert steps == [
-        "compiled, Numba's cache empty (after an install)",
-        "compiled",
-        "NumPy (GPUSVM_COMPILED_STEPS=0)",
+    rows = payload["results"]
+    assert [row["setting"] for row in rows] == [
+        "compiled (=1), Numba's cache empty (after an install)",
+        "default (unset)",
+        "compiled (=1)",
+        "NumPy (=0)",
     ]
-    assert all(row["rows"] == 1_000 and row["classes"] == 10 for row in payload["results"])
-    assert all(row["first"] > row["second"] > 0 for row in payload["results"][:2])
+    assert all(row["rows"] == 1_000 and row["classes"] == 10 for row in rows)
+    assert [(row["first_steps"], row["second_steps"]) for row in rows] == [
+        ("compiled", "compiled"),
+        ("NumPy", "NumPy"),
+        ("compiled", "compiled"),
+        ("NumPy", "NumPy"),
+    ]
+    assert all(row["first"] > row["second"] > 0 for row in (rows[0], rows[2]))
 
 
 def test_nu_benchmark_quick_on_keel_penbased():

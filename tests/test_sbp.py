@@ -3,7 +3,11 @@ the row cache against direct computation."""
 
 import functools
 import itertools
+import os
+import subprocess
+import sys
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -932,9 +936,15 @@ def assert_same_pairs(a_results, b_results):
             np.testing.assert_array_equal(getattr(b, name), getattr(a, name), err_msg=f"pair {p}: {name}")
 
 
-needs_numba = pytest.mark.skipif(
-    not sbp_solver.compiled_steps_available(), reason="the compiled pair steps need Numba (GPUSVM_COMPILED_STEPS != 0)"
-)
+def numba_imports():
+    try:
+        import numba  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+needs_numba = pytest.mark.skipif(not numba_imports(), reason="the compiled pair steps need Numba")
 
 
 @needs_numba
@@ -1027,34 +1037,116 @@ def test_compiled_sorted_lowest_is_a_sort_whatever_the_cut(rng, cut):
             assert next_cut == np.inf
 
 
-def test_the_pair_steps_are_compiled_where_numba_is_and_numpy_where_it_is_not(monkeypatch):
-    """make_pair_steps gives the compiled steps where Numba imports, and the NumPy steps
-    with GPUSVM_COMPILED_STEPS=0 or where Numba does not import."""
-    import sys
-
+def test_make_pair_steps_gives_the_compiled_steps_when_asked_and_numba_is_there():
     from gpusvm.solvers.sbp import NumpyPairSteps, _pairs_compiled
 
     X, y, _, _ = four_classes(np.random.default_rng(0), n=40, n_test=0)
     stack = pair_stack(X, np.searchsorted(np.unique(y), y), 40, "numpy", fit_intercept=True)
 
-    def made():
-        _pairs_compiled.compiled_steps_available.cache_clear()
-        try:
-            return type(sbp_solver.make_pair_steps(stack, np, kernel_cache="auto", cache_bytes=2**20))
-        finally:
-            _pairs_compiled.compiled_steps_available.cache_clear()
+    def made(compiled):
+        return type(sbp_solver.make_pair_steps(stack, np, kernel_cache="auto", cache_bytes=2**20, compiled=compiled))
 
-    monkeypatch.setenv("GPUSVM_COMPILED_STEPS", "0")
-    assert made() is NumpyPairSteps
-    monkeypatch.delenv("GPUSVM_COMPILED_STEPS")
-    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
-    assert made() is NumpyPairSteps
+    assert made(False) is NumpyPairSteps
+    if numba_imports():
+        assert made(True) is _pairs_compiled.CompiledPairSteps
+
+
+@pytest.fixture
+def fresh_compiled_steps_rule(monkeypatch):
+    """use_compiled_steps as at a process's start: the switch unset and not read yet, no
+    work on the NumPy steps, the Numba functions not imported; ``setenv`` sets the switch
+    (read again), ``work_so_far`` reads the NumPy steps' work counted."""
+    from gpusvm.solvers.sbp import _pairs_compiled
+
+    def clear():
+        _pairs_compiled.compiled_steps_switch.cache_clear()
+        _pairs_compiled.compiled_steps_available.cache_clear()
+
+    def setenv(value):
+        monkeypatch.setenv("GPUSVM_COMPILED_STEPS", value)
+        clear()
+
+    monkeypatch.delenv("GPUSVM_COMPILED_STEPS", raising=False)
+    monkeypatch.setattr(_pairs_compiled, "_numpy_columns", 0)
+    monkeypatch.delitem(sys.modules, _pairs_compiled._COMPILED_MODULE, raising=False)
+    clear()
+    yield SimpleNamespace(
+        rule=_pairs_compiled,
+        setenv=setenv,
+        clear=clear,
+        work_so_far=lambda: _pairs_compiled._numpy_columns,
+    )
     monkeypatch.undo()
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return
-    assert made() is _pairs_compiled.CompiledPairSteps
+    clear()
+
+
+def test_fits_run_on_the_numpy_steps_until_their_work_would_pay_for_the_compiled_ones(fresh_compiled_steps_rule):
+    """Unset switch: a process's fits take the NumPy steps while their work, with this
+    fit's, stays under COMPILED_FROM_COLUMNS, then the compiled steps (where Numba imports),
+    and every fit after the compiled steps' first use takes them."""
+    rule = fresh_compiled_steps_rule.rule
+    third = rule.COMPILED_FROM_COLUMNS // 3
+    assert not rule.use_compiled_steps(third)
+    assert not rule.use_compiled_steps(third)
+    assert fresh_compiled_steps_rule.work_so_far() == 2 * third
+    assert rule.use_compiled_steps(third + 3) is numba_imports()  # the work would reach it
+    assert not rule.use_compiled_steps(10)  # small again, the compiled steps not used yet
+    sys.modules[rule._COMPILED_MODULE] = rule  # their first use is paid (the fixture undoes it)
+    assert rule.use_compiled_steps(10) is numba_imports()
+    assert fresh_compiled_steps_rule.work_so_far() == 2 * third + 10
+
+
+def test_the_compiled_steps_switch_forces_either_steps_and_is_checked(fresh_compiled_steps_rule, monkeypatch):
+    rule = fresh_compiled_steps_rule.rule
+    fresh_compiled_steps_rule.setenv("0")
+    assert not rule.use_compiled_steps(10 * rule.COMPILED_FROM_COLUMNS)
+    fresh_compiled_steps_rule.setenv("1")
+    assert rule.use_compiled_steps(1) is numba_imports()
+    assert fresh_compiled_steps_rule.work_so_far() == 0
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    fresh_compiled_steps_rule.clear()
+    assert not rule.use_compiled_steps(1)
+    fresh_compiled_steps_rule.setenv("yes")
+    with pytest.raises(ValueError, match="GPUSVM_COMPILED_STEPS must be 0, 1 or unset; got 'yes'"):
+        rule.use_compiled_steps(1)
+
+
+def test_host_pair_work_counts_each_stacks_steps_times_its_padded_columns():
+    from gpusvm.sbp import STACK_STEP_COLUMNS, _host_pair_work
+
+    widths, train = np.array([100, 90, 40, 30]), np.array([80, 70, 33, 24])
+    work = _host_pair_work([[0, 1], [2, 3]], widths, train, batch_size=8, max_epochs=5)
+    assert work == 5 * 10 * (STACK_STEP_COLUMNS + 2 * 100) + 5 * 5 * (STACK_STEP_COLUMNS + 2 * 40)
+
+
+@needs_numba
+def test_a_small_fit_in_a_fresh_process_runs_without_importing_numba(tmp_path):
+    """The point of use_compiled_steps: a one-off small one-vs-one fit does not pay for
+    Numba's import and cache load (a few tenths of a second), nor, after an install, its
+    compilation (seconds); a large one does."""
+    script = tmp_path / "fit.py"
+    script.write_text(
+        "import sys\n"
+        "import numpy as np\n"
+        "from gpusvm import SBPClassifier\n"
+        "rng = np.random.default_rng(0)\n"
+        "y = np.repeat([0, 1, 2], int(sys.argv[1]))\n"
+        "X = rng.normal(size=(y.size, 4)) + y[:, None]\n"
+        "SBPClassifier(max_iter=int(sys.argv[2])).fit(X, y)\n"
+        "print('numba' in sys.modules)\n"
+    )
+    env = {**os.environ, "GPUSVM_BACKEND": "numpy"}
+    env.pop("GPUSVM_COMPILED_STEPS", None)
+
+    def numba_imported(rows, epochs):
+        run = subprocess.run(
+            [sys.executable, str(script), str(rows), str(epochs)], capture_output=True, text=True, env=env
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout.split()[-1] == "True"
+
+    assert not numba_imported(100, 5)
+    assert numba_imported(100, 1_000)  # 1,000 epochs: over COMPILED_FROM_COLUMNS
 
 
 @pytest.mark.parametrize("kernel_values", ["matrix", "cache"])

@@ -60,7 +60,7 @@ from ._pairs import (
     run_pair_block,
     run_pair_stack,
 )
-from ._pairs_compiled import compiled_steps_available
+from ._pairs_compiled import use_compiled_steps
 from ._problem import (
     CHECKPOINTS_PER_EPOCH,
     PREFETCH_MAX_COVERED,
@@ -113,6 +113,7 @@ __all__ = [
     "run_step_block",
     "step_schedule",
     "step_size_for",
+    "use_compiled_steps",
 ]
 
 
@@ -127,17 +128,17 @@ def make_steps(problem, xp, *, kernel_cache, cache_bytes):
     return NumpySBPSteps(problem, cache_bytes=cache_bytes)
 
 
-def make_pair_steps(stack, xp, *, kernel_cache, cache_bytes):
+def make_pair_steps(stack, xp, *, kernel_cache, cache_bytes, compiled):
     """The steps of the one-vs-one pairs of ``stack``, stepping together, on the array
-    module ``xp``: on the host ``_pairs_compiled.CompiledPairSteps`` where Numba is
-    (:func:`~gpusvm.solvers.sbp._pairs_compiled.compiled_steps_available`), else
+    module ``xp``: on the host ``_pairs_compiled.CompiledPairSteps`` when ``compiled``
+    (:func:`~gpusvm.solvers.sbp._pairs_compiled.use_compiled_steps` decides it), else
     :class:`NumpyPairSteps` (the reference, the same model bit for bit); on a device
     ``_pairs_cuda.CupyPairSteps``."""
     if on_device(xp):
         from ._pairs_cuda import CupyPairSteps
 
         return CupyPairSteps(stack, kernel_cache=kernel_cache)
-    if compiled_steps_available():
+    if compiled:
         from ._pairs_compiled import CompiledPairSteps
 
         return CompiledPairSteps(stack, cache_bytes=cache_bytes)

@@ -15,41 +15,89 @@ a wide step's (6 pairs of 37,000 columns, 1.4 ms) saved 11%, the update being bo
 reading the drawn blocks.
 
 Every operation is the NumPy step's, in the same order and precision, so both give the same
-model bit for bit (``tests/test_sbp.py``); the NumPy step stays the reference. Numba is
-imported on the first fit that uses it: where it is missing or fails to import, or
-``GPUSVM_COMPILED_STEPS=0`` (read at a process's first one-vs-one fit on the host), the
-NumPy steps run (:func:`compiled_steps_available`).
+model bit for bit (``tests/test_sbp.py``); the NumPy step stays the reference.
 
 Costs outside the steps (``bench/sbp_first_fit.py``): the first use in a process imports
-Numba and loads the compiled functions from Numba's cache (about half a second); the
-first use after an install compiles them (8 to 10 s) into that cache.
+Numba and loads the compiled functions from Numba's cache (about 0.45 s on the machine
+measured); the first use after an install compiles them into that cache (about 5 s).
+Those would make a one-off small fit, which takes a few tenths of a second on the NumPy
+steps, several times slower, so :func:`use_compiled_steps` decides, fit by fit: a
+process's fits run on the NumPy steps until their work adds up to about what the first
+use costs, and on the compiled steps from then on (the rule of renting until the rent
+paid would have bought: never much more than twice the better choice in hindsight). Where
+Numba is missing or fails to import the NumPy steps run; ``GPUSVM_COMPILED_STEPS=0``
+always runs them, ``=1`` always the compiled steps (read at a process's first decision).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 
 import numpy as np
 
 from ._pairs import NumpyPairSteps
 from ._problem import RENORMALIZE_BELOW
 
-# The environment switch: "0" runs the NumPy steps even where Numba is installed.
+# The environment switch: unset, the rule of use_compiled_steps; "0" the NumPy steps; "1"
+# the compiled steps (where Numba imports).
 SWITCH = "GPUSVM_COMPILED_STEPS"
+# Unset, a process's one-vs-one fits on the host run on the NumPy steps until their work, in
+# pair columns stepped (sbp._host_pair_work), would reach this: at about 26 ns a column, about
+# 0.8 s of NumPy steps, the time where the compiled steps' first use in a process (0.45 s),
+# then their own steps (a third to a half of the NumPy ones'), begin to gain (KEEL penbased,
+# 1.5e7 columns: its first fit in a process 0.58 s on the NumPy steps, 0.82 s compiled).
+COMPILED_FROM_COLUMNS = 30_000_000
+_COMPILED_MODULE = f"{__package__}._pairs_numba"
+_numpy_columns = 0  # the work of this process's fits on the NumPy steps so far
+
+
+@functools.cache
+def compiled_steps_switch():
+    """``GPUSVM_COMPILED_STEPS`` (``None``, ``"0"`` or ``"1"``), read once a process.
+
+    Raises
+    ------
+    ValueError
+        When it is set to anything else.
+    """
+    value = os.environ.get(SWITCH)
+    if value not in (None, "0", "1"):
+        raise ValueError(f"{SWITCH} must be 0, 1 or unset; got {value!r}")
+    return value
 
 
 @functools.cache
 def compiled_steps_available():
-    """Whether the compiled steps run: Numba imports and ``GPUSVM_COMPILED_STEPS`` is not
-    ``0`` (both found once a process)."""
-    if os.environ.get(SWITCH, "1") == "0":
+    """Whether the compiled steps can run: ``GPUSVM_COMPILED_STEPS`` is not ``0`` and Numba
+    imports (both found once a process)."""
+    if compiled_steps_switch() == "0":
         return False
     try:
         import numba  # noqa: F401
     except Exception:  # not installed, or built for another NumPy: the NumPy steps run
         return False
     return True
+
+
+def use_compiled_steps(columns):
+    """Whether a one-vs-one fit on the host whose steps are about ``columns`` pair columns
+    of work runs on the compiled steps (``True``) or the NumPy steps (``False``; their work
+    then counts toward the next decision).
+
+    Compiled when ``GPUSVM_COMPILED_STEPS=1``, when the compiled steps have been used in
+    this process already (their first use is paid), or when this fit's work and that of the
+    process's fits on the NumPy steps reach ``COMPILED_FROM_COLUMNS``; always where Numba
+    does not import. Numba is not imported for a fit on the NumPy steps."""
+    global _numpy_columns
+    switch = compiled_steps_switch()
+    if switch == "0":
+        return False
+    if switch is None and _COMPILED_MODULE not in sys.modules and _numpy_columns + columns < COMPILED_FROM_COLUMNS:
+        _numpy_columns += columns
+        return False
+    return compiled_steps_available()
 
 
 class CompiledPairSteps(NumpyPairSteps):
