@@ -3,7 +3,9 @@
 The formats, chosen by extension unless named:
 
 - **svmlight** (LIBSVM's ``svm-train`` format, also ThunderSVM's): ``label index:value ...``
-  per line, read by :func:`sklearn.datasets.load_svmlight_file`.  Indices are one-based
+  per line, read by :func:`gpusvm.datasets.load_svmlight` (pyarrow parses plain lines
+  where it is installed; else :func:`sklearn.datasets.load_svmlight_file`, whose result
+  and errors it gives in any case).  Indices are one-based
   as LIBSVM writes them, unless the file uses index 0 (``zero_based='auto'``).  Any
   extension other than ``.npz`` and ``.csv`` is read as svmlight; a file compressed by
   gzip, bzip2 or xz (known by its first bytes) is decompressed as it is read.
@@ -63,7 +65,9 @@ def read_chunks(path, fmt="auto", *, chunk_rows, n_features=None):
     Raises
     ------
     DataFileError
-        For a CSV file (read whole only) or a missing file.
+        For a CSV file (read whole only).
+    FileNotFoundError, IsADirectoryError
+        When ``path`` is empty, missing or a folder.
     """
     fmt = data_format(path, fmt)
     _check_data_path(path)

@@ -3,7 +3,7 @@
 Four estimators with one interface (``fit``, ``partial_fit``, ``predict_proba``, ...),
 one per update rule of docs/algorithms.md section 3, so that each carries only its own
 hyperparameters and its own docstring.  The rules themselves live in
-:mod:`gpusvm.solvers.online_logistic`.
+``gpusvm.solvers.online_logistic``.
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         Examples processed at once. All predictions of a batch use the weights at its
         start; then every touched coordinate takes one update that equals the sequential
         rule run over the batch with those weights held fixed (see
-        :mod:`gpusvm.solvers.online_logistic`). ``batch_size=1`` is the classic online
+        ``gpusvm.solvers.online_logistic``). ``batch_size=1`` is the classic online
         algorithm; larger batches are faster, above all on a GPU. The default was
         measured: on Adult, 1024 gives the test log loss of 32 (0.3416 and 0.3417) in a
         fifth of the time; on a 200,000-row hashed stream (40 fields, 2^18 columns), five

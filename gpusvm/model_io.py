@@ -153,7 +153,7 @@ def _is_dask_estimator(model):
 
 
 def check_model_path(path, *, overwrite=False, inputs=(), overwrite_hint="overwrite=True"):
-    """``path`` as a :class:`~pathlib.Path` that :func:`save` can and may write: not a
+    """``path`` as a :class:`~pathlib.Path` that :func:`~gpusvm.model_io.save` can and may write: not a
     folder, in a folder that exists and is writable, not one of ``inputs``, and, when
     it exists, a writable gpusvm model file or empty (or any writable file, with
     ``overwrite``). Called before training by the command line, so that a long fit
@@ -186,7 +186,7 @@ def check_model_path(path, *, overwrite=False, inputs=(), overwrite_hint="overwr
 
 
 def is_model_file(path):
-    """Whether ``path`` starts as :func:`save` writes a file (a zip archive whose first
+    """Whether ``path`` starts as :func:`~gpusvm.model_io.save` writes a file (a zip archive whose first
     member is ``gpusvm.json``): also true of a damaged or truncated model file, which a
     new save may replace."""
     with open(path, "rb") as handle:
@@ -195,7 +195,7 @@ def is_model_file(path):
 
 
 def load(path, *, backend=None):
-    """Read a model written by :func:`save`.
+    """Read a model written by :func:`~gpusvm.model_io.save`.
 
     Parameters
     ----------
@@ -209,7 +209,7 @@ def load(path, *, backend=None):
     -------
     estimator
         The fitted estimator, with ``metadata_`` holding the ``metadata`` given to
-        :func:`save` (an empty dict when there was none).
+        :func:`~gpusvm.model_io.save` (an empty dict when there was none).
 
     Raises
     ------

@@ -143,8 +143,10 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         fewer rows than there are classes, or a class has a single row, no holdout is used.
         'auto' holds out nothing below ``AUTO_HOLDOUT_MIN_ROWS`` (50,000) rows (in a
         one-vs-one model: in its largest pair), else a tenth of the rows, at most
-        ``AUTO_HOLDOUT_MAX_ROWS`` (10,000). The threshold is by measurement
-        (``bench/sbp_defaults.py``, ``nu`` read off SVC): on 6,000 to 20,000 rows (KEEL
+        ``AUTO_HOLDOUT_MAX_ROWS`` (10,000). The threshold is by measurement (2026-11-24,
+        ``bench/sbp_defaults.py`` as of commit 418e02b, ``nu`` read off SVC, since
+        re-recorded at the defaults only; the Adult and 60,000-row MNIST figures from
+        single runs not kept in ``bench/results``): on 6,000 to 20,000 rows (KEEL
         magic, penbased, letter; MNIST subsets) training on every row and stopping on
         ``tol`` ended at most 0.13 points above SVC's test error on every set, a tenth
         held out up to 0.96 points above it (an error measured on 1,000 to 2,000 rows, or
@@ -664,8 +666,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         self.n_iter_ = max(result.n_steps / max(1, -(-rows.size // self.batch_size_)) for rows, result in results)
 
     def decision_function(self, X):
-        """Scores of the rows of X: for two classes and one-vs-rest models, those of
-        :meth:`KernelModelMixin.decision_function`; for a one-vs-one model, as SVC's with
+        """Scores of the rows of X: for two classes and one-vs-rest models,
+        ``sum_j dual_coef_[:, j] K(support_vectors_[j], x) + intercept_``; for a one-vs-one model, as SVC's with
         this ``decision_function_shape``.
 
         Parameters
@@ -830,7 +832,7 @@ def nu_from_svc(svc, X, y):
     Parameters
     ----------
     svc : fitted binary kernel model
-        scikit-learn's :class:`~sklearn.svm.SVC`, gpusvm's :class:`KernelPegasosSVC`
+        scikit-learn's :class:`~sklearn.svm.SVC`, gpusvm's :class:`~gpusvm.svm.KernelPegasosSVC`
         or :class:`SBPClassifier`, or any model with ``dual_coef_``,
         ``support_vectors_``, ``classes_``, ``decision_function``, a ``kernel`` of
         'linear', 'rbf' or 'poly' and its ``gamma_`` (or SVC's ``_gamma``).

@@ -94,6 +94,21 @@ def test_every_public_module_has_an_api_page():
         assert f".. automodule:: {module}\n" in (DOCS / "api" / f"{module}.rst").read_text()
 
 
+def test_the_api_pages_name_templates_that_exist():
+    """autosummary looks a ``:template:`` up from the templates folder, and on a name it
+    does not find there silently falls back to its base template, which writes a class's
+    page without its methods (the site had none until 2026-11-26)."""
+    templates = DOCS / "_templates"
+    named = {
+        (page.name, name)
+        for page in (DOCS / "api").glob("*.rst")
+        for name in re.findall(r":template:\s*(\S+)", page.read_text())
+    }
+    assert {name for _, name in named} == {"autosummary/class.rst", "autosummary/function.rst"}
+    assert [f"{page}: {name}" for page, name in named if not (templates / name).is_file()] == []
+    assert ":members:" in (templates / "autosummary" / "class.rst").read_text()
+
+
 def test_the_math_is_cited_inside_the_repository():
     """Code, kernels and tests cite docs/algorithms.md by its path from the root."""
     assert (DOCS / "algorithms.md").is_file()

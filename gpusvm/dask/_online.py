@@ -151,7 +151,7 @@ def _distributed(local, doc):
 
 _DOC = """:class:`gpusvm.{name}` trained on a dask cluster, exactly: the model equals the single-node
     one for the same parameters and seed (``fit`` with its shuffled epochs, ``partial_fit``
-    in the order given), to the last bit (see :mod:`gpusvm.dask._online`).
+    in the order given), to the last bit (how: :doc:`/user_guide/dask`).
 
     Parameters and attributes are :class:`gpusvm.{name}`'s; ``backend`` is resolved on the
     workers. ``client`` (not a parameter, neither cloned nor pickled) is the

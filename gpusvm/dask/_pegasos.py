@@ -164,8 +164,8 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
     Parameters
     ----------
     mode : {'exact', 'average'}, default='exact'
-        'exact': the single-node iterates for the same seed (see
-        :mod:`gpusvm.dask._pegasos`); 'average': local epochs on each worker's rows,
+        'exact': the single-node iterates for the same seed (how:
+        :doc:`/user_guide/dask`); 'average': local epochs on each worker's rows,
         averaged once per epoch, which needs shards of like class proportions (a fit
         warns otherwise: shuffle the rows across partitions once, e.g. by
         ``dask.array.shuffle``, before fitting).

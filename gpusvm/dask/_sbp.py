@@ -371,7 +371,7 @@ class ClusterSBPSteps:
 
 class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
     """:class:`gpusvm.SBPClassifier` trained on a dask cluster, with the responses of each
-    worker's rows kept on that worker (see :mod:`gpusvm.dask._sbp`).
+    worker's rows kept on that worker (how: :doc:`/user_guide/dask`).
 
     The model equals the single-node one for the same parameters and seed, up to
     rounding. The parameters and attributes are :class:`gpusvm.SBPClassifier`'s;

@@ -267,7 +267,7 @@ class LevelTracker:
         covered : int64 ndarray
             Ascending indices of the rows SBP draws from: without a bias, the responses
             at or below ``max(level, min(responses))``; with one, those at or below
-            their class's edge (:func:`_bias_and_edges`: ``response + bias * y <=
+            their class's edge (``_bias_and_edges``: ``response + bias * y <=
             level`` in exact arithmetic, with equal responses at the edge kept together).
         """
         volume = self.volume if volume is None else float(volume)
@@ -384,7 +384,7 @@ def covered_among_lowest(values, positive, thresholds, sizes, volume, previous=N
 
 
 def _window_search(parts, sizes, volume, previous, whole=False):
-    """``(k*, level, bias, edges)`` (edges: see :func:`_bias_and_edges`; None without a
+    """``(k*, level, bias, edges)`` (edges: see ``_bias_and_edges``; None without a
     bias) from candidate values (one array per class, each the lowest
     values of its class: ``sizes`` are the classes' full sizes), searching the ranks
     about ``previous`` (or, if ``whole``, every rank the candidates hold); None when
@@ -470,7 +470,7 @@ def levels_of_rows(responses, classes, volumes, window=64, work=None, ranks=None
         As :func:`find_gamma` and :func:`find_gamma_and_bias` (bias 0 without a bias).
     edges : float64 ndarray of shape (P, len(classes))
         The covered rows are the responses at or below their class's edge (with a bias,
-        :func:`_bias_and_edges`; without, ``max(level, min)``).
+        ``_bias_and_edges``; without, ``max(level, min)``).
     covered : int ndarray of shape (P,)
         ``k*``, the covered count of each class (without a bias, of the row).
     """
@@ -602,7 +602,7 @@ def level_and_bias_of(positive, negative, volume):
 
 
 def _level_bias_edges(positive, negative, volume):
-    """Level, bias and each class's edge (:func:`_bias_and_edges`)."""
+    """Level, bias and each class's edge (``_bias_and_edges``)."""
     covered, covered_sum = _covered_rank([positive, negative], volume, min(positive.size, negative.size))
     two_gamma = (volume + covered_sum) / covered
     p_k, p_next = _kth_and_next(positive, covered)
