@@ -87,6 +87,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         -------
         self
         """
+        self._validate_params()  # scikit-learn checks them at the first call only, set_params may follow
         with restore_on_error(self):
             self._train(X, y, classes=self._partial_fit_classes(classes), n_epochs=1, shuffle=False)
         return self

@@ -98,6 +98,9 @@ def save(model, path, *, metadata=None, overwrite=False):
         ``RandomState``).
     sklearn.exceptions.NotFittedError
         For a model that has not been fitted.
+    ValueError
+        For a parameter the estimator rejects (set by ``set_params`` after the fit),
+        named: :func:`load` would refuse the file.
     FileExistsError, PermissionError, IsADirectoryError, FileNotFoundError
         For a path it must not or cannot write (see :func:`check_model_path`).
     """
@@ -112,6 +115,7 @@ def save(model, path, *, metadata=None, overwrite=False):
         model = model.to_local()
     solver = solver_name(model)
     check_is_fitted(model)
+    model._validate_params()  # a parameter set after the fit that load would refuse
     path = check_model_path(path, overwrite=overwrite)
     arrays = {}
     try:
@@ -248,7 +252,12 @@ def load(path, *, backend=None):
         model._validate_params()
     except ValueError as error:
         raise ModelFileError(f"{path} holds parameters {type(model).__name__} rejects: {error}") from None
-    unfit = [name for name in attributes if not name.isidentifier() or name.startswith("__") or hasattr(cls, name)]
+    parameters = model.get_params(deep=False)  # set above, from the checked "params" only
+    unfit = [
+        name
+        for name in attributes
+        if not name.isidentifier() or name.startswith("__") or hasattr(cls, name) or name in parameters
+    ]
     if unfit:
         raise ModelFileError(f"{path} sets {unfit[0]!r}, which is not a fitted attribute of {cls.__name__}.")
     model.__dict__.update(attributes)

@@ -207,6 +207,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         -------
         self
         """
+        self._validate_params()  # scikit-learn checks them at the first call only, set_params may follow
         with restore_on_error(self):
             self._train(X, y, sample_weight, classes=self._partial_fit_classes(classes), n_epochs=1, tol=None)
         return self

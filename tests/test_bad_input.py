@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from gpusvm import FTRLClassifier, KernelPegasosSVC, PegasosSVC, RDAClassifier, SBPClassifier
+from gpusvm import (
+    FOBOSClassifier,
+    FTRLClassifier,
+    KernelPegasosSVC,
+    PegasosSVC,
+    RDAClassifier,
+    SBPClassifier,
+    TruncatedGradientClassifier,
+)
 
 from .conftest import needs_device
 
@@ -88,6 +96,30 @@ def test_bad_parameters_name_the_parameter_and_value(Estimator, name, value):
 def test_bad_kernel_parameters(name, value):
     with pytest.raises(ValueError, match=f"'{name}' parameter of KernelPegasosSVC.*Got {value!r}"):
         KernelPegasosSVC(**{name: value}).fit(X_GOOD, Y_GOOD)
+
+
+@pytest.mark.parametrize(
+    "Estimator, name, value",
+    [
+        (PegasosSVC, "batch_size", 0),
+        (PegasosSVC, "batch_size", -3),
+        (PegasosSVC, "class_weight", "bal"),
+        (FTRLClassifier, "alpha", -1.0),
+        (FTRLClassifier, "l2", "x"),
+        (TruncatedGradientClassifier, "truncate_every", 0),
+        (FOBOSClassifier, "l1", -1.0),
+        (RDAClassifier, "gamma", 0.0),
+    ],
+)
+def test_a_parameter_set_between_partial_fits_is_checked_and_the_model_kept(Estimator, name, value):
+    """scikit-learn checks the parameters at a partial_fit's first call only: one made
+    bad by set_params after it is named at the next call, which leaves the model as it was."""
+    model = Estimator(random_state=0).partial_fit(X_GOOD, Y_GOOD, classes=[0, 1])
+    coef = model.coef_.copy()
+    model.set_params(**{name: value})
+    with pytest.raises(ValueError, match=f"'{name}' parameter of {Estimator.__name__}.*Got {value!r}"):
+        model.partial_fit(X_GOOD, Y_GOOD)
+    np.testing.assert_array_equal(model.coef_, coef)
 
 
 def test_wrong_shapes():

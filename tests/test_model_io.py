@@ -433,6 +433,9 @@ EDITS = {
         "sbp",
         lambda src, out: replace_array(src, out, "support_", -np.ones_like(np.load(src)["support_"])),
     ),
+    "n_nonzero_ not coef_'s count": ("ftrl", set_attribute("n_nonzero_", 7)),
+    "batch_size_ zero": ("sbp", set_attribute("batch_size_", 0)),
+    "nu_ negative": ("sbp", set_attribute("nu_", -0.1)),
     "non-finite support vectors": (
         "kernel-pegasos",
         lambda src, out: replace_array(
@@ -453,6 +456,49 @@ def test_an_edited_file_whose_parts_disagree_is_refused(edit, tmp_path, rng):
     with pytest.raises(ModelFileError, match="does not hold a consistent") as error:
         load(edited)
     assert str(edited) in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "solver, name, value",
+    [
+        ("ftrl", "alpha", "abc"),
+        ("pegasos", "fit_intercept", "yes"),
+        ("rda", "gamma", None),
+        ("pegasos", "batch_size", 0),
+    ],
+)
+def test_a_parameter_written_among_the_fitted_attributes_is_refused(solver, name, value, tmp_path, rng):
+    """Parameters come from the file's checked ``params`` alone: one set again among its
+    attributes would skip the estimator's parameter checks."""
+    X, y = make_data(rng)
+    path = tmp_path / "model.npz"
+    save(SMALL_MODELS[solver]().fit(X, y), path)
+    edited = set_attribute(name, value)(path, tmp_path / "edited.npz")
+    with pytest.raises(ModelFileError, match=f"sets '{name}', which is not a fitted attribute"):
+        load(edited)
+
+
+def test_feature_names_that_do_not_fit_the_model_are_refused(tmp_path, rng):
+    pd = pytest.importorskip("pandas")
+    X, y = make_data(rng)
+    model = PegasosSVC(max_iter=2, random_state=0).fit(pd.DataFrame(X, columns=list("abcdef")), y)
+    path = tmp_path / "model.npz"
+    save(model, path)
+    for names, problem in [
+        (["a", "b"], "names 2 features, the model has 6"),
+        (list("abcdea"), "repeats a name"),
+    ]:
+        edited = set_attribute("feature_names_in_", {"$strings": names})(path, tmp_path / "edited.npz")
+        with pytest.raises(ModelFileError, match=problem):
+            load(edited)
+
+
+def test_save_refuses_a_parameter_set_after_the_fit_that_load_would_refuse(tmp_path, rng):
+    X, y = make_data(rng)
+    model = FTRLClassifier(max_iter=2).fit(X, y).set_params(alpha=-1.0)
+    with pytest.raises(ValueError, match="'alpha' parameter of FTRLClassifier"):
+        save(model, tmp_path / "model.npz")
+    assert not (tmp_path / "model.npz").exists()
 
 
 def test_metadata_arrays_are_saved_and_loaded(fitted_path):

@@ -66,6 +66,12 @@ def check_model_parts(model, classes, n_features):
     _check_float_array(model, "intercept_", (n_outputs,))
     if "coef_" in attributes:
         _check_float_array(model, "coef_", (n_outputs, n_features))
+        if "n_nonzero_" in attributes and attributes["n_nonzero_"] != np.count_nonzero(model.coef_):
+            raise InconsistentModel(
+                f"n_nonzero_ is {attributes['n_nonzero_']!r}, coef_ has {np.count_nonzero(model.coef_)}"
+            )
+    if "feature_names_in_" in attributes:
+        _check_feature_names(attributes["feature_names_in_"], n_features)
     if "support_vectors_" in attributes:
         _check_kernel_model(model, n_outputs, n_features)
     if "_state" in attributes:
@@ -87,7 +93,20 @@ _SCALARS = {
     "t_": lambda value: _is_int(value) and value >= 0,
     "n_iter_": lambda value: _is_real(value) and value >= 0,
     "n_nonzero_": lambda value: _is_int(value) and value >= 0,
+    "batch_size_": lambda value: _is_int(value) and value >= 1,
+    "nu_": lambda value: _is_real(value) and value > 0,
+    "kernel_values_source_": lambda value: isinstance(value, str),
 }
+
+
+def _check_feature_names(names, n_features):
+    """feature_names_in_ as a fit on a DataFrame leaves it: one distinct string a feature."""
+    if not isinstance(names, np.ndarray) or names.ndim != 1 or not all(isinstance(name, str) for name in names):
+        raise InconsistentModel(f"feature_names_in_ is {_kind(names)}, not an array of strings")
+    if names.shape[0] != n_features:
+        raise InconsistentModel(f"feature_names_in_ names {names.shape[0]} features, the model has {n_features}")
+    if len(set(names.tolist())) != n_features:
+        raise InconsistentModel("feature_names_in_ repeats a name")
 
 
 def _check_classes(classes_, classes):

@@ -107,6 +107,7 @@ class DaskEstimatorMixin:
         -------
         self
         """
+        self._validate_params()  # scikit-learn checks them at the first call only, set_params may follow
         with restore_on_error(self):
             classes = self._partial_fit_classes(classes)
             self._fit_on_cluster(
