@@ -18,8 +18,8 @@ Every operation is the NumPy step's, in the same order and precision, so both gi
 model bit for bit (``tests/test_sbp.py``); the NumPy step stays the reference.
 
 Costs outside the steps (``bench/sbp_first_fit.py``): the first use in a process imports
-Numba and loads the compiled functions from Numba's cache (about 0.45 s on the machine
-measured); the first use after an install compiles them into that cache (about 5 s).
+Numba and loads the compiled functions from Numba's cache (about half a second on the
+machine measured); the first use after an install compiles them into that cache (about 5 s).
 Those would make a one-off small fit, which takes a few tenths of a second on the NumPy
 steps, several times slower, so :func:`use_compiled_steps` decides, fit by fit: a
 process's fits run on the NumPy steps until their work adds up to about what the first
@@ -45,7 +45,7 @@ from ._problem import RENORMALIZE_BELOW
 SWITCH = "GPUSVM_COMPILED_STEPS"
 # Unset, a process's one-vs-one fits on the host run on the NumPy steps until their work, in
 # pair columns stepped (sbp._host_pair_work), would reach this: at about 26 ns a column, about
-# 0.8 s of NumPy steps, the time where the compiled steps' first use in a process (0.45 s),
+# 0.8 s of NumPy steps, the time where the compiled steps' first use in a process (0.5 s),
 # then their own steps (a third to a half of the NumPy ones'), begin to gain (KEEL penbased,
 # 1.5e7 columns: its first fit in a process 0.58 s on the NumPy steps, 0.82 s compiled).
 COMPILED_FROM_COLUMNS = 30_000_000
