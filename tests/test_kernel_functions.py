@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -43,6 +45,34 @@ def test_gamma_scale_matches_svc(rng):
     assert resolve_gamma(0.3, X) == 0.3
     with pytest.raises(ValueError, match="gamma.*-1"):
         resolve_gamma(-1, X)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gamma_scale_on_values_whose_squares_leave_the_float_range(rng, sparse):
+    """X.var() overflows near 1e153 (and gamma came out 0, a kernel that ignores X): the
+    variance is taken of X scaled to 1, so gamma is SVC's on the scaled X over the scale
+    squared; where even that is not a float, a clear error (tiny values, gamma above the
+    float range), not gamma=inf."""
+    X = rng.normal(size=(50, 6)) * (rng.random((50, 6)) < 0.5)
+    as_given = sp.csr_matrix if sparse else np.asarray
+    gamma = resolve_gamma("scale", X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning reaches the user
+        assert resolve_gamma("scale", as_given(X * 1e153)) == pytest.approx(gamma * 1e-306, rel=1e-10)
+    with pytest.raises(ValueError, match=r"gamma='scale' is 1 / \(n_features \* X.var\(\)\) = inf .* Scale X"):
+        resolve_gamma("scale", as_given(X * 1e-160))
+    assert resolve_gamma("scale", as_given(np.ones((4, 3)))) == 1.0  # constant X: as SVC
+
+
+def test_a_kernel_model_on_huge_values_is_the_model_on_the_values_scaled(rng):
+    from gpusvm import KernelPegasosSVC
+
+    X = rng.normal(size=(120, 4))
+    y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(int)
+    scaled = KernelPegasosSVC(max_iter=2, random_state=0).fit(X, y)
+    huge = KernelPegasosSVC(max_iter=2, random_state=0).fit(X * 1e153, y)
+    assert huge.gamma_ == pytest.approx(scaled.gamma_ * 1e-306, rel=1e-10)
+    np.testing.assert_array_equal(huge.predict(X * 1e153), scaled.predict(X))
 
 
 def test_unknown_kernel_is_named():

@@ -31,16 +31,46 @@ def resolve_gamma(gamma, X):
         if gamma == "auto":
             return 1.0 / n_features
         if gamma == "scale":
-            if issparse(X):
-                mean = float(X.sum()) / (X.shape[0] * n_features)
-                variance = float(X.multiply(X).sum()) / (X.shape[0] * n_features) - mean**2
-            else:
-                variance = float(X.var())
-            return 1.0 / (n_features * variance) if variance > 0 else 1.0
+            return _scale_gamma(X)
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
     if not isinstance(gamma, numbers.Real) or not 0 < gamma < math.inf:
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}.")
     return float(gamma)
+
+
+def _variance(X):
+    """The variance of all of X's values (dense or sparse, NumPy or CuPy)."""
+    if issparse(X):
+        n_values = X.shape[0] * X.shape[1]
+        mean = float(X.sum()) / n_values
+        return float(X.multiply(X).sum()) / n_values - mean**2
+    return float(X.var())
+
+
+def _scale_gamma(X):
+    """``gamma='scale'``: ``1 / (n_features * X.var())``, 1 for a constant X.
+
+    On values whose squares, or their sum, leave the float range (about 1e150 and up, or
+    1e-150 and down, in float64) the variance is taken of X divided by its largest
+    magnitude and the scale put back in the quotient; a ``gamma`` that is still 0 or
+    infinite is refused, naming the remedy, rather than fitting a model that ignores X."""
+    n_features = X.shape[1]
+    with np.errstate(over="ignore", under="ignore"):  # measured below, and mended
+        variance = _variance(X)
+    if variance == 0:
+        return 1.0
+    gamma = 1.0 / (n_features * variance) if math.isfinite(variance) and variance > 0 else math.inf
+    if 0 < gamma < math.inf and math.isfinite(variance) and variance > np.finfo(np.float64).tiny:
+        return gamma
+    scale = float(abs(X).max())
+    gamma = 1.0 / (n_features * _variance(X / scale)) / scale / scale
+    if not 0 < gamma < math.inf:
+        raise ValueError(
+            f"gamma='scale' is 1 / (n_features * X.var()) = {gamma!r} on this X (its largest magnitude "
+            f"{scale:.3g}): no kernel can be computed from it. Scale X's features (e.g. StandardScaler) "
+            "or give gamma a number."
+        )
+    return gamma
 
 
 def check_kernel_range(X, *, kernel, gamma, degree=3, coef0=0.0):
