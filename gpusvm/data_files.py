@@ -13,7 +13,8 @@ The formats, chosen by extension unless named:
   by :func:`scipy.sparse.save_npz` (plus an optional ``y`` array in the same archive).
   Read with ``allow_pickle=False``.
 - **csv**: comma-separated numbers, the label in the first column (as in svmlight);
-  a first line that is not numbers is a header and skipped.  Labels may be words.
+  a first line whose feature cells are all words (column names) is a header and skipped;
+  a UTF-8 byte order mark is ignored.  Labels may be words.
 
 A data error names the file and, for svmlight and CSV text, the line (a line that does
 not parse, NaN or infinity, an index the model does not take).
@@ -216,7 +217,7 @@ def _read_csv(path, n_features):
     try:
         with warnings.catch_warnings():  # NumPy's note that blank lines are skipped (as they are, here)
             warnings.filterwarnings("ignore", message="Input line .* contained no data", category=UserWarning)
-            text = np.loadtxt(path, delimiter=",", dtype=str, ndmin=2, encoding="utf-8")
+            text = np.loadtxt(path, delimiter=",", dtype=str, ndmin=2, encoding="utf-8-sig")
     except (ValueError, UnicodeDecodeError) as error:
         raise DataFileError(f"{path} is not a CSV file of equal-length rows: {error}") from None
     text = np.char.strip(text)
@@ -226,9 +227,9 @@ def _read_csv(path, n_features):
             f"first. Its first line is {_first_line(path)!r}; for a LIBSVM/svmlight file, use --format "
             "svmlight (or an extension other than .csv)."
         )
-    header = bool(text.shape[0]) and not _all_numbers(text[0, 1:])
+    header = bool(text.shape[0]) and _is_header(text[0, 1:])
     if header:
-        text = text[1:]  # a header line
+        text = text[1:]
     if text.shape[0] == 0:
         raise DataFileError(f"{path} has no data rows.")
     has_labels = n_features is None or text.shape[1] == n_features + 1
@@ -250,7 +251,7 @@ def _read_csv(path, n_features):
 def _csv_line(path, row):
     """``line N 'text'`` of row ``row`` of a CSV file, the header included (np.loadtxt
     skips blank lines and ``#`` comments)."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
         for number, line in enumerate(handle, 1):
             if line.split("#", 1)[0].strip():
                 if row == 0:
@@ -261,8 +262,15 @@ def _csv_line(path, row):
 
 
 def _first_line(path, limit=80):
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
         return handle.readline(limit).rstrip("\n")
+
+
+def _is_header(cells):
+    """Whether a first line's feature cells are column names: every one of them filled
+    and not a number (a data row with an empty or mistyped cell is an error at its line,
+    not a header to skip)."""
+    return all(cell and not _all_numbers(np.array([cell])) for cell in cells)
 
 
 def _all_numbers(cells):

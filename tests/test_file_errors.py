@@ -128,6 +128,28 @@ def test_a_csv_value_error_names_the_line(tmp_path):
     assert in_memory_error(path).startswith(f"{path}, line 2 '-1,x,0.2': a feature is not a number")
 
 
+def test_a_csv_first_row_with_a_bad_cell_is_an_error_not_a_header(tmp_path):
+    """A header is a first line of column names; a first data row with an empty or
+    mistyped cell is named like any other row (it was skipped as a header, silently)."""
+    path = tmp_path / "data.csv"
+    path.write_text("1,,2\n0,1,3\n1,2,2\n")
+    assert in_memory_error(path).startswith(f"{path}, line 1 '1,,2': a feature is not a number")
+    path.write_text("1,0.5x,2\n0,1,3\n1,2,2\n")
+    assert in_memory_error(path).startswith(f"{path}, line 1 '1,0.5x,2': a feature is not a number")
+    path.write_text("label,width,height\n1,0.5,2\n0,1,3\n")
+    X, y, _ = read_data(path)
+    assert X.shape == (2, 2) and y.tolist() == [1, 0]
+
+
+def test_a_csv_byte_order_mark_is_not_part_of_the_first_label(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf1,0.5,2\n0,1,3\n1,2,2\n0,0,1\n")
+    X, y, _ = read_data(path)
+    assert y.tolist() == [1, 0, 1, 0] and y.dtype.kind == "f" and X.shape == (4, 2)
+    path.write_bytes(b"\xef\xbb\xbf1,x,2\n")
+    assert in_memory_error(path).startswith(f"{path}, line 1 '1,x,2'")
+
+
 # --- item 8: compressed files are streams --------------------------------------------
 
 
