@@ -210,7 +210,27 @@ def _read_npz(path):
         raise DataFileError(f"{path}: X must be 2-D, got shape {X.shape}.")
     if y is not None and y.shape != (X.shape[0],):
         raise DataFileError(f"{path}: y has shape {y.shape}, but X has {X.shape[0]} rows.")
+    if X.shape[0] == 0:
+        raise DataFileError(f"{path} has no data rows.")
+    for name, values in (("X", X), ("y", y)):
+        _refuse_npz_non_finite(path, name, values)
     return X, y
+
+
+def _refuse_npz_non_finite(path, name, values):
+    """A DataFileError naming the first row of ``values`` (X dense or CSR, or y; labels
+    that are not floats pass) that holds NaN or infinity."""
+    if values is None or values.dtype.kind not in "fc":
+        return
+    data = values.data if sp.issparse(values) else values
+    bad = ~np.isfinite(data)
+    if not bad.any():
+        return
+    if sp.issparse(values):
+        row = int(np.searchsorted(values.indptr, np.flatnonzero(bad)[0], side="right") - 1)
+    else:
+        row = int(np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0])
+    raise DataFileError(f"{path}, row {row + 1} of {name} (from 1): Input {name} contains NaN or infinity.")
 
 
 def _read_csv(path, n_features):

@@ -150,6 +150,22 @@ def test_a_csv_byte_order_mark_is_not_part_of_the_first_label(tmp_path):
     assert in_memory_error(path).startswith(f"{path}, line 1 '1,x,2'")
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_an_npz_file_with_nan_infinity_or_no_rows_is_refused_naming_the_row(tmp_path, sparse):
+    path = tmp_path / "data.npz"
+    X = np.ones((4, 2))
+    X[2, 1] = np.nan
+    if sparse:
+        sp.save_npz(path, sp.csr_matrix(X))
+    else:
+        np.savez(path, X=X, y=np.array([0, 1, 0, 1]))
+    assert in_memory_error(path) == f"{path}, row 3 of X (from 1): Input X contains NaN or infinity."
+    np.savez(path, X=np.ones((3, 2)), y=np.array([0.0, np.inf, 1.0]))
+    assert in_memory_error(path) == f"{path}, row 2 of y (from 1): Input y contains NaN or infinity."
+    np.savez(path, X=np.zeros((0, 2)), y=np.zeros(0))
+    assert in_memory_error(path) == f"{path} has no data rows."
+
+
 # --- item 8: compressed files are streams --------------------------------------------
 
 
