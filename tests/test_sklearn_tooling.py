@@ -76,3 +76,26 @@ def test_calibrated_probabilities_from_the_svms(Estimator, n_classes, backend):
     prior = np.bincount(y[:200], minlength=n_classes) / 200
     assert log_loss(y[200:], probabilities) < 0.7 * log_loss(y[200:], np.tile(prior, (100, 1)))
     assert model.calibrated_classifiers_[0].estimator.backend_ == backend
+
+
+@pytest.mark.parametrize("Estimator", list(GRIDS))
+def test_a_dataframe_fit_and_its_model_file_warn_of_nothing(Estimator, tmp_path):
+    """gpusvm's own checks on validated rows (the model's finite scores, a loaded file's
+    probe row) do not raise scikit-learn's 'X does not have valid feature names' at the
+    user, who gave a DataFrame; their own unnamed rows still get it."""
+    import warnings
+
+    from gpusvm import load, save
+
+    pd = pytest.importorskip("pandas")
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = Estimator(**GRIDS[Estimator][0]).fit(frame, y)
+        if hasattr(model, "partial_fit"):
+            model.partial_fit(frame, y)
+        save(model, tmp_path / "model")
+        load(tmp_path / "model").predict(frame)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        model.predict(X)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -21,6 +22,16 @@ from .._validation import (
     one_vs_rest_targets,
     to_backend,
 )
+
+
+@contextlib.contextmanager
+def unnamed_rows_of_a_named_model():
+    """Quiet scikit-learn's warning that X has no feature names, for rows gpusvm itself
+    passes to a model fitted on a DataFrame (validated rows, or a probe row): the user's
+    data had them, and a user reads the warning as a mistake of their own."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names", category=UserWarning)
+        yield
 
 
 def scores_like_input(scores, X):
@@ -124,7 +135,8 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         arrays = [getattr(self, name) for name in ("coef_", "dual_coef_", "intercept_") if hasattr(self, name)]
         finite = all(np.isfinite(array).all() for array in arrays)
         if finite:
-            finite = bool(np.isfinite(to_numpy(self.decision_function(X[:_FINITE_CHECK_ROWS]))).all())
+            with unnamed_rows_of_a_named_model():  # X is validated: its column names are gone
+                finite = bool(np.isfinite(to_numpy(self.decision_function(X[:_FINITE_CHECK_ROWS]))).all())
         if not finite:
             settings = ""
             if hasattr(self, "kernel"):
