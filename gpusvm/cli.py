@@ -297,7 +297,8 @@ def predict_command(args, out):
             args.out,
             what="the predictions",
             kind="a predictions file",
-            replaceable=_looks_like_predictions,
+            # read only when OUT exists; a MODEL that does not load says so here, as below
+            replaceable=lambda path: _looks_like_predictions(path, load(args.model, backend="numpy")),
             overwrite=args.force,
             inputs=[("MODEL", args.model), ("DATA", args.data)],
             overwrite_hint="--force",
@@ -340,9 +341,12 @@ def _checked_output(prog, check, path, **kwargs):
         raise UsageError(str(error), prog) from None
 
 
-def _looks_like_predictions(path, sample=1 << 16):
-    """Whether ``path`` reads as ``gpusvm predict`` writes: on each line one label (no
-    comma or colon, as data lines have) or numbers (decision values, probabilities)."""
+def _looks_like_predictions(path, model, sample=1 << 16):
+    """Whether ``path`` reads as ``gpusvm predict`` writes for ``model``: on each line
+    one of its classes, or as many numbers as its decision values or its probabilities
+    have columns (a list of words, or a table of other numbers, is not replaced)."""
+    labels = {_label_text(label) for label in model.classes_}
+    widths = {np.shape(model.intercept_)[0], len(model.classes_)}
     with open(path, "rb") as handle:
         head = handle.read(sample + 1)
     try:
@@ -354,11 +358,13 @@ def _looks_like_predictions(path, sample=1 << 16):
         lines.pop()  # cut off by the sample
     for line in lines:
         fields = line.split()
-        if len(fields) == 1 and not any(mark in fields[0] for mark in ",:"):
+        if len(fields) == 1 and fields[0] in labels:
             continue
         try:
             [float(field) for field in fields]
         except ValueError:
+            return False
+        if len(fields) not in widths:
             return False
     return True
 

@@ -94,6 +94,26 @@ def test_predict_never_writes_over_its_inputs_or_a_foreign_file(files, capsys):
     assert code == 0 and len(out_text.splitlines()) == 40 and not (files / "-").exists()
 
 
+def test_predict_replaces_only_what_reads_as_this_models_predictions(files, capsys):
+    """A file of single words (requirements.txt) or of other numbers than the model's
+    columns (a table of features) is not a predictions file: only --force replaces it."""
+    model, data = files / "m.model", files / "test.svm"
+    assert train(capsys, files / "train.svm", model)[0] == 0
+    foreign = {
+        "requirements.txt": "numpy\nscipy\nscikit-learn\n",
+        "features.txt": "0.1 0.2 0.3\n1.5 2.5 3.5\n",
+        "other-labels.txt": "cat\ndog\n",
+    }
+    for name, text in foreign.items():
+        (files / name).write_text(text)
+        code, _, err = run(capsys, "predict", model, data, files / name)
+        assert code == 1 and "exists and is not a predictions file" in err, name
+        assert (files / name).read_text() == text
+    for text in ("1\n-1\n1\n", "0.25\n-1.5\n"):  # its labels, its decision values
+        (files / "old.txt").write_text(text)
+        assert run(capsys, "predict", model, data, files / "old.txt")[0] == 0
+
+
 def test_a_read_only_file_is_never_replaced(files, capsys, model):
     path = files / "kept.model"
     save(model, path)
