@@ -175,6 +175,8 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             bars.end_epoch(loss=f"{losses[-1]:.5g}")
             self._set_model(state, backend, classes, seed, chunk.X)
             self.n_iter_, self.loss_curve_ = self.max_iter, losses
+            if source.feature_names is not None:  # the chunks' DataFrame columns (arrays by now)
+                self.feature_names_in_ = source.feature_names
         return self
 
     def _prepared_chunk(self, item, number, *, classes, backend):

@@ -328,6 +328,8 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                 raise ValueError("fit_chunks got no chunks with rows.")
             self._set_model(state, backend, classes, lam, seed, chunk.X)
             self.n_iter_, self.objective_curve_ = len(objectives), objectives
+            if source.feature_names is not None:  # the chunks' DataFrame columns (arrays by now)
+                self.feature_names_in_ = source.feature_names
         return self
 
     @staticmethod

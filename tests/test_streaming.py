@@ -621,3 +621,25 @@ def test_linear_solvers_name_fit_chunks_when_host_data_cannot_fit_the_device(Est
     else:  # host memory is not checked: the NumPy backend trains
         model.fit(X, y)
     assert model.coef_.shape == (1, 40)
+
+
+@pytest.mark.parametrize("Estimator", [PegasosSVC, FTRLClassifier])
+def test_fit_chunks_of_dataframes_keeps_their_column_names_and_checks_their_order(Estimator):
+    """As fit does for a DataFrame: feature_names_in_ from the chunks' columns, and a chunk
+    whose columns come in another order is refused by name (it was trained on, misaligned)."""
+    pd = pytest.importorskip("pandas")
+    X, y = make_classification(n_samples=120, n_features=3, n_informative=2, n_redundant=0, random_state=0)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    chunks = [(frame[:60], y[:60]), (frame[60:], y[60:])]
+    model = Estimator(max_iter=2, random_state=0).fit_chunks(chunks)
+    assert model.feature_names_in_.tolist() == ["a", "b", "c"]
+    assert model.predict(frame).shape == (120,)
+    coef = model.coef_.copy()
+    shuffled = [(frame[:60], y[:60]), (frame[60:][["c", "b", "a"]], y[60:])]
+    with pytest.raises(ValueError, match="Chunk 1 has the columns c, b, a, but chunk 0 has a, b, c"):
+        model.fit_chunks(shuffled)
+    np.testing.assert_array_equal(model.coef_, coef)
+    assert model.feature_names_in_.tolist() == ["a", "b", "c"]
+    arrays = Estimator(max_iter=2, random_state=0).fit_chunks([(X[:60], y[:60]), (X[60:], y[60:])])
+    assert not hasattr(arrays, "feature_names_in_")
+    np.testing.assert_array_equal(arrays.coef_, coef)  # the same model: names only checked

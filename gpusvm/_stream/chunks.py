@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import _get_feature_names
 
 from .._backend import is_cupy_array, issparse, namespace_of, to_numpy
 
@@ -32,6 +33,13 @@ class ChunkSource:
             raise TypeError(f"chunks must be an iterable of (X, y) pairs, got a {type(chunks).__name__}.") from None
         self._used = False
         self._width = None  # (n_features, number) of the first chunk
+        self._names = None  # (column names or None, number) of the first chunk
+
+    @property
+    def feature_names(self):
+        """The first chunk's column names (a DataFrame's), or None: what ``feature_names_in_``
+        is after a fit on these chunks."""
+        return None if self._names is None else self._names[0]
 
     def passes(self, what):
         """A fresh iterator over the chunks; a one-shot iterator gives its one pass once,
@@ -96,8 +104,18 @@ class ChunkSource:
         return self._checked(self.chunks[index], index)
 
     def _checked(self, chunk, number):
-        """:func:`check_chunk`, and the same width as the first chunk (rows or none)."""
+        """:func:`check_chunk`, and the same width as the first chunk (rows or none), and
+        the same column names in the same order where both have names."""
+        names = _get_feature_names(chunk[0]) if isinstance(chunk, (tuple, list)) and len(chunk) == 2 else None
         X, y = check_chunk(chunk, number)
+        if self._names is None:
+            self._names = (names, number)
+        elif names is not None and self._names[0] is not None and not np.array_equal(names, self._names[0]):
+            first_names, first = self._names
+            raise ValueError(
+                f"Chunk {number} has the columns {_listed(names)}, but chunk {first} has {_listed(first_names)}: "
+                "every chunk must have the same features, in the same order."
+            )
         if X.ndim == 2:
             if self._width is None:
                 self._width = (X.shape[1], number)
@@ -121,6 +139,11 @@ def check_chunk(chunk, number):
     if not (issparse(X) or is_cupy_array(X)):
         X = np.asarray(X)
     return X, np.asarray(to_numpy(y))
+
+
+def _listed(names, shown=6):
+    names = [str(name) for name in names]
+    return ", ".join(names[:shown]) + (f" ... ({len(names)} in all)" if len(names) > shown else "")
 
 
 def aligned_chunks(pairs, multiple):
