@@ -131,7 +131,11 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         )
         with restore_on_error(self):
             self._forget_training_state()
-            classes = self._partial_fit_classes(source.classes() if classes is None else classes)
+            if classes is None:
+                classes = source.classes()
+                if not classes.size:
+                    raise ValueError("fit_chunks got no chunks with rows.")
+            classes = self._partial_fit_classes(classes)
             backend = resolve_backend(self.backend)
             xp = get_namespace(backend)
             epochs = (

@@ -417,7 +417,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             targets=targets,
             sample_weight=sample_weight,
             lam=lam,
-            batch_size=self.batch_size,
+            batch_size=int(self.batch_size),  # True is 1, as scikit-learn takes it
             fit_intercept=self.fit_intercept,
             projection=self.projection,
             average_start=None if self.average is False else int(self.average),
@@ -585,7 +585,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
                 targets=xp.asarray(targets),
                 sample_weight=xp.asarray(weights),
                 lam=lam,
-                batch_size=self.batch_size,
+                batch_size=int(self.batch_size),  # True is 1, as scikit-learn takes it
                 kernel=self.kernel,
                 gamma=gamma,
                 degree=self.degree,

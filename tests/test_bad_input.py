@@ -180,3 +180,11 @@ def test_a_device_matrix_with_duplicate_entries_is_not_modified():
         model.decision_function(X_device)
         np.testing.assert_array_equal(X_device.data.get(), before[0])
         np.testing.assert_array_equal(X_device.indices.get(), before[1])
+
+
+@pytest.mark.parametrize("Estimator", [PegasosSVC, KernelPegasosSVC, SBPClassifier, FTRLClassifier])
+def test_batch_size_true_is_batch_size_one_as_scikit_learn_takes_it(Estimator):
+    """True passes scikit-learn's integer check; PegasosSVC then failed in its solver."""
+    one = Estimator(batch_size=1, random_state=0).fit(X_GOOD, Y_GOOD)
+    true = Estimator(batch_size=True, random_state=0).fit(X_GOOD, Y_GOOD)
+    np.testing.assert_array_equal(true.decision_function(X_GOOD), one.decision_function(X_GOOD))

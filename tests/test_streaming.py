@@ -643,3 +643,25 @@ def test_fit_chunks_of_dataframes_keeps_their_column_names_and_checks_their_orde
     arrays = Estimator(max_iter=2, random_state=0).fit_chunks([(X[:60], y[:60]), (X[60:], y[60:])])
     assert not hasattr(arrays, "feature_names_in_")
     np.testing.assert_array_equal(arrays.coef_, coef)  # the same model: names only checked
+
+
+def test_npz_chunks_name_a_bad_chunk_rows_and_a_missing_file(tmp_path):
+    path = tmp_path / "data.npz"
+    np.savez(path, X=np.ones((4, 2)), y=np.array([0, 1, 0, 1]))
+    for bad in ("x", None, 2.7, True):
+        with pytest.raises(TypeError, match=f"chunk_rows must be an integer, got {bad!r}"):
+            NpzChunks(path, bad)
+    with pytest.raises(ValueError, match="chunk_rows must be at least 1, got 0"):
+        NpzChunks(path, 0)
+    with pytest.raises(FileNotFoundError):
+        len(NpzChunks(tmp_path / "missing.npz", 10))
+
+
+@pytest.mark.parametrize("Estimator", [PegasosSVC, FTRLClassifier])
+def test_fit_chunks_names_labels_of_two_kinds_and_a_stream_without_rows(Estimator):
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    words = np.array(["a", "b"] * 2, dtype=object)
+    with pytest.raises(ValueError, match="Chunk 1 has labels that are strings or objects, but chunk 0's are numbers"):
+        Estimator().fit_chunks([(X[:4], np.array([0, 1, 0, 1])), (X[4:], words)])
+    with pytest.raises(ValueError, match="fit_chunks got no chunks with rows"):
+        Estimator().fit_chunks([])

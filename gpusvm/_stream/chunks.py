@@ -77,8 +77,18 @@ class ChunkSource:
 
     def label_counts(self, what="finding the classes (or pass classes=...)"):
         """The sorted labels of every chunk and the rows of each (one pass)."""
-        labels, counts = [], []
-        for _, y in self.passes(what):
+        labels, counts, first_kind = [], [], None
+        for number, (_, y) in enumerate(self.passes(what)):
+            if not y.size:
+                continue
+            kind = "numbers" if y.dtype.kind in "biuf" else "strings or objects"
+            if first_kind is None:
+                first_kind = (kind, number)
+            elif kind != first_kind[0]:
+                raise ValueError(
+                    f"Chunk {number} has labels that are {kind}, but chunk {first_kind[1]}'s are {first_kind[0]}: "
+                    "every chunk's labels must be of one kind."
+                )
             chunk_labels, chunk_counts = np.unique(y, return_counts=True)
             labels.append(chunk_labels)
             counts.append(chunk_counts)

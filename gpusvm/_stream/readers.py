@@ -32,6 +32,14 @@ from sklearn.datasets import load_svmlight_file
 from .svmlight_arrow import joined, parse_plain_block
 
 
+def _check_chunk_rows(chunk_rows):
+    """A reader's ``chunk_rows``: an integer (not a bool, a float or a string), at least 1."""
+    if not isinstance(chunk_rows, numbers.Integral) or isinstance(chunk_rows, bool):
+        raise TypeError(f"chunk_rows must be an integer, got {chunk_rows!r}.")
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows!r}.")
+
+
 class SvmlightChunks:
     """A LIBSVM/svmlight file as chunks of ``chunk_rows`` rows.
 
@@ -75,10 +83,7 @@ class SvmlightChunks:
     def __init__(
         self, path, chunk_rows=100_000, *, n_features=None, zero_based="auto", dtype=np.float64, parser="auto"
     ):
-        if not isinstance(chunk_rows, numbers.Integral) or isinstance(chunk_rows, bool):
-            raise TypeError(f"chunk_rows must be an integer, got {chunk_rows!r}.")
-        if chunk_rows < 1:
-            raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows!r}.")
+        _check_chunk_rows(chunk_rows)
         if parser not in ("auto", "scikit-learn"):
             raise ValueError(f"parser must be 'auto' or 'scikit-learn', got {parser!r}.")
         if n_features is not None and (
@@ -465,8 +470,7 @@ class NpzChunks:
     """
 
     def __init__(self, paths, chunk_rows=100_000):
-        if int(chunk_rows) < 1:
-            raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows!r}.")
+        _check_chunk_rows(chunk_rows)
         self.paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
         self.chunk_rows = int(chunk_rows)
         self._shards, self._chunks = None, None
@@ -527,6 +531,8 @@ class _NpzShard:
                 with zipfile.ZipFile(handle) as archive:
                     infos = {info.filename: info for info in archive.infolist()}
                 self._locate(handle, infos)
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            raise  # as for any file, not a damaged one
         except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as error:
             raise ValueError(f"{path} is not a readable .npz file (damaged or truncated?): {error}") from None
 
