@@ -330,6 +330,14 @@ def predict_command(args, out):
         correct = int(np.sum(labels == y))
         report = out if args.out else (lambda line: print(line, file=sys.stderr))
         report(f"Accuracy = {correct / len(y):.4%} ({correct}/{len(y)})")
+        unknown = [label for label in np.unique(y) if not np.any(model.classes_ == label)]
+        if unknown:  # e.g. words in the training file, numbers here: every such row counts as wrong
+            one = len(unknown) == 1
+            report(
+                f"Note: DATA's {'label' if one else 'labels'} {_few_labels(unknown)} "
+                f"{'is not a class' if one else 'are not classes'} of the model ({_few_labels(model.classes_)}): "
+                f"{'its' if one else 'their'} rows count as wrong."
+            )
     return EXIT_OK
 
 
@@ -372,6 +380,11 @@ def _looks_like_predictions(path, model, sample=1 << 16):
 def _number_lines(values):
     values = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
     return [" ".join(repr(float(v)) for v in row) for row in values]
+
+
+def _few_labels(labels, shown=5):
+    texts = [_label_text(label) for label in labels]
+    return ", ".join(texts[:shown]) + (f" and {len(texts) - shown} more" if len(texts) > shown else "")
 
 
 def _label_text(label):

@@ -280,3 +280,18 @@ def test_profile_script_explains_a_missing_nsys(tmp_path):
     script = Path(__file__).resolve().parent.parent / "ci" / "profile.sh"
     result = subprocess.run(["bash", str(script), "ftrl", str(tmp_path)], capture_output=True, text=True)
     assert result.returncode == 1 and "nsys (Nsight Systems) is not on PATH" in result.stderr
+
+
+def test_predict_notes_labels_the_model_does_not_know(tmp_path, capsys):
+    """Words in the training file, numbers in the test file: 0% with a note saying why."""
+    (tmp_path / "words.csv").write_text("neg,0.1,0.2\npos,1.0,1.1\nneg,0.0,0.3\npos,0.9,1.2\n")
+    (tmp_path / "numbers.svm").write_text("-1 1:0.1 2:0.2\n1 1:1.0 2:1.1\n-1 1:0.0 2:0.3\n1 1:0.9 2:1.2\n")
+    model = tmp_path / "words.model"
+    assert run(capsys, "train", "--solver", "ftrl", tmp_path / "words.csv", model)[0] == 0
+    code, out, _ = run(capsys, "predict", model, tmp_path / "numbers.svm", tmp_path / "out.txt")
+    assert code == 0 and out.splitlines()[-2:] == [
+        "Accuracy = 0.0000% (0/4)",
+        "Note: DATA's labels -1, 1 are not classes of the model (neg, pos): their rows count as wrong.",
+    ]
+    code, out, _ = run(capsys, "predict", model, tmp_path / "words.csv", tmp_path / "out.txt")
+    assert code == 0 and "Note" not in out
