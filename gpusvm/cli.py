@@ -331,7 +331,13 @@ def predict_command(args, out):
         report = out if args.out else (lambda line: print(line, file=sys.stderr))
         report(f"Accuracy = {correct / len(y):.4%} ({correct}/{len(y)})")
         unknown = [label for label in np.unique(y) if not np.any(model.classes_ == label)]
-        if unknown:  # e.g. words in the training file, numbers here: every such row counts as wrong
+        kinds = {_label_kind(y), _label_kind(model.classes_)}
+        if unknown and len(kinds) == 2:  # '1' and 1.0 print alike: say what differs
+            report(
+                f"Note: DATA's labels are {_label_kind(y)} ({_few_labels(np.unique(y))}), the model's classes "
+                f"{_label_kind(model.classes_)} ({_few_labels(model.classes_)}): no row's label can match."
+            )
+        elif unknown:  # e.g. a class the training data lacked: every such row counts as wrong
             one = len(unknown) == 1
             report(
                 f"Note: DATA's {'label' if one else 'labels'} {_few_labels(unknown)} "
@@ -380,6 +386,10 @@ def _looks_like_predictions(path, model, sample=1 << 16):
 def _number_lines(values):
     values = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
     return [" ".join(repr(float(v)) for v in row) for row in values]
+
+
+def _label_kind(labels):
+    return "numbers" if np.asarray(labels).dtype.kind in "biuf" else "strings"
 
 
 def _few_labels(labels, shown=5):

@@ -13,7 +13,8 @@ The formats, chosen by extension unless named:
   by :func:`scipy.sparse.save_npz` (plus an optional ``y`` array in the same archive).
   Read with ``allow_pickle=False``.
 - **csv**: comma-separated numbers, the label in the first column (as in svmlight);
-  a first line whose feature cells are all words (column names) is a header and skipped;
+  a first line of column names is a header and skipped (its label cell a word over
+  numeric labels, or all its feature cells words);
   a UTF-8 byte order mark is ignored.  Labels may be words.
 
 A data error names the file and, for svmlight and CSV text, the line (a line that does
@@ -247,7 +248,7 @@ def _read_csv(path, n_features):
             f"first. Its first line is {_first_line(path)!r}; for a LIBSVM/svmlight file, use --format "
             "svmlight (or an extension other than .csv)."
         )
-    header = bool(text.shape[0]) and _is_header(text[0, 1:])
+    header = bool(text.shape[0]) and _is_header(text[0], text[1:, 0])
     if header:
         text = text[1:]
     if text.shape[0] == 0:
@@ -286,11 +287,15 @@ def _first_line(path, limit=80):
         return handle.readline(limit).rstrip("\n")
 
 
-def _is_header(cells):
-    """Whether a first line's feature cells are column names: every one of them filled
-    and not a number (a data row with an empty or mistyped cell is an error at its line,
-    not a header to skip)."""
-    return all(cell and not _all_numbers(np.array([cell])) for cell in cells)
+def _is_header(first, labels):
+    """Whether a CSV file's ``first`` line (its cells) holds column names, its later
+    ``labels`` given: its label cell is a word over numeric labels (``label,age,2020``, or
+    the ``label,0,1,...`` of a DataFrame written with its label in front), or every one of
+    its feature cells is a word. A first data row with an empty or mistyped cell is
+    neither: it is an error at its line, not a header to skip."""
+    if not _all_numbers(first[:1]) and labels.size and _all_numbers(labels):
+        return True
+    return all(cell and not _all_numbers(np.array([cell])) for cell in first[1:])
 
 
 def _all_numbers(cells):

@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._backend import cupy_device_count, is_cupy_array, resolve_backend, to_numpy
-from ._estimator.base import unnamed_rows_of_a_named_model
+from ._estimator.base import checked_rows
 from ._estimator.model_checks import InconsistentModel, check_model_parts
 from ._output_files import check_output_path, write_target
 from ._registry import SOLVERS, solver_name
@@ -542,7 +542,7 @@ def _check_model(model, path, classes, n_features):
         fail(error)
     n_outputs = 1 if len(classes) == 2 else len(classes)
     try:
-        with unnamed_rows_of_a_named_model():
+        with checked_rows():
             scores = np.asarray(model.decision_function(np.zeros((1, n_features))))
     except Exception as error:  # shapes that do not fit together
         fail(f"predicting one row fails ({error})")

@@ -283,7 +283,8 @@ def test_profile_script_explains_a_missing_nsys(tmp_path):
 
 
 def test_predict_notes_labels_the_model_does_not_know(tmp_path, capsys):
-    """Words in the training file, numbers in the test file: 0% with a note saying why."""
+    """Words in the training file, numbers in the test file: 0% with a note saying why; a
+    class the model never saw, named."""
     (tmp_path / "words.csv").write_text("neg,0.1,0.2\npos,1.0,1.1\nneg,0.0,0.3\npos,0.9,1.2\n")
     (tmp_path / "numbers.svm").write_text("-1 1:0.1 2:0.2\n1 1:1.0 2:1.1\n-1 1:0.0 2:0.3\n1 1:0.9 2:1.2\n")
     model = tmp_path / "words.model"
@@ -291,7 +292,19 @@ def test_predict_notes_labels_the_model_does_not_know(tmp_path, capsys):
     code, out, _ = run(capsys, "predict", model, tmp_path / "numbers.svm", tmp_path / "out.txt")
     assert code == 0 and out.splitlines()[-2:] == [
         "Accuracy = 0.0000% (0/4)",
-        "Note: DATA's labels -1, 1 are not classes of the model (neg, pos): their rows count as wrong.",
+        "Note: DATA's labels are numbers (-1, 1), the model's classes strings (neg, pos): no row's label can match.",
     ]
     code, out, _ = run(capsys, "predict", model, tmp_path / "words.csv", tmp_path / "out.txt")
     assert code == 0 and "Note" not in out
+    (tmp_path / "two.csv").write_text("neg,0.1,0.2\npos,1.0,1.1\nother,0.0,0.3\n")
+    code, out, _ = run(capsys, "predict", model, tmp_path / "two.csv", tmp_path / "out.txt")
+    assert (
+        out.splitlines()[-1]
+        == "Note: DATA's label other is not a class of the model (neg, pos): its rows count as wrong."
+    )
+    (tmp_path / "digits.csv").write_text("1,0.1,0.2\n2,1.0,1.1\n")
+    (tmp_path / "digits.svm").write_text("1 1:0.1 2:0.2\n2 1:1.0 2:1.1\n")
+    model = tmp_path / "digits.model"
+    assert run(capsys, "train", "--solver", "ftrl", tmp_path / "digits.svm", model)[0] == 0
+    code, out, _ = run(capsys, "predict", model, tmp_path / "digits.svm", tmp_path / "out.txt")
+    assert "Note" not in out

@@ -136,9 +136,20 @@ def test_a_csv_first_row_with_a_bad_cell_is_an_error_not_a_header(tmp_path):
     assert in_memory_error(path).startswith(f"{path}, line 1 '1,,2': a feature is not a number")
     path.write_text("1,0.5x,2\n0,1,3\n1,2,2\n")
     assert in_memory_error(path).startswith(f"{path}, line 1 '1,0.5x,2': a feature is not a number")
-    path.write_text("label,width,height\n1,0.5,2\n0,1,3\n")
-    X, y, _ = read_data(path)
-    assert X.shape == (2, 2) and y.tolist() == [1, 0]
+    headers = [
+        "label,width,height",  # every feature named
+        "label,age,2020",  # a word over numeric labels: names that are numbers, or none
+        "label,0,1",  # a DataFrame written with its label column in front
+        "label,age,",
+    ]
+    for header in headers:
+        path.write_text(f"{header}\n1,0.5,2\n0,1,3\n")
+        X, y, _ = read_data(path)
+        assert X.shape == (2, 2) and y.tolist() == [1, 0], header
+    path.write_text("y,width,height\nneg,0.5,2\npos,1,3\n")  # word labels, named features
+    assert read_data(path)[1].tolist() == ["neg", "pos"]
+    path.write_text("neg,0.5,2\npos,1,3\n")  # word labels, no header
+    assert read_data(path)[1].tolist() == ["neg", "pos"]
 
 
 def test_a_csv_byte_order_mark_is_not_part_of_the_first_label(tmp_path):

@@ -62,6 +62,20 @@ def test_gamma_scale_on_values_whose_squares_leave_the_float_range(rng, sparse):
     with pytest.raises(ValueError, match=r"gamma='scale' is 1 / \(n_features \* X.var\(\)\) = inf .* Scale X"):
         resolve_gamma("scale", as_given(X * 1e-160))
     assert resolve_gamma("scale", as_given(np.ones((4, 3)))) == 1.0  # constant X: as SVC
+    assert resolve_gamma("scale", as_given(np.full((3, 2), 0.3))) == 1.0  # (E[x^2] - mean^2 fell below 0)
+    with pytest.raises(ValueError, match="= inf on this X"):  # squares that underflow to a variance of 0
+        resolve_gamma("scale", as_given(X * 1e-170))
+
+
+def test_gamma_scale_of_sparse_x_is_dense_xs_on_near_constant_values(rng):
+    """The sparse variance is taken about the mean: near-constant values gave a variance
+    of rounding noise (or below 0: a division by zero, or a negative gamma)."""
+    for _ in range(200):
+        c = rng.normal() * 10.0 ** rng.integers(-5, 5)
+        X = np.full((5, 3), c)
+        X[rng.integers(5), rng.integers(3)] = np.nextafter(c, np.inf)
+        X[rng.random((5, 3)) < 0.3] = 0
+        assert resolve_gamma("scale", sp.csr_matrix(X)) == pytest.approx(resolve_gamma("scale", X), rel=1e-12)
 
 
 def test_a_kernel_model_on_huge_values_is_the_model_on_the_values_scaled(rng):

@@ -1107,8 +1107,10 @@ def test_the_compiled_steps_switch_forces_either_steps_and_is_checked(fresh_comp
     fresh_compiled_steps_rule.clear()
     assert not rule.use_compiled_steps(1)
     fresh_compiled_steps_rule.setenv("yes")
-    with pytest.raises(ValueError, match="GPUSVM_COMPILED_STEPS must be 0, 1 or unset; got 'yes'"):
+    with pytest.raises(ValueError, match="environment variable GPUSVM_COMPILED_STEPS must be 0, 1 or unset"):
         rule.use_compiled_steps(1)
+    fresh_compiled_steps_rule.setenv("")  # export GPUSVM_COMPILED_STEPS= : as unset
+    assert not rule.use_compiled_steps(1) and fresh_compiled_steps_rule.work_so_far() == 1
 
 
 def test_host_pair_work_counts_each_stacks_steps_times_its_padded_columns():

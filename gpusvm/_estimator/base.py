@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import warnings
+import contextvars
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -24,14 +24,22 @@ from .._validation import (
 )
 
 
+# Set (in this thread) while gpusvm scores rows it has checked itself: see checked_rows.
+_ROWS_CHECKED = contextvars.ContextVar("gpusvm_rows_checked", default=False)
+
+
 @contextlib.contextmanager
-def unnamed_rows_of_a_named_model():
-    """Quiet scikit-learn's warning that X has no feature names, for rows gpusvm itself
-    passes to a model fitted on a DataFrame (validated rows, or a probe row): the user's
-    data had them, and a user reads the warning as a mistake of their own."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X does not have valid feature names", category=UserWarning)
+def checked_rows():
+    """Score rows gpusvm has validated (a fit's X) or made (a loaded file's probe row)
+    without validating them again: the check would warn a model fitted on a DataFrame
+    that they have no feature names, which a user reads as a mistake of their own. (A
+    context variable, not a warnings filter: filters are the whole process's, and two
+    fits in threads would leave one behind.)"""
+    token = _ROWS_CHECKED.set(True)
+    try:
         yield
+    finally:
+        _ROWS_CHECKED.reset(token)
 
 
 def scores_like_input(scores, X):
@@ -135,7 +143,7 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         arrays = [getattr(self, name) for name in ("coef_", "dual_coef_", "intercept_") if hasattr(self, name)]
         finite = all(np.isfinite(array).all() for array in arrays)
         if finite:
-            with unnamed_rows_of_a_named_model():  # X is validated: its column names are gone
+            with checked_rows():  # X is validated: its column names are gone
                 finite = bool(np.isfinite(to_numpy(self.decision_function(X[:_FINITE_CHECK_ROWS]))).all())
         if not finite:
             settings = ""
@@ -162,7 +170,8 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
     def _prediction_input(self, X):
         """Check a fitted model's input; return the namespace to predict in and X there."""
         check_is_fitted(self)
-        X = check_X(self, X, reset=False)
+        if not _ROWS_CHECKED.get():
+            X = check_X(self, X, reset=False)
         xp = self._predict_namespace(X)
         return xp, to_backend(X, "cupy" if xp is not np else "numpy"), X
 

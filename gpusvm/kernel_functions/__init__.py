@@ -39,12 +39,18 @@ def resolve_gamma(gamma, X):
 
 
 def _variance(X):
-    """The variance of all of X's values (dense or sparse, NumPy or CuPy)."""
-    if issparse(X):
-        n_values = X.shape[0] * X.shape[1]
-        mean = float(X.sum()) / n_values
-        return float(X.multiply(X).sum()) / n_values - mean**2
-    return float(X.var())
+    """The variance of all of X's values (dense or sparse, NumPy or CuPy); a sparse X's
+    about its mean, as a dense one's (``E[x^2] - mean^2`` cancels to noise, even below 0,
+    on near-constant values)."""
+    if not issparse(X):
+        return float(X.var())
+    if not X.has_canonical_format:  # one stored value a position
+        X = X.copy()
+        X.sum_duplicates()
+    n_values = X.shape[0] * X.shape[1]
+    mean = float(X.data.sum()) / n_values
+    deviations = X.data - mean
+    return (float((deviations * deviations).sum()) + (n_values - X.nnz) * mean**2) / n_values
 
 
 def _scale_gamma(X):
@@ -57,13 +63,15 @@ def _scale_gamma(X):
     n_features = X.shape[1]
     with np.errstate(over="ignore", under="ignore"):  # measured below, and mended
         variance = _variance(X)
-    if variance == 0:
+    if math.isfinite(variance) and variance > np.finfo(np.float64).tiny:
+        gamma = 1.0 / (n_features * variance)
+        if 0 < gamma < math.inf:
+            return gamma
+    scale = float(abs(X).max()) if X.shape[0] else 0.0
+    scaled_variance = _variance(X / scale) if scale > 0 else 0.0
+    if not scaled_variance > 0:  # a constant X, as SVC takes it
         return 1.0
-    gamma = 1.0 / (n_features * variance) if math.isfinite(variance) and variance > 0 else math.inf
-    if 0 < gamma < math.inf and math.isfinite(variance) and variance > np.finfo(np.float64).tiny:
-        return gamma
-    scale = float(abs(X).max())
-    gamma = 1.0 / (n_features * _variance(X / scale)) / scale / scale
+    gamma = 1.0 / (n_features * scaled_variance) / scale / scale
     if not 0 < gamma < math.inf:
         raise ValueError(
             f"gamma='scale' is 1 / (n_features * X.var()) = {gamma!r} on this X (its largest magnitude "

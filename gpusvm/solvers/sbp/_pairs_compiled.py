@@ -62,9 +62,9 @@ def compiled_steps_switch():
     ValueError
         When it is set to anything else.
     """
-    value = os.environ.get(SWITCH)
+    value = os.environ.get(SWITCH) or None  # set empty (export VAR=): unset
     if value not in (None, "0", "1"):
-        raise ValueError(f"{SWITCH} must be 0, 1 or unset; got {value!r}")
+        raise ValueError(f"The environment variable {SWITCH} must be 0, 1 or unset (or empty); got {value!r}.")
     return value
 
 
