@@ -19,6 +19,7 @@ from ._backend import get_namespace, namespace_of, resolve_backend, to_numpy
 from ._stream.pipeline import prepared_chunk, ready_chunks
 from ._stream.chunks import ChunkSource, aligned_chunks
 from ._estimator.base import GPUClassifierMixin, restore_on_error
+from ._estimator.convergence import warn_if_no_better_than_a_constant
 from ._instrumentation import EpochBars
 from ._estimator.linear_model import LinearModelMixin
 from ._random import seed_from_random_state
@@ -66,7 +67,8 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         """
         with restore_on_error(self):
             self._forget_training_state()
-            self._train(X, y, classes=None, n_epochs=self.max_iter, shuffle=self.shuffle)
+            class_counts = self._train(X, y, classes=None, n_epochs=self.max_iter, shuffle=self.shuffle)
+        warn_if_no_better_than_a_constant(self, self.loss_curve_[-1], class_counts, stacklevel=3)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -131,8 +133,9 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         )
         with restore_on_error(self):
             self._forget_training_state()
+            class_counts = None  # known when the classes are read off the chunks
             if classes is None:
-                classes = source.classes()
+                classes, class_counts = source.label_counts()
                 if not classes.size:
                     raise ValueError("fit_chunks got no chunks with rows.")
             classes = self._partial_fit_classes(classes)
@@ -181,6 +184,8 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             self.n_iter_, self.loss_curve_ = self.max_iter, losses
             if source.feature_names is not None:  # the chunks' DataFrame columns (arrays by now)
                 self.feature_names_in_ = source.feature_names
+        if class_counts is not None:
+            warn_if_no_better_than_a_constant(self, self.loss_curve_[-1], class_counts, stacklevel=2)
         return self
 
     def _prepared_chunk(self, item, number, *, classes, backend):
@@ -216,6 +221,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         state, losses = run_online(problem, state, n_epochs=n_epochs, shuffle=shuffle, xp=xp, verbose=self.verbose)
         self._set_model(state, backend, classes, seed, X)
         self.n_iter_, self.loss_curve_ = n_epochs, losses
+        return np.bincount(labels, minlength=classes.shape[0])  # the rows of each class
 
     def _set_model(self, state, backend, classes, seed, X):
         """The fitted attributes from ``state`` (one copy from the device), checked finite on X."""

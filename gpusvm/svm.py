@@ -13,6 +13,7 @@ from ._backend import get_namespace, to_numpy
 from ._stream.pipeline import prepared_chunk, ready_chunks
 from ._stream.chunks import ChunkSource
 from ._estimator.base import GPUClassifierMixin, restore_on_error
+from ._estimator.convergence import warn_if_worse_than_zero_weights
 from ._instrumentation import EpochBars
 from ._estimator.kernel_model import KernelModelMixin
 from ._estimator.linear_model import LinearModelMixin
@@ -84,8 +85,11 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         Stop when the primal objective (``lam/2 ||w||^2`` plus the mean weighted hinge
         loss, summed over classes; computed exactly after each epoch for the weights
         the model returns) has not improved by ``tol`` for ``n_iter_no_change`` epochs
+        and at least 1,000 steps (a few hundred rows make epochs of a few steps, whose
+        objective swings: five of them ended fits at a chance point)
         (:meth:`~gpusvm.svm.PegasosSVC.fit_chunks`: the same rule on the progressive objective, which needs no
-        pass of its own). None: run ``max_iter`` epochs.
+        pass of its own). None: run ``max_iter`` epochs. A fit whose objective ends above
+        that of the zero weights warns (``ConvergenceWarning``): scale the features.
     n_iter_no_change : int, default=5
     class_weight : dict, 'balanced' or None, default=None
         Multiplies the sample weights by a weight per class.
@@ -190,7 +194,10 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         """
         with restore_on_error(self):
             self._forget_training_state()
-            self._train(X, y, sample_weight, classes=None, n_epochs=self.max_iter, tol=self.tol)
+            X_checked, zero_objective = self._train(
+                X, y, sample_weight, classes=None, n_epochs=self.max_iter, tol=self.tol
+            )
+        warn_if_worse_than_zero_weights(self, self.objective_curve_, zero_objective, X_checked, stacklevel=3)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -299,7 +306,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                     if chunk.epoch > len(objectives):  # the first chunk of the next epoch: the last one is over
                         objectives.append(progress.value())
                         bars.end_epoch(objective=f"{objectives[-1]:.5g}")
-                        if stop(objectives[-1]):
+                        if stop(objectives[-1], state.step):
                             break
                         progress = None
                     if state is None:
@@ -330,6 +337,8 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             self.n_iter_, self.objective_curve_ = len(objectives), objectives
             if source.feature_names is not None:  # the chunks' DataFrame columns (arrays by now)
                 self.feature_names_in_ = source.feature_names
+        # (the zero weights' objective with unit sample weights: the classes' count)
+        warn_if_worse_than_zero_weights(self, self.objective_curve_, self.coef_.shape[0], None, stacklevel=2)
         return self
 
     @staticmethod
@@ -409,6 +418,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         )
         self._set_model(state, backend, classes, lam, seed, X)
         self.n_iter_, self.objective_curve_ = epochs, objectives
+        return X, n_classes * float(np.mean(weights))  # the checked X, the zero weights' objective
 
     def _problem(self, X, targets, sample_weight, lam, seed, mean_weight=None):
         """The :class:`PegasosProblem` of X and its one-vs-rest targets and weights, on X's backend."""

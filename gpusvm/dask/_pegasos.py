@@ -250,7 +250,7 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
 
             state, objective = run_epoch_with_resumes(client, shards, epoch_and_objective, state, epoch)
             objectives.append(objective)
-            if stop(objective):
+            if stop(objective, state.step):
                 break
         weights = state.weights(averaged=self.average is not False)
         d = shards.n_features

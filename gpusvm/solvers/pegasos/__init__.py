@@ -145,22 +145,37 @@ class ProgressiveObjective:
         return (0.5 * self.lam * sq_norm_sum + hinge_sum) / self.rows
 
 
+# The stopping rule looks back over at least this many steps as well as n_iter_no_change
+# epochs. On a few hundred rows an epoch is a few steps of batch 64, the early iterates
+# follow their last draws (the step 1 / (lam t) is large), and five epochs without a gain
+# ended fits at a chance point: 400 Adult rows stopped at epoch 7 with the objective at
+# 1.57 (0.306 with this patience, at epoch 223; 0.301 the best of 1,000 epochs), 400 rows
+# of three blobs at 0.84 (0.0097; 0.0042). From a few thousand rows up five epochs are
+# more steps than this, and nothing changes (Adult: 81 epochs, 0.4007, as before).
+PATIENCE_STEPS = 1_000
+
+
 class NoImprovementStop:
     """scikit-learn's SGDClassifier rule: stop once an epoch's objective has not improved
-    on the best so far by ``tol`` for ``n_iter_no_change`` epochs in a row (``tol=None``:
-    never)."""
+    on the best so far by ``tol`` for ``n_iter_no_change`` epochs in a row, and (when the
+    steps are given) for at least ``PATIENCE_STEPS`` steps (``tol=None``: never)."""
 
     def __init__(self, tol, n_iter_no_change):
         self.tol, self.n_iter_no_change = tol, n_iter_no_change
-        self.best, self.stale = math.inf, 0
+        self.best, self.stale, self.improved_at = math.inf, 0, 0
 
-    def __call__(self, objective):
-        """Whether to stop after an epoch whose objective is ``objective``."""
+    def __call__(self, objective, steps=None):
+        """Whether to stop after an epoch whose objective is ``objective``, ``steps`` steps
+        into the fit (None: the epochs alone decide)."""
         if self.tol is None:
             return False
-        self.stale = self.stale + 1 if objective > self.best - self.tol else 0
+        if objective > self.best - self.tol:
+            self.stale += 1
+        else:
+            self.stale, self.improved_at = 0, steps or 0
         self.best = min(self.best, objective)
-        return self.stale >= self.n_iter_no_change
+        waited = steps is None or steps - self.improved_at >= PATIENCE_STEPS
+        return self.stale >= self.n_iter_no_change and waited
 
 
 def make_steps(problem, state, xp, given_from=None):
@@ -213,7 +228,7 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
             )
         objectives.append(objective)
         bar.set_postfix(objective=f"{objective:.5g}")
-        if stop(objective):
+        if stop(objective, stepper.state.step):
             break
     bar.close()
     return stepper.state, len(objectives), objectives
