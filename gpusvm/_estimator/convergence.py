@@ -64,9 +64,8 @@ def constant_log_loss(class_counts):
 def warn_if_no_better_than_a_constant(estimator, loss, class_counts, *, stacklevel):
     """A ConvergenceWarning when the last epoch's mean log loss ``loss`` is above
     ``CLEARLY_WORSE`` times that of predicting the class frequencies of ``class_counts``
-    (:func:`constant_log_loss`): the
-    steps diverged, or did not move the weights; the advice fits the likelier cause (an
-    epoch of a few batches, or the features' scale)."""
+    (:func:`constant_log_loss`): the steps diverged, or did not move the weights; the
+    advice fits the likelier cause (an epoch of a few batches, or the features' scale)."""
     constant = constant_log_loss(class_counts)
     if not loss > CLEARLY_WORSE * constant:
         return
