@@ -9,6 +9,7 @@ are one line on stderr, ``gpusvm: error: ...``; ``--debug`` shows the traceback 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -288,6 +289,7 @@ def _train_on_chunks(model, args, path, out):
 def predict_command(args, out):
     from .model_io import load
 
+    model_file = functools.cache(lambda: load(args.model, backend=args.backend))  # read once
     if args.out == "-":
         args.out = None  # standard output, as the usual '-' says
     if args.out:  # before the work: OUT must not be an input, nor a file that predictions should not replace
@@ -297,14 +299,14 @@ def predict_command(args, out):
             args.out,
             what="the predictions",
             kind="a predictions file",
-            # read only when OUT exists; a MODEL that does not load says so here, as below
-            replaceable=lambda path: _looks_like_predictions(path, load(args.model, backend="numpy")),
+            # read only when OUT exists; a MODEL that does not load says so here
+            replaceable=lambda path: _looks_like_predictions(path, model_file()),
             overwrite=args.force,
             inputs=[("MODEL", args.model), ("DATA", args.data)],
             overwrite_hint="--force",
             special=True,
         )
-    model = load(args.model, backend=args.backend)
+    model = model_file()
     data = model.metadata_.get("data", {}) if isinstance(model.metadata_, dict) else {}
     zero_based = data.get("zero_based", "auto") if data.get("format") == "svmlight" else "auto"
     X, y, _ = read_data(args.data, args.format, n_features=model.n_features_in_, zero_based=zero_based)

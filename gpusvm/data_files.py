@@ -223,15 +223,20 @@ def _refuse_npz_non_finite(path, name, values):
     that are not floats pass) that holds NaN or infinity."""
     if values is None or values.dtype.kind not in "fc":
         return
+    row = _first_non_finite_row(values)
+    if row is not None:
+        raise DataFileError(f"{path}, row {row + 1} of {name} (from 1): Input {name} contains NaN or infinity.")
+
+
+def _first_non_finite_row(values):
+    """The first row of ``values`` (dense 1-D or 2-D, or CSR) holding NaN or infinity, or None."""
     data = values.data if sp.issparse(values) else values
     bad = ~np.isfinite(data)
     if not bad.any():
-        return
+        return None
     if sp.issparse(values):
-        row = int(np.searchsorted(values.indptr, np.flatnonzero(bad)[0], side="right") - 1)
-    else:
-        row = int(np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0])
-    raise DataFileError(f"{path}, row {row + 1} of {name} (from 1): Input {name} contains NaN or infinity.")
+        return int(np.searchsorted(values.indptr, np.flatnonzero(bad)[0], side="right") - 1)
+    return int(np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0])
 
 
 def _read_csv(path, n_features):
@@ -262,8 +267,8 @@ def _read_csv(path, n_features):
         raise DataFileError(f"{path}, {_csv_line(path, row + header)}: a feature is not a number ({error}).") from None
     labels = _labels(text[:, 0]) if has_labels else None
     for name, values in (("X", X), ("y", labels if labels is not None and labels.dtype.kind == "f" else None)):
-        if values is not None and not np.isfinite(values).all():
-            row = int(np.flatnonzero(~np.isfinite(values.reshape(values.shape[0], -1)).all(axis=1))[0])
+        row = None if values is None else _first_non_finite_row(values)
+        if row is not None:
             what = "NaN" if np.isnan(values[row]).any() else f"infinity or a value too large for {values.dtype!r}"
             raise DataFileError(f"{path}, {_csv_line(path, row + header)}: Input {name} contains {what}.")
     return X, labels

@@ -116,8 +116,7 @@ class ChunkSource:
     def _checked(self, chunk, number):
         """:func:`check_chunk`, and the same width as the first chunk (rows or none), and
         the same column names in the same order where both have names."""
-        names = _get_feature_names(chunk[0]) if isinstance(chunk, (tuple, list)) and len(chunk) == 2 else None
-        X, y = check_chunk(chunk, number)
+        X, y, names = check_chunk(chunk, number)
         if self._names is None:
             self._names = (names, number)
         elif names is not None and self._names[0] is not None and not np.array_equal(names, self._names[0]):
@@ -139,16 +138,18 @@ class ChunkSource:
 
 
 def check_chunk(chunk, number):
-    """``(X, y)`` of one chunk, with y on the host; names the chunk when it is not a pair."""
+    """``(X, y, names)`` of one chunk: X as an array, y on the host, and X's column names
+    (a DataFrame's) or None; names the chunk when it is not a pair."""
     try:
         X, y = chunk
     except (TypeError, ValueError):
         raise ValueError(f"Chunk {number} is not an (X, y) pair: got a {type(chunk).__name__}.") from None
     if y is None:
         raise ValueError(f"Chunk {number} has no labels (y is None); training needs them.")
+    names = _get_feature_names(X)
     if not (issparse(X) or is_cupy_array(X)):
         X = np.asarray(X)
-    return X, np.asarray(to_numpy(y))
+    return X, np.asarray(to_numpy(y)), names
 
 
 def _listed(names, shown=6):
