@@ -57,7 +57,9 @@ def entries(backends):
                 f"CalibratedClassifierCV(KernelPegasosSVC batch 64) ({b})",
                 b,
                 lambda b=b: calibrated(
-                    KernelPegasosSVC(C=C, gamma=GAMMA, batch_size=64, max_iter=5, random_state=0, backend=b)
+                    KernelPegasosSVC(
+                        C=C, gamma=GAMMA, batch_size=64, max_iter=5, average=False, random_state=0, backend=b
+                    )
                 ),
             ),
             (

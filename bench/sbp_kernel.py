@@ -265,6 +265,7 @@ def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs, points):
             gamma=1 / (2 * setting["sigma2"]),
             batch_size=LARGE_BATCH,
             max_iter=epochs,
+            average=False,  # the violation count below is the last iterate's
             random_state=0,
             backend=backend,
         )

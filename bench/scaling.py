@@ -40,7 +40,9 @@ SOLVERS = {
     "FTRLClassifier": ("linear", lambda backend: FTRLClassifier(max_iter=1, random_state=0, backend=backend)),
     "KernelPegasosSVC": (
         "kernel",
-        lambda backend: KernelPegasosSVC(max_iter=1, batch_size=64, gamma=0.05, random_state=0, backend=backend),
+        lambda backend: KernelPegasosSVC(
+            max_iter=1, batch_size=64, gamma=0.05, average=False, random_state=0, backend=backend
+        ),
     ),
     "SBPClassifier": (
         "kernel",

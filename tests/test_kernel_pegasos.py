@@ -1,8 +1,10 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import make_classification, make_moons
+from sklearn.datasets import load_breast_cancer, load_digits, make_classification, make_moons
 from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from gpusvm import KernelPegasosSVC, PegasosSVC
@@ -12,9 +14,10 @@ from .reference import reference_kernel_pegasos
 
 
 @pytest.mark.parametrize("batch_size", [1, 4])
-@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("n_classes", [2, 3, 6])
 def test_counts_match_reference(backend, rng, batch_size, n_classes):
-    """Incremental responses give the same counts as recomputing every margin from scratch."""
+    """Incremental responses give the same counts as recomputing every margin from scratch
+    (with 6 classes most steps move some of the classes' responses and not others)."""
     n = 80
     X = rng.normal(size=(n, 5))
     y = rng.integers(0, n_classes, n)
@@ -70,6 +73,21 @@ def test_accuracy_near_svc(rng):
     assert model.score(X_test, y_test) > svc.score(X_test, y_test) - 0.03
 
 
+@pytest.mark.parametrize("load", [load_digits, load_breast_cancer], ids=["digits", "breast_cancer"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_defaults_near_svc(load, seed):
+    """KernelPegasosSVC() with nothing set stays within 2 points of SVC() on standardized
+    data, whatever the seed (the classic defaults, 2 epochs of batch 1 and the last
+    iterate, were 3 to 4 points below on digits and 9 on breast cancer with seed 1)."""
+    X, y = load(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        StandardScaler().fit_transform(X), y, test_size=0.5, random_state=0, stratify=y
+    )
+    svc = SVC().fit(X_train, y_train).score(X_test, y_test)
+    model = KernelPegasosSVC(random_state=seed).fit(X_train, y_train)
+    assert model.score(X_test, y_test) >= svc - 0.02
+
+
 @pytest.mark.parametrize("kernel", ["rbf", "poly", "linear"])
 def test_sparse_and_float32_inputs(kernel):
     X, y = make_classification(120, 8, random_state=0)
@@ -96,8 +114,10 @@ def test_backends_agree(dtype, rng):
         gpu = KernelPegasosSVC(backend="cupy", **common).fit(data, y)
         np.testing.assert_array_equal(gpu.support_, cpu.support_)
         np.testing.assert_allclose(gpu.dual_coef_, cpu.dual_coef_, rtol=1e-12)
+        # near 0 a decision is a cancellation: its rounding is X's eps times the sum of |coef|
+        cancellation = np.finfo(dtype).eps * np.abs(cpu.dual_coef_).sum(axis=1).max()
         np.testing.assert_allclose(
-            gpu.decision_function(data), cpu.decision_function(data), rtol=scores_tolerance, atol=scores_tolerance / 100
+            gpu.decision_function(data), cpu.decision_function(data), rtol=scores_tolerance, atol=cancellation
         )
 
 
