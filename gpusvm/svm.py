@@ -476,16 +476,16 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
     degree : int, default=3
     coef0 : float, default=0.0
     batch_size : int, default=8
-        Rows per step (``k``); 1 is the classic algorithm. On the KEEL sets of
-        ``bench/sbp_defaults.py`` ten epochs of batch 8 gave the test error of five
-        epochs of batch 1 or better, in the same time on a CPU (a step's fixed cost
-        shared by 8 rows), and in a quarter of the steps, which on a GPU cost about a
-        launch each.
+        Rows per step (``k``); 1 is the classic algorithm. Batch 8 shares a step's
+        fixed cost among 8 rows: on a CPU ten epochs of it cost about what five epochs
+        of batch 1 do, and on a GPU, where a small step costs about one launch, they
+        are a quarter of the steps.
     max_iter : int, default=10
         Epochs of ``ceil(n_samples / batch_size)`` steps. Each epoch costs about
         ``(violators) * n_samples`` kernel evaluations. Kernel Pegasos approaches SVC's
-        test error slowly: at these defaults 0.2 to 2 points above it on the benchmarks'
-        sets (``bench/results/sbp_defaults-*.md``), closer with more epochs.
+        test error slowly: at these defaults from 0.3 points below it to 1.9 above (KEEL
+        letter) on the benchmarks' sets (``bench/results/sbp_defaults-*.md``), closer
+        with more epochs.
     average : bool, default=True
         True returns the average of the iterates weighted by step number, as
         PegasosSVC's ``average=True``, at no extra cost. False returns the last iterate
