@@ -1,13 +1,17 @@
 """The online learners at their defaults, as a new user meets them, beside SGDClassifier.
 
 Fit time and test log loss of FTRLClassifier, TruncatedGradientClassifier,
-FOBOSClassifier and RDAClassifier at batch sizes 32, 256 and 1024 (everything else at
-its default, five epochs), and of SGDClassifier(loss='log_loss') at its defaults (it
-stops on its own tol) and for one epoch, on two data sets: Adult, and a hashed
+FOBOSClassifier and RDAClassifier at batch sizes 32, 256, 1024 and 'auto' (everything
+else at its default, five epochs), and of SGDClassifier(loss='log_loss') at its defaults
+(it stops on its own tol) and for one epoch, on four data sets: Adult; a hashed
 census-like stream (200,000 training rows of 40 categorical fields hashed into 2^18
-columns, ``_hashed_stream.py``; 200,000 fresh rows to test). It chose the batch-size
-defaults; the table marks them. NumPy backend, the order of the learners alternating
-between repeats, median fit time.
+columns, ``_hashed_stream.py``; 200,000 fresh rows to test); and two small ones, Adult's
+first 2,000 rows (tested on Adult's test set) and half of scikit-learn's breast cancer
+data, standardized (284 rows, tested on the other half). It chose the batch-size
+defaults: 'auto' is the stream batch (1024 for FTRL, 256 for the others) on the two large
+sets and an epoch of 16 steps on the small ones; the ``batch`` column gives the batch
+each fit ran at. NumPy backend, the order of the learners alternating between repeats,
+median fit time.
 
     python bench/online_defaults.py [--repeats 3] [--quick]
 """
@@ -21,8 +25,11 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import log_loss
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import median, report, timed_fit  # noqa: E402
@@ -32,7 +39,7 @@ from gpusvm import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGrad
 from gpusvm.datasets import load_adult  # noqa: E402
 
 RULES = (FTRLClassifier, TruncatedGradientClassifier, FOBOSClassifier, RDAClassifier)
-BATCH_SIZES = (32, 256, 1024)
+BATCH_SIZES = (32, 256, 1024, "auto")
 
 
 def learners():
@@ -43,7 +50,7 @@ def learners():
             mark = " (default)" if batch == default else ""
             out.append(
                 (
-                    f"{rule.__name__} batch {batch}{mark}",
+                    f"{rule.__name__} batch {batch!r}{mark}",
                     lambda rule=rule, batch=batch: rule(batch_size=batch, random_state=0, backend="numpy"),
                 )
             )
@@ -63,9 +70,15 @@ def data_sets(quick):
     stream = HashedStream(rows, chunk_rows=rows, n_features=2**18, n_fields=40, seed=0)
     X_hashed, y_hashed = stream.chunk(0)
     X_fresh, y_fresh = stream.chunk(1)
+    cancer, cancer_labels = load_breast_cancer(return_X_y=True)
+    cancer_train, cancer_test, cancer_y, cancer_y_test = train_test_split(
+        StandardScaler().fit_transform(cancer), cancer_labels, test_size=0.5, random_state=0, stratify=cancer_labels
+    )
     return {
         "adult": (X, y, X_test, y_test),
         "hashed": (X_hashed.astype(np.float64), y_hashed, X_fresh.astype(np.float64), y_fresh),
+        "adult-2k": (X[:2000], y[:2000], X_test, y_test),
+        "breast-cancer": (cancer_train, cancer_y, cancer_test, cancer_y_test),
     }
 
 
@@ -96,6 +109,7 @@ def main():
                 {
                     "data": name,
                     "learner": label,
+                    "batch": getattr(model, "batch_size_", None),
                     "median_seconds": seconds,
                     "repeats_seconds": times[label],
                     "ratio_to_sgd_defaults": seconds / sgd_seconds,
@@ -107,6 +121,7 @@ def main():
     columns = [
         ("data", "data", "s"),
         ("learner", "learner", "s"),
+        ("batch", "batch", "d"),
         ("fit (s, median)", "median_seconds", ".3f"),
         ("time / SGD defaults", "ratio_to_sgd_defaults", ".2f"),
         ("epochs", "epochs", "d"),
@@ -121,6 +136,8 @@ def main():
             "dataset": {
                 "adult": "UCI Adult (a9a encoding)",
                 "hashed": "HashedStream: 40 fields, 2^18 columns, seed 0 (chunk 0 train, 1 test)",
+                "adult-2k": "UCI Adult's first 2,000 training rows, its whole test set",
+                "breast-cancer": "scikit-learn's breast cancer, standardized, a stratified half (seed 0) to train",
             },
             "parameters": {"batch_sizes": list(BATCH_SIZES), "repeats": repeats, "quick": args.quick},
             "results": rows,

@@ -37,7 +37,10 @@ from gpusvm import FTRLClassifier, KernelPegasosSVC, PegasosSVC, SBPClassifier  
 NNZ_PER_ROW = 20
 SOLVERS = {
     "PegasosSVC": ("linear", lambda backend: PegasosSVC(max_iter=1, tol=None, random_state=0, backend=backend)),
-    "FTRLClassifier": ("linear", lambda backend: FTRLClassifier(max_iter=1, random_state=0, backend=backend)),
+    "FTRLClassifier": (  # one batch size at every n ('auto' would shrink it below 16,384 rows)
+        "linear",
+        lambda backend: FTRLClassifier(max_iter=1, batch_size=1024, random_state=0, backend=backend),
+    ),
     "KernelPegasosSVC": (
         "kernel",
         lambda backend: KernelPegasosSVC(

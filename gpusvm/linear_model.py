@@ -13,7 +13,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, Options
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ._backend import get_namespace, namespace_of, resolve_backend, to_numpy
 from ._stream.pipeline import prepared_chunk, ready_chunks
@@ -26,9 +26,14 @@ from ._random import seed_from_random_state
 from ._validation import check_X_y, class_positions, to_backend
 from .solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, run_online
 
+# batch_size='auto': a fit's epoch has at least this many steps, the fewest that mended every
+# small set of bench/online_defaults.py (an epoch of 2 steps left 284 rows of breast cancer
+# at 11 times the test log loss of 16 steps, and one of 8 steps 2,000 Adult rows at 1.3 times)
+AUTO_STEPS_PER_EPOCH = 16
+
 _COMMON_CONSTRAINTS = {
     "fit_intercept": ["boolean"],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "shuffle": ["boolean"],
     "random_state": ["random_state"],
@@ -46,6 +51,20 @@ def _sigmoid(scores, xp):
 
 class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
     """Fit, partial_fit and probabilities shared by the four online rules."""
+
+    _training_state = GPUClassifierMixin._training_state + ("batch_size_",)
+    _stream_batch_size = 256  # batch_size='auto' on a stream, and at most on a fit
+
+    def _batch_size_for(self, n_rows):
+        """``batch_size_`` for a call: an int ``batch_size`` as given; for 'auto', on a
+        fit over ``n_rows`` rows ``ceil(n_rows / AUTO_STEPS_PER_EPOCH)`` up to the stream
+        batch, on a stream (``n_rows`` None: ``partial_fit``, ``fit_chunks``) the batch of
+        the model it continues, else the stream batch."""
+        if self.batch_size != "auto":
+            return int(self.batch_size)  # True is 1, as scikit-learn takes it
+        if n_rows is None:
+            return getattr(self, "batch_size_", self._stream_batch_size)
+        return int(min(self._stream_batch_size, max(1, -(-n_rows // AUTO_STEPS_PER_EPOCH))))
 
     def _rule(self):
         """The :class:`OnlineRule` with this estimator's hyperparameters."""
@@ -102,8 +121,11 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         :class:`~gpusvm.data_files.NpzChunks`). Rows are visited in the order given
         (``shuffle`` does not apply), and a chunk's last rows that do not fill a
         mini-batch are carried to the next chunk, so the model equals, exactly, that of
-        ``fit(X, y)`` with ``shuffle=False`` on all the rows, and that of ``partial_fit``
-        over the chunks when each holds a multiple of ``batch_size`` rows.
+        ``fit(X, y)`` with ``shuffle=False`` on all the rows at the same ``batch_size_``,
+        and that of ``partial_fit`` over the chunks when each holds a multiple of
+        ``batch_size_`` rows. A stream's length is not known before it ends, so
+        ``batch_size='auto'`` takes the stream batch here (1024 for FTRL, else 256), as
+        ``fit`` does from 16 times that many rows up.
 
         On the cupy backend the next chunk is read and checked on a worker thread while
         the current one trains, then copied to the device from pinned host memory, on a
@@ -141,10 +163,11 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             classes = self._partial_fit_classes(classes)
             backend = resolve_backend(self.backend)
             xp = get_namespace(backend)
+            batch_size = self._batch_size_for(None)  # a stream: its length is not known before it ends
             epochs = (
                 (epoch, chunk)
                 for epoch in range(self.max_iter)
-                for chunk in aligned_chunks(source.passes(f"max_iter={self.max_iter}"), self.batch_size)
+                for chunk in aligned_chunks(source.passes(f"max_iter={self.max_iter}"), batch_size)
             )
             prepare = functools.partial(self._prepared_chunk, classes=classes, backend=backend)
             seed, n_models = seed_from_random_state(self.random_state), 1 if classes.shape[0] == 2 else classes.shape[0]
@@ -163,7 +186,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
                         labels=chunk.rows["labels"],
                         n_classes=classes.shape[0],
                         rule=self._rule(),
-                        batch_size=self.batch_size,
+                        batch_size=batch_size,
                         fit_intercept=self.fit_intercept,
                         seed=seed,
                         longest_row=chunk.facts["longest_row"],
@@ -172,7 +195,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
                     loss_so_far = 0.0 if stepper is None else stepper.loss_sum
                     stepper = online_stepper(problem, state, xp)
                     stepper.start_epoch(None, loss_so_far)
-                    stepper.run_batches(range(0, chunk.n_rows, self.batch_size))
+                    stepper.run_batches(range(0, chunk.n_rows, batch_size))
                     rows += chunk.n_rows
                     bars.update(chunk.epoch, chunk.n_rows)
             if state is None:
@@ -181,7 +204,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             losses.append(stepper.epoch_loss_sum() / (rows * n_models))
             bars.end_epoch(loss=f"{losses[-1]:.5g}")
             self._set_model(state, backend, classes, seed, chunk.X)
-            self.n_iter_, self.loss_curve_ = self.max_iter, losses
+            self.n_iter_, self.loss_curve_, self.batch_size_ = self.max_iter, losses, batch_size
             if source.feature_names is not None:  # the chunks' DataFrame columns (arrays by now)
                 self.feature_names_in_ = source.feature_names
         if class_counts is not None:
@@ -201,8 +224,10 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         # trained on a GPU can continue on a CPU and back.
         backend = resolve_backend(self.backend)
         X, y = check_X_y(self, X, y, reset=first)
-        if classes is None:  # fit: the classes of y
+        fit = classes is None
+        if fit:  # the classes of y
             classes = self._classes_for_fit(y)
+        batch_size = self._batch_size_for(X.shape[0] if fit else None)
         labels = class_positions(y, classes)
         xp = get_namespace(backend)
         n_models = 1 if classes.shape[0] == 2 else classes.shape[0]
@@ -214,13 +239,13 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             labels=xp.asarray(labels, dtype=np.int32),
             n_classes=classes.shape[0],
             rule=self._rule(),
-            batch_size=self.batch_size,
+            batch_size=batch_size,
             fit_intercept=self.fit_intercept,
             seed=seed,
         )
         state, losses = run_online(problem, state, n_epochs=n_epochs, shuffle=shuffle, xp=xp, verbose=self.verbose)
         self._set_model(state, backend, classes, seed, X)
-        self.n_iter_, self.loss_curve_ = n_epochs, losses
+        self.n_iter_, self.loss_curve_, self.batch_size_ = n_epochs, losses, batch_size
         return np.bincount(labels, minlength=classes.shape[0])  # the rows of each class
 
     def _set_model(self, state, backend, classes, seed, X):
@@ -284,17 +309,21 @@ class FTRLClassifier(_OnlineLogisticClassifier):
     fit_intercept : bool, default=True
         Learn an intercept: a weight on a constant feature of value 1, updated by the
         same rule but never penalized.
-    batch_size : int, default=1024
+    batch_size : int or 'auto', default='auto'
         Examples processed at once. All predictions of a batch use the weights at its
         start; then every touched coordinate takes one update that equals the sequential
         rule run over the batch with those weights held fixed (see
         ``gpusvm.solvers.online_logistic``). ``batch_size=1`` is the classic online
-        algorithm; larger batches are faster, above all on a GPU. The default was
-        measured: on Adult, 1024 gives the test log loss of 32 (0.3416 and 0.3417) in a
-        fifth of the time; on a 200,000-row hashed stream (40 fields, 2^18 columns), five
-        epochs at 1024 take 1.9 s against 5.0 s at 32 (2 CPU cores), log loss 0.4358 and
-        0.4355, where SGDClassifier(loss='log_loss') takes 1.5 s to 0.4535
-        (``bench/online_defaults.py``).
+        algorithm; larger batches are faster, above all on a GPU. 'auto'
+        (``batch_size_``) is 1024 on a stream (``partial_fit``, ``fit_chunks``) and on a
+        ``fit`` of at least 16,384 rows; a smaller ``fit`` takes ``ceil(n / 16)``, an epoch
+        of 16 steps, since an epoch of one or two batches barely moves the weights. The
+        values were measured (``bench/online_defaults.py``, 2 CPU cores): on Adult, 1024
+        gives the test log loss of 32 (0.3416 and 0.3417) in an eighth of the time; on a
+        200,000-row hashed stream (40 fields, 2^18 columns), five epochs at 1024 take 2.0
+        s against 7.2 s at 32, log loss 0.4358 and 0.4355, where
+        SGDClassifier(loss='log_loss') takes 1.2 s to 0.4535; on 284 rows of breast
+        cancer, 'auto' (18) ends at 0.086 and 1024 at 0.159.
     max_iter : int, default=5
         Epochs (passes over the data) run by ``fit``. ``partial_fit`` makes one pass.
     shuffle : bool, default=True
@@ -325,6 +354,8 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         Per epoch of the last call, the progressive logistic loss: the mean over examples
         (and one-vs-rest models) of the loss of each prediction made before the example
         was learned from.
+    batch_size_ : int
+        The batch size of the last call (``batch_size``, with 'auto' resolved).
     backend_ : {'numpy', 'cupy'}
     n_features_in_ : int
 
@@ -347,6 +378,7 @@ class FTRLClassifier(_OnlineLogisticClassifier):
     [1, 0]
     """
 
+    _stream_batch_size = 1024
     _parameter_constraints = {
         "alpha": [_POSITIVE],
         "beta": [_NON_NEGATIVE],
@@ -362,7 +394,7 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         l1=1.0,
         l2=1.0,
         fit_intercept=True,
-        batch_size=1024,
+        batch_size="auto",
         max_iter=5,
         shuffle=True,
         random_state=None,
@@ -405,17 +437,17 @@ class TruncatedGradientClassifier(_OnlineLogisticClassifier):
         Only weights with ``|v| <= theta`` are truncated.
     truncate_every : int, default=1
         ``K``: truncate every ``K`` examples, by ``K`` times the gravity.
-    batch_size : int, default=256
-        As in :class:`FTRLClassifier`. The default is smaller than FTRL's because this
-        rule's step size is one per example rather than per coordinate: on Adult, 256
-        gives the test log loss of 32 in a third of the time, while 1024 loses up to
-        0.005 (``bench/online_defaults.py``).
+    batch_size : int or 'auto', default='auto'
+        As in :class:`FTRLClassifier`, with 256 in place of 1024 (from 4,096 rows up on
+        a fit): this rule's step size is one per example rather than per coordinate, and
+        on Adult 256 gives the test log loss of 32 in a fifth of the time, while 1024
+        loses up to 0.005 (``bench/online_defaults.py``).
     fit_intercept, max_iter, shuffle, random_state, backend, verbose
         As in :class:`FTRLClassifier`.
 
     Attributes
     ----------
-    coef_, intercept_, classes_, n_nonzero_, n_iter_, t_, loss_curve_, backend_, n_features_in_
+    coef_, intercept_, classes_, n_nonzero_, n_iter_, t_, loss_curve_, batch_size_, backend_, n_features_in_
         As in :class:`FTRLClassifier`.
 
     References
@@ -439,7 +471,7 @@ class TruncatedGradientClassifier(_OnlineLogisticClassifier):
         theta=np.inf,
         truncate_every=1,
         fit_intercept=True,
-        batch_size=256,
+        batch_size="auto",
         max_iter=5,
         shuffle=True,
         random_state=None,
@@ -477,17 +509,17 @@ class FOBOSClassifier(_OnlineLogisticClassifier):
     l1 : float, default=1e-4
         L1 weight per example, on the scale of ``lambda`` in ``mean loss + lambda
         ||w||_1`` (LogisticRegression's ``1 / (C n_samples)``).
-    batch_size : int, default=256
-        As in :class:`FTRLClassifier`. The default is smaller than FTRL's because this
-        rule's step size is one per example rather than per coordinate: on Adult, 256
-        gives the test log loss of 32 in a third of the time, while 1024 loses up to
-        0.005 (``bench/online_defaults.py``).
+    batch_size : int or 'auto', default='auto'
+        As in :class:`FTRLClassifier`, with 256 in place of 1024 (from 4,096 rows up on
+        a fit): this rule's step size is one per example rather than per coordinate, and
+        on Adult 256 gives the test log loss of 32 in a fifth of the time, while 1024
+        loses up to 0.005 (``bench/online_defaults.py``).
     fit_intercept, max_iter, shuffle, random_state, backend, verbose
         As in :class:`FTRLClassifier`.
 
     Attributes
     ----------
-    coef_, intercept_, classes_, n_nonzero_, n_iter_, t_, loss_curve_, backend_, n_features_in_
+    coef_, intercept_, classes_, n_nonzero_, n_iter_, t_, loss_curve_, batch_size_, backend_, n_features_in_
         As in :class:`FTRLClassifier`.
 
     References
@@ -507,7 +539,7 @@ class FOBOSClassifier(_OnlineLogisticClassifier):
         eta0=0.5,
         l1=1e-4,
         fit_intercept=True,
-        batch_size=256,
+        batch_size="auto",
         max_iter=5,
         shuffle=True,
         random_state=None,
@@ -543,17 +575,17 @@ class RDAClassifier(_OnlineLogisticClassifier):
     l1 : float, default=1e-4
         L1 weight per example, on the scale of ``lambda`` in ``mean loss + lambda
         ||w||_1``.
-    batch_size : int, default=256
-        As in :class:`FTRLClassifier`. The default is smaller than FTRL's because this
-        rule's step size is one per example rather than per coordinate: on Adult, 256
-        gives the test log loss of 32 in a third of the time, while 1024 loses up to
-        0.005 (``bench/online_defaults.py``).
+    batch_size : int or 'auto', default='auto'
+        As in :class:`FTRLClassifier`, with 256 in place of 1024 (from 4,096 rows up on
+        a fit): this rule's step size is one per example rather than per coordinate, and
+        on Adult 256 gives the test log loss of 32 in a fifth of the time, while 1024
+        loses up to 0.005 (``bench/online_defaults.py``).
     fit_intercept, max_iter, shuffle, random_state, backend, verbose
         As in :class:`FTRLClassifier`.
 
     Attributes
     ----------
-    coef_, intercept_, classes_, n_nonzero_, n_iter_, t_, loss_curve_, backend_, n_features_in_
+    coef_, intercept_, classes_, n_nonzero_, n_iter_, t_, loss_curve_, batch_size_, backend_, n_features_in_
         As in :class:`FTRLClassifier`.
 
     References
@@ -573,7 +605,7 @@ class RDAClassifier(_OnlineLogisticClassifier):
         gamma=1.0,
         l1=1e-4,
         fit_intercept=True,
-        batch_size=256,
+        batch_size="auto",
         max_iter=5,
         shuffle=True,
         random_state=None,

@@ -357,6 +357,7 @@ def test_online_learner_with_one_worker_and_dataframes(one_worker):
     model = gd.FTRLClassifier(random_state=1, backend="numpy")
     model.client = one_worker
     model.fit(frame, labels)
+    assert model.batch_size_ == 75  # batch_size='auto' by the rows, as one node's fit: ceil(1200 / 16)
     assert_same_model(model, gpusvm.FTRLClassifier(random_state=1, backend="numpy").fit(X, y), rtol=0)
 
 

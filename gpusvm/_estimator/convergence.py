@@ -69,7 +69,7 @@ def warn_if_no_better_than_a_constant(estimator, loss, class_counts, *, stacklev
     constant = constant_log_loss(class_counts)
     if not loss > CLEARLY_WORSE * constant:
         return
-    rows, batch = int(np.sum(class_counts)), int(estimator.batch_size)
+    rows, batch = int(np.sum(class_counts)), estimator.batch_size_
     steps = -(-rows // batch)
     if steps < FEW_STEPS:
         advice = (

@@ -84,6 +84,8 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
     """Training on the cluster, shared by the four rules."""
 
     def _train_shards(self, client, shards, *, classes, n_epochs, first, shuffle):
+        # fit, the only caller without classes, sizes batch_size='auto' by the rows, as one node's fit
+        batch_size = self._batch_size_for(shards.n_rows if classes is None else None)
         found, _ = shards.classes()
         if first:
             classes = self._classes_for_fit(found) if classes is None else classes
@@ -93,7 +95,7 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
         settings = OnlineSettings(
             classes=classes,
             rule=self._rule(),
-            batch_size=self.batch_size,
+            batch_size=batch_size,
             fit_intercept=self.fit_intercept,
             seed=seed_from_random_state(self.random_state) if first else self._seed,
             backend=self.backend,
@@ -110,7 +112,7 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
         self.coef_ = np.ascontiguousarray(weights[:, :-1])
         self.intercept_ = weights[:, -1].copy()
         self.n_nonzero_ = int(np.count_nonzero(self.coef_))
-        self.n_iter_, self.t_, self.loss_curve_ = n_epochs, state.t, losses
+        self.n_iter_, self.t_, self.loss_curve_, self.batch_size_ = n_epochs, state.t, losses, batch_size
         if not (np.isfinite(self.coef_).all() and np.isfinite(self.intercept_).all()):
             raise ValueError(
                 f"{type(self).__name__} learned a model with NaN or infinite values: its arithmetic "
