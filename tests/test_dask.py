@@ -8,6 +8,9 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -635,3 +638,21 @@ def test_a_wrong_width_or_client_is_refused_before_any_work(client):
     bogus.client = "tcp://127.0.0.1:8786"
     with pytest.raises(TypeError, match="client must be a dask.distributed Client or None"):
         bogus.fit(*chunked(X, y, chunks=(300, 300)))
+
+
+@pytest.mark.parametrize("name", ["PegasosSVC", "FTRLClassifier"])
+def test_fits_that_end_unsettled_warn_as_on_one_node(client, name):
+    """Raw breast cancer features: the same ConvergenceWarning as one node's fit, named at
+    the caller's line; scaled, none (gpusvm/_estimator/convergence.py)."""
+    X, y = load_breast_cancer(return_X_y=True)
+    for data, expected in ((X, 1), (StandardScaler().fit_transform(X), 0)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = getattr(gd, name)(random_state=0, backend="numpy").fit(*chunked(data, y, chunks=(300, 269)))
+            local = getattr(gpusvm, name)(random_state=0, backend="numpy").fit(data, y)
+        found = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+        assert len(found) == 2 * expected and all(w.filename == __file__ for w in found)
+        if expected:
+            # the dask fit's, then one node's (which can quote the largest |x| of X in memory)
+            assert str(found[0].message).split(":")[0] == str(found[1].message).split(":")[0]
+        assert_same_model(model, local, rtol=0)

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import linear_model
 from .._backend import get_namespace, resolve_backend, to_numpy
+from .._estimator.convergence import warn_if_no_better_than_a_constant
 from .._validation import check_is_fitted, class_positions, to_backend
 from .._random import seed_from_random_state
 from ..solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, shuffled_order
@@ -84,9 +85,9 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
     """Training on the cluster, shared by the four rules."""
 
     def _train_shards(self, client, shards, *, classes, n_epochs, first, shuffle):
-        # fit, the only caller without classes, sizes batch_size='auto' by the rows, as one node's fit
-        batch_size = self._batch_size_for(shards.n_rows if classes is None else None)
-        found, _ = shards.classes()
+        fit = classes is None  # partial_fit passes the classes
+        batch_size = self._batch_size_for(shards.n_rows if fit else None)  # 'auto' by the rows, as one node's fit
+        found, class_counts = shards.classes()
         if first:
             classes = self._classes_for_fit(found) if classes is None else classes
         class_positions(found, classes)  # refuses labels not in classes
@@ -118,6 +119,8 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
                 f"{type(self).__name__} learned a model with NaN or infinite values: its arithmetic "
                 "overflowed. Scale the features, e.g. with sklearn.preprocessing.StandardScaler."
             )
+        if fit:  # as one node's fit; named at the caller of fit (through _fit_on_cluster and the fit wrapper)
+            warn_if_no_better_than_a_constant(self, losses[-1], class_counts, stacklevel=5)
 
     def _epoch(self, client, shards, settings, carried_state, epoch, shuffle):
         n = shards.n_rows

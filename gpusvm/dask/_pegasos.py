@@ -39,6 +39,7 @@ from sklearn.utils.class_weight import compute_sample_weight
 
 from .. import svm
 from .._backend import get_namespace, namespace_of, resolve_backend
+from .._estimator.convergence import warn_if_worse_than_zero_weights
 from .._random import seed_from_random_state
 from .._validation import (
     check_some_weight,
@@ -230,6 +231,7 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         self.mode = mode
 
     def _train_shards(self, client, shards, *, classes, n_epochs, first, shuffle):
+        fit = classes is None  # partial_fit passes the classes
         found, counts = shards.classes()
         if first:
             classes = self._classes_for_fit(found) if classes is None else classes
@@ -266,6 +268,9 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
                 "PegasosSVC learned a model with NaN or infinite values: its arithmetic overflowed. "
                 "Scale the features, e.g. with sklearn.preprocessing.StandardScaler."
             )
+        if fit:  # as one node's fit (the zero weights' objective: every hinge 1, at the mean weight)
+            zero_objective = self.coef_.shape[0] * settings.mean_weight
+            warn_if_worse_than_zero_weights(self, objectives, zero_objective, None, stacklevel=5)
 
     def _settings_and_state(self, client, shards, classes, counts, found, first):
         class_weight = self.class_weight
