@@ -26,9 +26,10 @@ from ._random import seed_from_random_state
 from ._validation import check_X_y, class_positions, to_backend
 from .solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, run_online
 
-# batch_size='auto': a fit's epoch has at least this many steps, the fewest that mended every
-# small set of bench/online_defaults.py (an epoch of 2 steps left 284 rows of breast cancer
-# at 11 times the test log loss of 16 steps, and one of 8 steps 2,000 Adult rows at 1.3 times)
+# batch_size='auto': a fit's epoch (of at least this many rows) has at least this many steps,
+# the fewest that mended every small set of bench/online_defaults.py (an epoch of 2 steps left
+# 284 rows of breast cancer at 11 times the test log loss of 17 steps, and one of 8 steps
+# 2,000 Adult rows at 1.3 times that of 16)
 AUTO_STEPS_PER_EPOCH = 16
 
 _COMMON_CONSTRAINTS = {
@@ -57,14 +58,14 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
 
     def _batch_size_for(self, n_rows):
         """``batch_size_`` for a call: an int ``batch_size`` as given; for 'auto', on a
-        fit over ``n_rows`` rows ``ceil(n_rows / AUTO_STEPS_PER_EPOCH)`` up to the stream
-        batch, on a stream (``n_rows`` None: ``partial_fit``, ``fit_chunks``) the batch of
-        the model it continues, else the stream batch."""
+        fit over ``n_rows`` rows ``n_rows // AUTO_STEPS_PER_EPOCH`` (at least 1, at most the
+        stream batch), on a stream (``n_rows`` None: ``partial_fit``, ``fit_chunks``) the
+        batch of the model it continues, else the stream batch."""
         if self.batch_size != "auto":
             return int(self.batch_size)  # True is 1, as scikit-learn takes it
         if n_rows is None:
             return getattr(self, "batch_size_", self._stream_batch_size)
-        return int(min(self._stream_batch_size, max(1, -(-n_rows // AUTO_STEPS_PER_EPOCH))))
+        return int(min(self._stream_batch_size, max(1, n_rows // AUTO_STEPS_PER_EPOCH)))
 
     def _rule(self):
         """The :class:`OnlineRule` with this estimator's hyperparameters."""
@@ -125,7 +126,8 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         and that of ``partial_fit`` over the chunks when each holds a multiple of
         ``batch_size_`` rows. A stream's length is not known before it ends, so
         ``batch_size='auto'`` takes the stream batch here (1024 for FTRL, else 256), as
-        ``fit`` does from 16 times that many rows up.
+        ``fit`` does from 16 times that many rows up; give an int to compare with a
+        smaller ``fit``.
 
         On the cupy backend the next chunk is read and checked on a worker thread while
         the current one trains, then copied to the device from pinned host memory, on a
@@ -315,15 +317,16 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         rule run over the batch with those weights held fixed (see
         ``gpusvm.solvers.online_logistic``). ``batch_size=1`` is the classic online
         algorithm; larger batches are faster, above all on a GPU. 'auto'
-        (``batch_size_``) is 1024 on a stream (``partial_fit``, ``fit_chunks``) and on a
-        ``fit`` of at least 16,384 rows; a smaller ``fit`` takes ``ceil(n / 16)``, an epoch
-        of 16 steps, since an epoch of one or two batches barely moves the weights. The
+        (``batch_size_``) is 1024 on a ``fit`` of at least 16,384 rows; a smaller ``fit``
+        takes ``n // 16`` (at least 1), an epoch of at least 16 steps, since an epoch of
+        one or two batches barely moves the weights. On a stream (``partial_fit``,
+        ``fit_chunks``) it is the batch of the model it continues, or 1024 from scratch. The
         values were measured (``bench/online_defaults.py``, 2 CPU cores): on Adult, 1024
         gives the test log loss of 32 (0.3416 and 0.3417) in an eighth of the time; on a
         200,000-row hashed stream (40 fields, 2^18 columns), five epochs at 1024 take 2.0
-        s against 7.2 s at 32, log loss 0.4358 and 0.4355, where
-        SGDClassifier(loss='log_loss') takes 1.2 s to 0.4535; on 284 rows of breast
-        cancer, 'auto' (18) ends at 0.086 and 1024 at 0.159.
+        s against 7.7 s at 32, log loss 0.4358 and 0.4355, where
+        SGDClassifier(loss='log_loss') takes 1.3 s to 0.4535; on 284 rows of breast
+        cancer, 'auto' (17) ends at 0.086 and 1024 at 0.159.
     max_iter : int, default=5
         Epochs (passes over the data) run by ``fit``. ``partial_fit`` makes one pass.
     shuffle : bool, default=True

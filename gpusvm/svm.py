@@ -517,6 +517,8 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         Indices of the training rows with a nonzero count in some class.
     support_vectors_ : ndarray or sparse matrix of shape (n_SV, n_features)
     dual_coef_ : ndarray of shape (n_classes_or_1, n_SV)
+        With ``average=True``, ``((T + 1) alpha - stamps) * y / (lam k T (T + 1) / 2)``
+        (``stamps``: each increment of ``alpha`` times its step); with ``average=False``,
         ``alpha * y / (lam T k)``.
     intercept_ : ndarray of shape (n_classes_or_1,)
     kernel_values_source_ : {'matrix', 'products'}

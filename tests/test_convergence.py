@@ -9,7 +9,7 @@ from sklearn.datasets import load_breast_cancer, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
-from gpusvm import FTRLClassifier, PegasosSVC, RDAClassifier, TruncatedGradientClassifier
+from gpusvm import FOBOSClassifier, FTRLClassifier, PegasosSVC, RDAClassifier, TruncatedGradientClassifier
 from gpusvm._estimator.convergence import constant_log_loss
 
 
@@ -67,3 +67,15 @@ def test_the_constant_log_loss_is_the_entropy_of_the_class_frequencies():
     three = [-(p * np.log(p) + (1 - p) * np.log(1 - p)) for p in (0.5, 0.25, 0.25)]  # one-vs-rest models
     assert constant_log_loss([2, 1, 1]) == pytest.approx(np.mean(three))
     assert constant_log_loss([5, 0, 5]) == pytest.approx(np.mean([np.log(2), 0.0, np.log(2)]))
+
+
+@pytest.mark.parametrize("rows", [100, 15])
+def test_auto_batches_are_not_blamed(rows):
+    """With batch_size='auto' a fit's epoch has at least 16 steps (or batch 1 below 16 rows),
+    so the warning blames the raw scale, never the batch the user did not choose."""
+    raw, _, y = raw_and_scaled(load_breast_cancer)
+    both = np.concatenate([np.flatnonzero(y == 0)[: rows // 2], np.flatnonzero(y == 1)[: rows - rows // 2]])
+    X, y = raw[both], y[both]
+    _, caught = convergence_warnings(lambda: FOBOSClassifier(random_state=0).fit(X, y))
+    assert len(caught) == 1 and str(caught[0].message).count("smaller batch_size") == 0
+    assert "Scale the features" in str(caught[0].message)

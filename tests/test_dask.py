@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
@@ -360,7 +361,7 @@ def test_online_learner_with_one_worker_and_dataframes(one_worker):
     model = gd.FTRLClassifier(random_state=1, backend="numpy")
     model.client = one_worker
     model.fit(frame, labels)
-    assert model.batch_size_ == 75  # batch_size='auto' by the rows, as one node's fit: ceil(1200 / 16)
+    assert model.batch_size_ == 75  # batch_size='auto' by the rows, as one node's fit: 1200 // 16
     assert_same_model(model, gpusvm.FTRLClassifier(random_state=1, backend="numpy").fit(X, y), rtol=0)
 
 
@@ -656,3 +657,11 @@ def test_fits_that_end_unsettled_warn_as_on_one_node(client, name):
             # the dask fit's, then one node's (which can quote the largest |x| of X in memory)
             assert str(found[0].message).split(":")[0] == str(found[1].message).split(":")[0]
         assert_same_model(model, local, rtol=0)
+    with warnings.catch_warnings():  # the warning as an error: the fit happened, as on one node
+        warnings.simplefilter("error", ConvergenceWarning)
+        model, local = getattr(gd, name)(random_state=0, backend="numpy"), clone(local)
+        with pytest.raises(ConvergenceWarning):
+            model.fit(*chunked(X, y, chunks=(300, 269)))
+        with pytest.raises(ConvergenceWarning):
+            local.fit(X, y)
+    assert_same_model(model, local, rtol=0)

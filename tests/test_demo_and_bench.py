@@ -429,7 +429,7 @@ def test_online_defaults_benchmark_quick_marks_the_defaults():
     payload = run_bench("online_defaults.py")
     defaults = [row for row in payload["results"] if row["learner"].endswith("(default)")]
     assert len(defaults) == 16 and all(0 < row["test_log_loss"] < 0.7 for row in defaults)
-    assert {row["batch"] for row in defaults if row["data"] == "breast-cancer"} == {18}  # ceil(284 / 16)
+    assert {row["batch"] for row in defaults if row["data"] == "breast-cancer"} == {17}  # 284 // 16
 
 
 def test_streaming_benchmark_quick_records_memory_and_objectives():

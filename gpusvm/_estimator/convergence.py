@@ -71,7 +71,7 @@ def warn_if_no_better_than_a_constant(estimator, loss, class_counts, *, stacklev
         return
     rows, batch = int(np.sum(class_counts)), estimator.batch_size_
     steps = -(-rows // batch)
-    if steps < FEW_STEPS:
+    if steps < FEW_STEPS and batch > 1:  # a smaller batch would give more steps
         advice = (
             f"An epoch of its {rows} rows is {steps} step{'s' if steps > 1 else ''} of batch_size={batch}: "
             "a smaller batch_size (or a larger max_iter) gives it the steps it needs. If the features are on "

@@ -80,7 +80,7 @@ class DaskEstimatorMixin:
         """
         with restore_on_error(self):
             self._forget_training_state()
-            self._fit_on_cluster(
+            warn_if_unsettled = self._fit_on_cluster(
                 X,
                 y,
                 sample_weight,
@@ -89,6 +89,8 @@ class DaskEstimatorMixin:
                 first=True,
                 shuffle=getattr(self, "shuffle", False),
             )
+        if warn_if_unsettled is not None:  # after the fit holds: a warning turned error keeps the model
+            warn_if_unsettled(stacklevel=3)
         return self
 
     @available_if(lambda self: hasattr(self.local_class, "partial_fit"))
@@ -123,6 +125,9 @@ class DaskEstimatorMixin:
         )
 
     def _fit_on_cluster(self, X, y, sample_weight, *, classes, n_epochs, first, shuffle):
+        """Train on the cluster's shards of ``(X, y)``; returns what ``_train_shards`` does:
+        None, or for a fit that ended unsettled its ConvergenceWarning to give (a callable
+        taking ``stacklevel``)."""
         client = current_client(self.client)
         if sample_weight is not None and "sample_weight" not in inspect.signature(self.local_class.fit).parameters:
             raise TypeError(f"{type(self).__name__} takes no sample_weight (as gpusvm.{type(self).__name__}).")
@@ -134,7 +139,7 @@ class DaskEstimatorMixin:
                     f"{self.n_features_in_} features as input."
                 )
             self.n_features_in_ = shards.n_features
-            self._train_shards(client, shards, classes=classes, n_epochs=n_epochs, first=first, shuffle=shuffle)
+            return self._train_shards(client, shards, classes=classes, n_epochs=n_epochs, first=first, shuffle=shuffle)
         finally:
             shards.release()
 

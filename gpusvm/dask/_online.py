@@ -19,6 +19,7 @@ models here fit one worker (two float64 values per coordinate and class: 256 MiB
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -119,8 +120,8 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
                 f"{type(self).__name__} learned a model with NaN or infinite values: its arithmetic "
                 "overflowed. Scale the features, e.g. with sklearn.preprocessing.StandardScaler."
             )
-        if fit:  # as one node's fit; named at the caller of fit (through _fit_on_cluster and the fit wrapper)
-            warn_if_no_better_than_a_constant(self, losses[-1], class_counts, stacklevel=5)
+        # a fit's ConvergenceWarning, as one node's, for fit to give once the model holds
+        return functools.partial(warn_if_no_better_than_a_constant, self, losses[-1], class_counts) if fit else None
 
     def _epoch(self, client, shards, settings, carried_state, epoch, shuffle):
         n = shards.n_rows

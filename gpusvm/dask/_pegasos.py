@@ -31,6 +31,7 @@ M. Zinkevich, M. Weimer, A. Smola, L. Li. Parallelized stochastic gradient desce
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 
 import numpy as np
@@ -268,9 +269,12 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
                 "PegasosSVC learned a model with NaN or infinite values: its arithmetic overflowed. "
                 "Scale the features, e.g. with sklearn.preprocessing.StandardScaler."
             )
-        if fit:  # as one node's fit (the zero weights' objective: every hinge 1, at the mean weight)
-            zero_objective = self.coef_.shape[0] * settings.mean_weight
-            warn_if_worse_than_zero_weights(self, objectives, zero_objective, None, stacklevel=5)
+        # a fit's ConvergenceWarning, as one node's, for fit to give once the model holds (the
+        # zero weights' objective: every hinge 1, at the mean weight)
+        zero_objective = self.coef_.shape[0] * settings.mean_weight
+        return (
+            functools.partial(warn_if_worse_than_zero_weights, self, objectives, zero_objective, None) if fit else None
+        )
 
     def _settings_and_state(self, client, shards, classes, counts, found, first):
         class_weight = self.class_weight
