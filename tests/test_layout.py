@@ -441,6 +441,14 @@ def test_models_written_before_the_move_still_load(name, how):
         model = gpusvm.load(DATA / f"layout_{name}.npz")
     expected = np.load(DATA / "layout_predictions.npz")
     with gpusvm.config_context(backend="numpy"):
+        if (
+            name == "sbp_ovo"
+        ):  # written before kernel_dtype (kernel values in X's dtype), nu='auto' and batch_size='auto'
+            assert model.kernel_dtype == "float64" and model.nu == 0.01 and model.C == 1.0 and model.batch_size == 64
+        if name == "kernel_pegasos":  # written before batch 8 and the averaged iterate were the defaults
+            assert (model.batch_size, model.average) == (1, False)
+        if name == "ftrl":  # written before batch_size='auto'
+            assert model.batch_size == 1024
         # a fresh fit with the parameters the file was written with (SBP's, KernelPegasosSVC's
         # and FTRL's defaults have moved since)
         fresh = clone(model).fit(X, y3 if name == "sbp_ovo" else y2)
