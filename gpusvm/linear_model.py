@@ -57,10 +57,11 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
     _stream_batch_size = 256  # batch_size='auto' on a stream, and at most on a fit
 
     def _batch_size_for(self, n_rows):
-        """``batch_size_`` for a call: an int ``batch_size`` as given; for 'auto', on a
-        fit over ``n_rows`` rows ``n_rows // AUTO_STEPS_PER_EPOCH`` (at least 1, at most the
-        stream batch), on a stream (``n_rows`` None: ``partial_fit``, ``fit_chunks``) the
-        batch of the model it continues, else the stream batch."""
+        """``batch_size_`` for a call: an int ``batch_size`` as given; for 'auto', on the
+        ``n_rows`` rows of a call that starts a model (``fit``, a first ``partial_fit``)
+        ``n_rows // AUTO_STEPS_PER_EPOCH`` (at least 1, at most the stream batch); without
+        rows (``n_rows`` None: a later ``partial_fit``, ``fit_chunks``) the batch of the
+        model it continues, else the stream batch."""
         if self.batch_size != "auto":
             return int(self.batch_size)  # True is 1, as scikit-learn takes it
         if n_rows is None:
@@ -226,10 +227,9 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         # trained on a GPU can continue on a CPU and back.
         backend = resolve_backend(self.backend)
         X, y = check_X_y(self, X, y, reset=first)
-        fit = classes is None
-        if fit:  # the classes of y
+        if classes is None:  # fit: the classes of y
             classes = self._classes_for_fit(y)
-        batch_size = self._batch_size_for(X.shape[0] if fit else None)
+        batch_size = self._batch_size_for(X.shape[0] if first else None)  # 'auto' by the rows that start the model
         labels = class_positions(y, classes)
         xp = get_namespace(backend)
         n_models = 1 if classes.shape[0] == 2 else classes.shape[0]
@@ -317,10 +317,11 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         rule run over the batch with those weights held fixed (see
         ``gpusvm.solvers.online_logistic``). ``batch_size=1`` is the classic online
         algorithm; larger batches are faster, above all on a GPU. 'auto'
-        (``batch_size_``) is 1024 on a ``fit`` of at least 16,384 rows; a smaller ``fit``
-        takes ``n // 16`` (at least 1), an epoch of at least 16 steps, since an epoch of
-        one or two batches barely moves the weights. On a stream (``partial_fit``,
-        ``fit_chunks``) it is the batch of the model it continues, or 1024 from scratch. The
+        (``batch_size_``) is 1024 from 16,384 rows up; on fewer, ``n // 16`` (at least 1),
+        an epoch of at least 16 steps, since an epoch of one or two batches barely moves
+        the weights. ``n`` is the rows of the call that starts the model (``fit``, or the
+        first ``partial_fit``), and later ``partial_fit`` calls keep its batch;
+        ``fit_chunks`` takes 1024, its stream's length unknown before it ends. The
         values were measured (``bench/online_defaults.py``, 2 CPU cores): on Adult, 1024
         gives the test log loss of 32 (0.3416 and 0.3417) in an eighth of the time; on a
         200,000-row hashed stream (40 fields, 2^18 columns), five epochs at 1024 take 2.0

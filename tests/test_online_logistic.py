@@ -208,19 +208,22 @@ def test_defaults_learn_from_a_few_hundred_rows(Estimator):
 
 
 @pytest.mark.parametrize("Estimator", ESTIMATORS)
-def test_auto_batch_size_by_rows_on_a_fit_and_the_stream_batch_on_a_stream(Estimator, rng):
-    """batch_size='auto': n // 16 on a small fit, up to the stream batch (1024 for FTRL,
-    256 for the others); the stream batch for partial_fit and fit_chunks, whose length is
-    unknown in advance; partial_fit after a fit continues at the fit's batch; an int is kept."""
+def test_auto_batch_size_by_the_rows_that_start_the_model(Estimator, rng):
+    """batch_size='auto': n // 16 over the rows of the call that starts the model (fit, a
+    first partial_fit), up to the stream batch (1024 for FTRL, 256 for the others); later
+    partial_fit calls keep it; fit_chunks takes the stream batch (its length unknown in
+    advance); an int is kept."""
     stream = 1024 if Estimator is FTRLClassifier else 256
     X, y = sparse_problem(rng, n=100)
     big_X, big_y = sparse_problem(rng, n=16 * stream)
     assert Estimator(backend="numpy").fit(X, y).batch_size_ == 6  # 100 // 16
     assert Estimator(backend="numpy").fit(X[:15], y[:15]).batch_size_ == 1
     assert Estimator(backend="numpy").fit(big_X, big_y).batch_size_ == stream
-    assert Estimator(backend="numpy").partial_fit(X, y, classes=[0, 1]).batch_size_ == stream
+    assert Estimator(backend="numpy").partial_fit(X, y, classes=[0, 1]).batch_size_ == 6
+    assert Estimator(backend="numpy").partial_fit(big_X, big_y, classes=[0, 1]).batch_size_ == stream
+    assert Estimator(backend="numpy").partial_fit(X, y, classes=[0, 1]).partial_fit(big_X, big_y).batch_size_ == 6
+    assert Estimator(backend="numpy").fit(X, y).partial_fit(big_X, big_y).batch_size_ == 6
     assert Estimator(backend="numpy").fit_chunks([(X, y)]).batch_size_ == stream
-    assert Estimator(backend="numpy").fit(X, y).partial_fit(X, y).batch_size_ == 6
     assert Estimator(batch_size=5, backend="numpy").fit(big_X, big_y).batch_size_ == 5
     assert Estimator(batch_size=5, backend="numpy").fit_chunks([(X, y)]).batch_size_ == 5
 

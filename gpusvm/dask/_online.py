@@ -87,7 +87,7 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
 
     def _train_shards(self, client, shards, *, classes, n_epochs, first, shuffle):
         fit = classes is None  # partial_fit passes the classes
-        batch_size = self._batch_size_for(shards.n_rows if fit else None)  # 'auto' by the rows, as one node's fit
+        batch_size = self._batch_size_for(shards.n_rows if first else None)  # 'auto' as on one node
         found, class_counts = shards.classes()
         if first:
             classes = self._classes_for_fit(found) if classes is None else classes
