@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -507,6 +508,13 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         rows, with 141 GB free (70.5 GB) up to 132,759 float32 or 93,874 float64 rows;
         free memory is below the card's size, so near those sizes two cards can decide
         differently. Give an int to decide the same way on every card.
+    cache_size : float or 'auto', default='auto'
+        Megabytes of kernel rows kept on the host (the numpy backend), as SVC's
+        ``cache_size``: the violators drawn at a step are the support vectors, drawn
+        again epoch after epoch, so a row kept is computed once. 'auto': a quarter of
+        the memory available when the fit starts, at most the whole kernel matrix
+        (``n_samples**2 * itemsize`` of X's dtype), as SBPClassifier's. ``fit`` warns
+        when the cache thrashes (rows computed more than three times over).
     random_state : int, RandomState or None, default=None
     backend : {'auto', 'numpy', 'cupy'}, default='auto'
     verbose : int, default=0
@@ -545,6 +553,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
             Interval(Real, 0, 1, closed="both"),
             Interval(Integral, 0, None, closed="left"),
         ],
+        "cache_size": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
         "verbose": ["verbose"],
@@ -564,6 +573,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         fit_intercept=True,
         class_weight=None,
         kernel_cache="auto",
+        cache_size="auto",
         random_state=None,
         backend="auto",
         verbose=0,
@@ -580,9 +590,14 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
         self.kernel_cache = kernel_cache
+        self.cache_size = cache_size
         self.random_state = random_state
         self.backend = backend
         self.verbose = verbose
+
+    def __setstate__(self, state):
+        """Pickles from before ``cache_size`` get its default (their fit computed every row)."""
+        super().__setstate__({"cache_size": "auto", **state})
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -612,8 +627,13 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
                 fit_intercept=self.fit_intercept,
                 seed=seed_from_random_state(self.random_state),
             )
-            counts, stamps, n_steps, source = run_kernel_pegasos(
-                problem, n_epochs=self.max_iter, xp=xp, verbose=self.verbose, kernel_cache=self.kernel_cache
+            counts, stamps, n_steps, source, row_cache = run_kernel_pegasos(
+                problem,
+                n_epochs=self.max_iter,
+                xp=xp,
+                verbose=self.verbose,
+                kernel_cache=self.kernel_cache,
+                cache_size=self.cache_size,
             )
             counts, stamps = to_numpy(counts), to_numpy(stamps)
             support = np.flatnonzero((counts != 0).any(axis=0))
@@ -628,4 +648,6 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
             self.n_iter_, self.t_ = self.max_iter, n_steps
             self.kernel_values_source_ = source
             self._check_finite_model(X)
+        if row_cache is not None and row_cache.thrashed:
+            warnings.warn(row_cache.warning("cache_size", self.cache_size, "MB"), UserWarning, stacklevel=3)
         return self

@@ -92,7 +92,17 @@ def test_bad_parameters_name_the_parameter_and_value(Estimator, name, value):
         Estimator(**{name: value}).fit(X_GOOD, Y_GOOD)
 
 
-@pytest.mark.parametrize("name,value", [("kernel", "sigmoid"), ("gamma", -0.5), ("gamma", "huge"), ("degree", 0)])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("kernel", "sigmoid"),
+        ("gamma", -0.5),
+        ("gamma", "huge"),
+        ("degree", 0),
+        ("cache_size", 0),
+        ("cache_size", "big"),
+    ],
+)
 def test_bad_kernel_parameters(name, value):
     with pytest.raises(ValueError, match=f"'{name}' parameter of KernelPegasosSVC.*Got {value!r}"):
         KernelPegasosSVC(**{name: value}).fit(X_GOOD, Y_GOOD)

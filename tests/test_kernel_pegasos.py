@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -86,6 +88,23 @@ def test_defaults_near_svc(load, seed):
     svc = SVC().fit(X_train, y_train).score(X_test, y_test)
     model = KernelPegasosSVC(random_state=seed).fit(X_train, y_train)
     assert model.score(X_test, y_test) >= svc - 0.02
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_host_row_cache_gives_the_same_model_and_warns_when_it_thrashes(rng, sparse):
+    """Kernel rows kept (the violators come back epoch after epoch) or computed again at
+    every step: the same model, bit for bit; a cache of one row says what to set."""
+    X = rng.normal(size=(200, 6)) * (rng.random((200, 6)) < (0.5 if sparse else 1.0))
+    X = sp.csr_matrix(X) if sparse else X
+    y = rng.integers(0, 4, 200)
+    common = dict(max_iter=10, random_state=5, backend="numpy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the default cache keeps every row: no warning
+        kept = KernelPegasosSVC(**common).fit(X, y)
+    with pytest.warns(UserWarning, match=r"cache_size=1e-06 kept 1 rows .* Set cache_size to at least 1 \(MB\)"):
+        computed = KernelPegasosSVC(cache_size=1e-6, **common).fit(X, y)
+    np.testing.assert_array_equal(kept.support_, computed.support_)
+    np.testing.assert_array_equal(kept.dual_coef_, computed.dual_coef_)
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "poly", "linear"])

@@ -46,6 +46,7 @@ import math
 from ..._backend import on_device
 from ..._instrumentation import progress_bar
 from ...kernel_functions import squared_row_norms
+from ..row_cache import cache_bytes
 from ._numpy import HostSteps
 from ._problem import DRAW_BLOCK_STEPS, SCHEDULE_STEPS, KernelPegasosProblem, dual_coefficients, step_schedule
 
@@ -61,22 +62,25 @@ __all__ = [
 ]
 
 
-def make_steps(problem, xp, *, sq_norms, n_steps, kernel_cache="auto"):
+def make_steps(problem, xp, *, sq_norms, n_steps, kernel_cache="auto", cache_size="auto"):
     """The steps of ``problem`` on the array module ``xp``, which own the state they
-    update: :class:`HostSteps` (the reference) or ``_cuda.DeviceSteps`` (which reads
-    ``kernel_cache``); the one place where the backend is chosen."""
+    update: :class:`HostSteps` (the reference, which reads ``cache_size``) or
+    ``_cuda.DeviceSteps`` (which reads ``kernel_cache``); the one place where the backend
+    is chosen."""
     if on_device(xp):
         from ._cuda import DeviceSteps
 
         return DeviceSteps(problem, sq_norms, kernel_cache)
-    return HostSteps(problem, sq_norms, n_steps)
+    n = problem.X.shape[0]
+    return HostSteps(problem, sq_norms, n_steps, cache_bytes(cache_size, n * n * problem.X.dtype.itemsize))
 
 
-def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto"):
+def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto", cache_size="auto"):
     """Train from scratch for ``n_epochs`` epochs of ``ceil(n / k)`` steps each.
 
     On CuPy, ``kernel_cache`` (as KernelPegasosSVC's) decides whether the whole kernel
-    matrix is kept on the device, so that a step reads its rows instead of computing them.
+    matrix is kept on the device, so that a step reads its rows instead of computing them;
+    on NumPy, ``cache_size`` (as KernelPegasosSVC's) sizes the cache of kernel rows.
 
     Returns
     -------
@@ -88,15 +92,20 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto")
         The number of steps ``T``; the last iterate is ``counts * y / (lam T k)``.
     kernel_values_source : {'matrix', 'products'}
         Where the steps read their kernel values: the whole kernel matrix resident on the
-        device, or rows computed from X at each step (always, on the host).
+        device, or rows computed from X (always, on the host).
+    row_cache : RowCacheUse or None
+        How the host's cache of kernel rows was used (None on the device).
     """
     sq_norms = squared_row_norms(problem.X)
     n_steps = n_epochs * max(1, math.ceil(problem.X.shape[0] / problem.batch_size))
-    steps = make_steps(problem, xp, sq_norms=sq_norms, n_steps=n_steps, kernel_cache=kernel_cache)
+    steps = make_steps(
+        problem, xp, sq_norms=sq_norms, n_steps=n_steps, kernel_cache=kernel_cache, cache_size=cache_size
+    )
     bar = progress_bar(n_steps, "Kernel Pegasos", verbose)
     for first in range(1, n_steps + 1, SCHEDULE_STEPS):
         schedule = step_schedule(first, min(n_steps, first + SCHEDULE_STEPS - 1), problem.lam, problem.batch_size)
         steps.run(schedule)
         bar.update(len(schedule))
     bar.close()
-    return steps.counts, steps.stamps, n_steps, steps.kernel_values_source
+    row_cache = None if steps.row_cache is None else steps.row_cache.use()
+    return steps.counts, steps.stamps, n_steps, steps.kernel_values_source, row_cache

@@ -44,6 +44,8 @@ class DeviceSteps:
         the default. 'graph' runs direct without the resident matrix.
     """
 
+    row_cache = None  # the host's cache of kernel rows; the device keeps the matrix or computes
+
     def __init__(self, problem, sq_norms, kernel_cache, mode=None):
         self.problem = problem
         X = problem.X

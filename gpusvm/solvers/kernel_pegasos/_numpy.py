@@ -7,23 +7,30 @@ import numpy as np
 import nvtx
 
 from ..._random import random_index_block
+from ..row_cache import KernelRowCache
 from ._problem import DRAW_BLOCK_STEPS
 
 
 class HostSteps:
     """Steps on the host: draws taken ``DRAW_BLOCK_STEPS`` steps at once, and only the
-    violators' kernel rows computed.
+    violators' kernel rows read, from a cache of ``cache_bytes`` (the violators are the
+    support vectors, drawn again epoch after epoch: on KEEL satimage ten epochs of batch
+    8 asked for 42,000 rows of 2,800 distinct ones).
 
     Owns the state the steps update: ``responses``, ``counts`` and ``stamps``, each of
     shape (n_classes, n_samples).
     """
 
-    kernel_values_source = "products"  # the violators' kernel rows, computed at each step
+    kernel_values_source = "products"  # the violators' kernel rows, computed from X
 
-    def __init__(self, problem, sq_norms, n_steps):
+    def __init__(self, problem, sq_norms, n_steps, cache_bytes):
         self.problem, self.sq_norms, self.n_steps = problem, sq_norms, n_steps
-        shape = (problem.targets.shape[1], problem.X.shape[0])
+        n = problem.X.shape[0]
+        shape = (problem.targets.shape[1], n)
         self.responses, self.counts, self.stamps = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        self.row_cache = KernelRowCache(
+            lambda rows: problem.kernel_values(rows, sq_norms), n, n, problem.X.dtype, cache_bytes
+        )
 
     def run(self, schedule):
         """One step per row ``(t, scale)`` of ``schedule``, in order."""
@@ -50,7 +57,8 @@ class HostSteps:
             np.add.at(self.counts.T, rows, coef)  # repeated rows add up
             np.add.at(self.stamps.T, rows, float(t) * coef)
             with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
-                block = problem.kernel_rows(rows, self.sq_norms)
+                distinct, position = np.unique(rows, return_inverse=True)  # a row drawn twice counts twice
+                block = problem.with_intercept(self.row_cache.rows(distinct)[position])
             # Only the classes that some row violates move: with many classes a row
             # violates a few (KEEL letter's 26: about 1 a step at batch 1, 6 at batch 8),
             # and the others would add 0.
