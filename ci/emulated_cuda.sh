@@ -56,6 +56,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_sbp.py::test_device_history_says_where_the_kernel_values_came_from"  # distinct rows counted
   "tests/test_kernel_pegasos.py::test_counts_match_reference[cupy-3-4]"                # kernel_pegasos.cu
   "tests/test_kernel_pegasos.py::test_device_steps_in_blocks_give_the_host_model[replay-0-True]"  # computed rows, sparse
+  "tests/test_kernel_pegasos.py::test_device_csr_input_with_64_bit_indices_gives_the_host_model"  # int32 indices
   "tests/test_streaming.py::test_online_streamed_fit_equals_fit_without_shuffle_and_partial_fit[cupy-2-FTRLClassifier]"
   "tests/test_streaming.py::test_kernel_solvers_check_device_memory_before_training[cupy-SBPClassifier]"
   "tests/test_dask.py::test_stacking_a_shard_empties_its_blocks"                      # gpusvm.dask shards on the device

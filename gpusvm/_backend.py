@@ -53,16 +53,33 @@ def current_device_problem():
     import cupy
 
     device = cupy.cuda.Device()
-    return _device_problem(int(device.id), int(device.compute_capability))
+    return _device_problem(int(device.id), int(device.compute_capability), oldest_compute_capability())
 
 
 @functools.lru_cache(maxsize=None)
-def _device_problem(device_id, capability):
-    if capability < MIN_COMPUTE_CAPABILITY:
+def oldest_compute_capability():
+    """The oldest compute capability (as CuPy gives it: 75 for 7.5) that gpusvm's kernels
+    run on with the installed CuPy: ``MIN_COMPUTE_CAPABILITY``, or the oldest that CuPy's
+    NVRTC compiles for when that is newer (7.5 from CUDA 13 on)."""
+    try:
+        from cupy.cuda import nvrtc
+
+        return max(MIN_COMPUTE_CAPABILITY, min(int(arch) for arch in nvrtc.getSupportedArchs()))
+    except Exception:  # no CuPy, or an NVRTC that does not list its architectures
+        return MIN_COMPUTE_CAPABILITY
+
+
+@functools.lru_cache(maxsize=None)
+def _device_problem(device_id, capability, oldest=MIN_COMPUTE_CAPABILITY):
+    if capability < oldest:
+        why = (
+            "they add float64 values atomically"
+            if oldest == MIN_COMPUTE_CAPABILITY
+            else "the oldest that this CuPy's NVRTC compiles for"
+        )
         return (
             f"CUDA device {device_id} has compute capability {capability // 10}.{capability % 10}, and "
-            f"gpusvm's kernels need {MIN_COMPUTE_CAPABILITY // 10}.{MIN_COMPUTE_CAPABILITY % 10} or newer "
-            "(they add float64 values atomically)"
+            f"gpusvm's kernels need {oldest // 10}.{oldest % 10} or newer ({why})"
         )
     return None
 

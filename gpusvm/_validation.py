@@ -233,7 +233,10 @@ def to_backend(X, xp_name):
     if is_cupy_array(X):
         if cusparse.issparse(X):
             check_int32_indexable(X)
-            return canonical_csr(X)
+            X = canonical_csr(X)
+            if X.indices.dtype != np.int32 or X.indptr.dtype != np.int32:  # CuPy 14 keeps SciPy's int64
+                X = cusparse.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+            return X
         return X
     if sp.issparse(X):
         X = X.tocsr()

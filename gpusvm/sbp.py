@@ -407,7 +407,10 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             order = np.concatenate([train, holdout])
             self.batch_size_ = resolve_batch_size(self.batch_size, train.size)
             self._check_device_memory(X, classes.size, backend, self.batch_size_)
-            X_dev = to_backend(X[order].astype(self.kernel_dtype, copy=False), backend)
+            X_ordered = X[order]
+            if X_ordered.dtype != self.kernel_dtype:  # no copy=False: cupyx sparse astype lacks it before 14.2
+                X_ordered = X_ordered.astype(self.kernel_dtype)
+            X_dev = to_backend(X_ordered, backend)
             gamma = resolve_gamma(self.gamma, X_dev[: train.size])  # the training rows come first
             check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
             rules = self._stopping_rules()

@@ -82,3 +82,39 @@ def test_a_device_older_than_compute_capability_6_is_refused_clearly(monkeypatch
     with pytest.raises(RuntimeError, match=r"compute capability 5\.2.*6\.0 or newer.*backend='numpy'"):
         resolve_backend("cupy")
     assert backend_module._device_problem(0, 90) is None
+
+
+def test_a_device_older_than_what_nvrtc_compiles_for_is_refused_clearly(monkeypatch):
+    """CUDA 13's NVRTC compiles for compute capability 7.5 and newer: a 7.0 card is
+    refused for that reason (the float64 atomics alone would allow it)."""
+    import gpusvm._backend as backend_module
+
+    monkeypatch.setattr(backend_module, "cupy_device_count", lambda: 1)
+    monkeypatch.setattr(backend_module, "current_device_problem", lambda: backend_module._device_problem(0, 70, 75))
+    assert resolve_backend("auto") == "numpy"
+    with pytest.raises(
+        RuntimeError, match=r"compute capability 7\.0.*7\.5 or newer \(the oldest that this CuPy's NVRTC"
+    ):
+        resolve_backend("cupy")
+    assert backend_module._device_problem(0, 75, 75) is None
+
+
+def test_the_oldest_compute_capability_is_the_float64_atomics_or_nvrtcs(monkeypatch):
+    """6.0 for the kernels' float64 atomics, or the oldest architecture NVRTC lists when
+    it is newer; 6.0 when CuPy cannot say."""
+    import types
+
+    import gpusvm._backend as backend_module
+
+    for archs, oldest in [((75, 80, 90), 75), ((50, 52, 60, 90), 60)]:
+        nvrtc = types.SimpleNamespace(getSupportedArchs=lambda archs=archs: archs)
+        cuda = types.SimpleNamespace(nvrtc=nvrtc)
+        monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+        monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+        backend_module.oldest_compute_capability.cache_clear()
+        assert backend_module.oldest_compute_capability() == oldest
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy fails
+    monkeypatch.delitem(sys.modules, "cupy.cuda")
+    backend_module.oldest_compute_capability.cache_clear()
+    assert backend_module.oldest_compute_capability() == backend_module.MIN_COMPUTE_CAPABILITY
+    backend_module.oldest_compute_capability.cache_clear()

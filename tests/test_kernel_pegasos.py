@@ -172,6 +172,30 @@ def test_device_steps_in_blocks_give_the_host_model(step_block_mode, rng, kernel
     assert cpu.kernel_values_source_ == "products"
 
 
+@needs_device
+def test_device_csr_input_with_64_bit_indices_gives_the_host_model(rng):
+    """A cupyx CSR X with int64 indices (CuPy 14 keeps SciPy's) is read with the int32
+    indices the kernels take: the host's model, rows computed from X at each step."""
+    import cupy
+    import cupyx.scipy.sparse as cusparse
+
+    from gpusvm._validation import to_backend
+
+    X = sp.csr_matrix(rng.normal(size=(62, 5)) * (rng.random((62, 5)) < 0.5))
+    y = rng.integers(0, 3, 62)
+    X_device = cusparse.csr_matrix(X)
+    X_device.indices, X_device.indptr = X_device.indices.astype(np.int64), X_device.indptr.astype(np.int64)
+    on_device = to_backend(X_device, "cupy")
+    assert on_device.indices.dtype == on_device.indptr.dtype == np.int32
+    assert X_device.indices.dtype == np.int64  # the caller's matrix is left as it was
+    np.testing.assert_array_equal(cupy.asnumpy(on_device.indices), X.indices)
+    common = dict(C=5.0, batch_size=4, max_iter=2, random_state=9)
+    cpu = KernelPegasosSVC(backend="numpy", **common).fit(X, y)
+    gpu = KernelPegasosSVC(backend="cupy", kernel_cache=0, **common).fit(X_device, y)
+    np.testing.assert_array_equal(gpu.support_, cpu.support_)
+    np.testing.assert_allclose(gpu.dual_coef_, cpu.dual_coef_, rtol=1e-12)
+
+
 def test_the_model_says_where_its_kernel_values_came_from():
     """On the host a step computes its violators' kernel rows (a device may read the
     resident matrix instead: see kernel_cache)."""

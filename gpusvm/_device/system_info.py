@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import platform
 
-from .._backend import ENV_VARIABLE, MIN_COMPUTE_CAPABILITY, cupy_device_count, resolve_backend
+from .._backend import ENV_VARIABLE, cupy_device_count, oldest_compute_capability, resolve_backend
 
 
 def system_info(backend="auto"):
@@ -79,7 +79,7 @@ def cuda_facts(check_kernels=True):
                 "index": index,
                 "name": name.decode() if isinstance(name, bytes) else str(name),
                 "compute_capability": cupy.cuda.Device(index).compute_capability,
-                "supported": int(cupy.cuda.Device(index).compute_capability) >= MIN_COMPUTE_CAPABILITY,
+                "supported": int(cupy.cuda.Device(index).compute_capability) >= oldest_compute_capability(),
                 "memory_gib": round(properties["totalGlobalMem"] / 2**30, 1),
             }
         )

@@ -122,8 +122,10 @@ class SBPShardState:
         if held.size and held[0] < train.size:  # training columns first, as the single-node X
             order = np.concatenate([train, held])
             X = X[order if namespace_of(X) is np else namespace_of(X).asarray(order)]
-        # kernel values in kernel_dtype (a copy when X's differs); the support vectors keep X's rows
-        self.X, self.given_X, self.xp = X.astype(settings.kernel_dtype, copy=False), X, namespace_of(X)
+        # kernel values in kernel_dtype (a copy when X's differs; no copy=False: cupyx sparse astype
+        # lacks it before CuPy 14.2); the support vectors keep X's rows
+        kernel_X = X if X.dtype == settings.kernel_dtype else X.astype(settings.kernel_dtype)
+        self.X, self.given_X, self.xp = kernel_X, X, namespace_of(X)
         self.backend = "numpy" if self.xp is np else "cupy"
         self.n_train = train.size
         # a training row's key: its place among the collection's training rows

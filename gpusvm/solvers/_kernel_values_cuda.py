@@ -18,7 +18,7 @@ import numpy as np
 import nvtx
 
 from .. import _backend
-from .._device.cuda_modules import get_cuda_kernel
+from .._device.cuda_modules import get_cuda_kernel, row_view_arguments
 from ..kernel_functions import KERNEL_CODES, inner_products
 from .row_cache import KernelRowCache
 
@@ -256,6 +256,7 @@ class DrawnRowProducts:
         self.X = X
         self.dots = cupy.zeros((slots, X.shape[0]), dtype=X.dtype)  # a row per drawn slot
         self.dense_rows = cupy.empty((slots, X.shape[1]), dtype=X.dtype) if hasattr(X, "indptr") else None
+        self.csr_parts = row_view_arguments(X)[:3] if self.dense_rows is not None else None  # int32 indices
         self.rows_at_once = int(max(1, BLOCK_BYTES // product_row_bytes(X.shape[0], X.shape[1], X.dtype)))
 
     def compute(self, rows):
@@ -265,7 +266,7 @@ class DrawnRowProducts:
             get_cuda_kernel("kernel_functions.cu", "dense_rows", X.dtype)(
                 (rows.size,),
                 (_DENSE_ROW_THREADS,),
-                (X.data, X.indices, X.indptr, rows, np.int32(X.shape[1]), self.dense_rows),
+                (*self.csr_parts, rows, np.int32(X.shape[1]), self.dense_rows),
             )
         for start in range(0, rows.size, self.rows_at_once):
             stop = min(rows.size, start + self.rows_at_once)
