@@ -5,9 +5,9 @@ Stands in for the few CuPy names ``gpusvm._device.staging`` uses (streams, event
 Work queued on a stream does not run when it is queued: it runs when the simulated device
 gets to it, in an order drawn from a seeded random generator among the streams whose
 next operation may run (a stream stops at an event it waits for until the event is
-recorded).  The host waits only through ``Event.synchronize``.  A missing wait, or a
-host write into memory a queued copy still has to read, then shows as wrong data on some
-seed, as on a real device it would on some run.
+recorded).  The host waits only through ``Event.synchronize`` (``host_waits`` lists the
+stream of each wait).  A missing wait, or a host write into memory a queued copy still has
+to read, then shows as wrong data on some seed, as on a real device it would on some run.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ class DeviceArray(np.ndarray):
 
 
 class Event:
-    def __init__(self, device):
-        self.device, self.done = device, False
+    def __init__(self, device, stream):
+        self.device, self.stream, self.done = device, stream, False
 
     def synchronize(self):
+        self.device.host_waits.append(self.stream)
         self.device.run_until(lambda: self.done)
 
 
@@ -49,7 +50,7 @@ class Stream:
         self.device.advance_some()
 
     def record(self):
-        event = Event(self.device)
+        event = Event(self.device, self)
         self.queue(lambda: setattr(event, "done", True))
         return event
 
@@ -77,7 +78,7 @@ class SimulatedDevice:
 
     def __init__(self, seed):
         self.rng = random.Random(seed)
-        self.streams = []
+        self.streams, self.host_waits = [], []
         self.null = Stream(self)
         self.current = [self.null]
 
@@ -115,8 +116,17 @@ class SimulatedDevice:
 
         class CsrMatrix:
             def __init__(self, arrays, shape):
+                # CuPy 14.2's constructor reads indptr's ends to the host on the current stream
+                device.current[-1].record().synchronize()
                 self.data, self.indices, self.indptr = arrays
                 self.shape, self.has_canonical_format = shape, False
+
+            @classmethod
+            def _from_parts(cls, data, indices, indptr, shape, has_canonical_format=None):
+                X = cls.__new__(cls)  # as CuPy 14.2's: no read back
+                X.data, X.indices, X.indptr, X.shape = data, indices, indptr, shape
+                X.has_canonical_format = bool(has_canonical_format)
+                return X
 
         cuda = types.SimpleNamespace(
             Stream=lambda non_blocking=False: Stream(device, non_blocking),

@@ -426,7 +426,8 @@ def test_device_staging_keeps_each_chunk_until_its_steps_have_read_it(monkeypatc
     # Dense and CSR chunks of growing and shrinking sizes, staged through two slots on a
     # simulated device that runs queued work in a random order (tests/simulated_streams.py):
     # each chunk's steps (a kernel queued on the solver's stream) read exactly that chunk.
-    # Without any one of the staging's waits, some seeds read another chunk's data.
+    # Without any one of the staging's waits, some seeds read another chunk's data. The host
+    # never waits for the solver's stream (CuPy 14.2's CSR constructor would make it).
     device, staging = load_on_simulated_device("gpusvm._device.staging", monkeypatch, seed)
     rng = np.random.default_rng(seed)
     chunks = []
@@ -444,6 +445,7 @@ def test_device_staging_keeps_each_chunk_until_its_steps_have_read_it(monkeypatc
     assert len(seen) == len(expected)
     for number, (got, want) in enumerate(zip(seen, expected)):
         assert all(np.array_equal(a, b) for a, b in zip(got, want)), f"chunk {number}"
+    assert device.host_waits and device.null not in device.host_waits  # only the copy stream, for pinned buffers
 
 
 def test_read_ahead_keeps_the_order_and_raises_at_the_failing_item():

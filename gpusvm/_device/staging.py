@@ -120,6 +120,12 @@ def _device_X(X, device):
         return X
     if "X" in device:
         return device["X"]
-    X_device = cusparse.csr_matrix((device["data"], device["indices"], device["indptr"]), shape=X.shape)
+    parts = (device["data"], device["indices"], device["indptr"])
+    if hasattr(cusparse.csr_matrix, "_from_parts"):
+        # CuPy 14.2's constructor reads indptr's ends back to the host, on the solver's
+        # stream: the host would wait for the previous chunk's steps. Its builder from
+        # checked parts reads nothing (private, hence the test for it).
+        return cusparse.csr_matrix._from_parts(*parts, X.shape, has_canonical_format=True)
+    X_device = cusparse.csr_matrix(parts, shape=X.shape)
     X_device.has_canonical_format = True  # made canonical on the host; saves the device a check
     return X_device
