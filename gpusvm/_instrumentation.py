@@ -1,4 +1,4 @@
-"""What a user watches: the progress bar of ``verbose >= 1`` and nvtx ranges for Nsight."""
+"""What a user watches: the progress bar of ``verbose`` and nvtx ranges for Nsight."""
 
 from __future__ import annotations
 
@@ -10,25 +10,56 @@ import nvtx
 from tqdm.auto import tqdm
 
 
-def progress_bar(total, desc, verbose, unit="step"):
+# verbose='auto' (every estimator's default): a bar shows once the work has taken this many
+# seconds, so that a long fit is seen to move and a short one (a test, a grid search of
+# small fits) prints nothing.
+AUTO_PROGRESS_DELAY = 5.0
+
+
+class _Bar(tqdm):
+    """tqdm whose forced redraws (``set_postfix``'s) wait for ``delay`` as its updates do:
+    tqdm's own draw at once, so a figure set at every epoch would show the bar of a
+    short fit."""
+
+    def refresh(self, *args, **kwargs):
+        if not self.disable and self.delay > 0 and self._time() < self.start_t + self.delay:
+            return None
+        return super().refresh(*args, **kwargs)
+
+
+def progress_bar(total, desc, verbose, unit="step", delay=None):
     """A tqdm bar on stderr counting ``total`` steps, with their rate.
 
     Solvers add their own figure (objective, loss, holdout error) with
-    ``set_postfix``.  The bar stays on screen when it finishes, as scikit-learn's
-    verbose output does, and is a no-op object when ``verbose`` is 0.
+    ``set_postfix``.  With ``verbose`` 1 or more the bar shows at once and stays on
+    screen when it finishes, as scikit-learn's verbose output does; with 'auto' it shows
+    only after ``delay`` seconds (default :data:`AUTO_PROGRESS_DELAY`) and is erased
+    when the work ends; with 0 it is a no-op object.
     """
-    return tqdm(total=total, desc=desc, unit=unit, disable=not verbose, leave=True, mininterval=0.5, dynamic_ncols=True)
+    auto = verbose == "auto"
+    return _Bar(
+        total=total,
+        desc=desc,
+        unit=unit,
+        disable=not verbose,
+        leave=not auto,
+        delay=(AUTO_PROGRESS_DELAY if delay is None else delay) if auto else 0.0,
+        mininterval=0.5,
+        dynamic_ncols=True,
+    )
 
 
 class EpochBars:
-    """``verbose >= 1`` for a streamed fit: a bar over each epoch's rows, with its total
+    """The bars of a streamed fit: a bar over each epoch's rows, with its total
     (``rows_per_epoch`` when the source tells it, else counted in the first epoch) and so
-    an estimate of the epoch's end, left on screen with the epoch's figure: a line an
-    epoch.  A no-op when ``verbose`` is 0."""
+    an estimate of the epoch's end, left on screen with the epoch's figure (``verbose``
+    1 or more: a line an epoch). With 'auto' the bars show once the fit has taken
+    :data:`AUTO_PROGRESS_DELAY` seconds, and are erased; a no-op when ``verbose`` is 0."""
 
     def __init__(self, desc, max_epochs, verbose, rows_per_epoch=None):
         self.desc, self.max_epochs, self.verbose = desc, max_epochs, verbose
         self.rows_per_epoch, self.bar, self.epoch, self.rows = rows_per_epoch, None, None, 0
+        self.started = time.monotonic()
 
     def update(self, epoch, rows):
         """``rows`` more rows trained in epoch ``epoch`` (0-based)."""
@@ -36,7 +67,11 @@ class EpochBars:
             self.close()
             self.epoch, self.rows = epoch, 0
             self.bar = progress_bar(
-                self.rows_per_epoch, f"{self.desc} epoch {epoch + 1}/{self.max_epochs}", self.verbose, unit="row"
+                self.rows_per_epoch,
+                f"{self.desc} epoch {epoch + 1}/{self.max_epochs}",
+                self.verbose,
+                unit="row",
+                delay=max(0.0, self.started + AUTO_PROGRESS_DELAY - time.monotonic()),  # from the fit's start
             )
         self.rows += rows
         self.bar.update(rows)

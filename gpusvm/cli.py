@@ -106,7 +106,7 @@ def solver_estimator(solver, args):
         if name not in allowed:
             own = ", ".join(_option(p) for p in allowed if p not in _GLOBAL_PARAMS)
             raise UsageError(f"{_option(name)} does not apply to --solver {solver} (its options: {own}).")
-    model = cls(**params, backend=args.backend, verbose=args.verbose)
+    model = cls(**params, backend=args.backend, verbose="auto" if args.verbose is None else args.verbose)
     try:
         model._validate_params()
     except InvalidParameterError as error:
@@ -167,7 +167,11 @@ def build_parser():
         help="read DATA (svmlight or .npz) N rows at a time, for a file larger than memory "
         "(linear and online solvers); shows each epoch's progress on standard error",
     )
-    train.add_argument("-v", "--verbose", action="count", default=0, help="show a progress bar")
+    shown = train.add_mutually_exclusive_group()
+    shown.add_argument(
+        "-v", "--verbose", action="count", help="show a progress bar from the start (default: once a fit takes 5 s)"
+    )
+    shown.add_argument("-q", "--quiet", dest="verbose", action="store_const", const=0, help="show no progress")
     train.add_argument(
         "--force",
         action="store_true",
@@ -267,7 +271,7 @@ def _train_on_chunks(model, args, path, out):
     chunks = read_chunks(args.data, args.format, chunk_rows=args.chunk_rows, n_features=args.n_features)
     if chunks.n_rows == 0:  # (the scan that counts them is the one the fit needs first)
         raise DataFileError(f"{args.data} has no data rows to train on.")
-    if not model.verbose:  # a streamed fit can take long: a line an epoch, with its rows, rate and time left
+    if model.verbose == "auto":  # a streamed fit can take long: a line an epoch, with its rows, rate and time left
         model.set_params(verbose=1)
     how = {"format": data_format(args.data, args.format), "chunk_rows": args.chunk_rows}
     if how["format"] == "svmlight":

@@ -39,7 +39,7 @@ _COMMON_CONSTRAINTS = {
     "shuffle": ["boolean"],
     "random_state": ["random_state"],
     "backend": GPUClassifierMixin._backend_constraint,
-    "verbose": ["verbose"],
+    "verbose": GPUClassifierMixin._verbose_constraint,
 }
 _POSITIVE = Interval(Real, 0, None, closed="neither")
 _NON_NEGATIVE = Interval(Real, 0, None, closed="left")
@@ -338,8 +338,9 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         backend.
     backend : {'auto', 'numpy', 'cupy'}, default='auto'
         Where to train; see :func:`gpusvm.config_context`.
-    verbose : int, default=0
-        1 shows a progress bar over epochs with the progressive loss.
+    verbose : 'auto' or int, default='auto'
+        A progress bar with the progressive loss on long fits ('auto': once a fit has
+        taken 5 seconds, erased when it ends), always (1) or never (0).
 
     Attributes
     ----------
@@ -403,7 +404,7 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         shuffle=True,
         random_state=None,
         backend="auto",
-        verbose=0,
+        verbose="auto",
     ):
         self.alpha = alpha
         self.beta = beta
@@ -480,7 +481,7 @@ class TruncatedGradientClassifier(_OnlineLogisticClassifier):
         shuffle=True,
         random_state=None,
         backend="auto",
-        verbose=0,
+        verbose="auto",
     ):
         self.eta0 = eta0
         self.l1 = l1
@@ -548,7 +549,7 @@ class FOBOSClassifier(_OnlineLogisticClassifier):
         shuffle=True,
         random_state=None,
         backend="auto",
-        verbose=0,
+        verbose="auto",
     ):
         self.eta0 = eta0
         self.l1 = l1
@@ -614,7 +615,7 @@ class RDAClassifier(_OnlineLogisticClassifier):
         shuffle=True,
         random_state=None,
         backend="auto",
-        verbose=0,
+        verbose="auto",
     ):
         self.gamma = gamma
         self.l1 = l1

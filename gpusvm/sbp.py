@@ -253,8 +253,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         Seeds the shared random stream: the same int draws the same examples on the
         numpy and cupy backends.
     backend : {'auto', 'numpy', 'cupy'}, default='auto'
-    verbose : int, default=0
-        1 shows a progress bar with the holdout error.
+    verbose : 'auto' or int, default='auto'
+        A progress bar with the holdout error on long fits ('auto': once a fit has
+        taken 5 seconds, erased when it ends), always (1) or never (0).
 
     Attributes
     ----------
@@ -331,7 +332,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         "kernel_dtype": [StrOptions({"float32", "float64"})],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
-        "verbose": ["verbose"],
+        "verbose": GPUClassifierMixin._verbose_constraint,
     }
 
     def __init__(
@@ -358,7 +359,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         kernel_dtype="float32",
         random_state=None,
         backend="auto",
-        verbose=0,
+        verbose="auto",
     ):
         self.nu = nu
         self.C = C

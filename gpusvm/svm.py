@@ -100,8 +100,10 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
     backend : {'auto', 'numpy', 'cupy'}, default='auto'
         Where to train. 'auto' follows :func:`gpusvm.config_context`, then the
         ``GPUSVM_BACKEND`` variable, then picks CuPy when a CUDA device is present.
-    verbose : int, default=0
-        1 shows a progress bar over epochs.
+    verbose : 'auto' or int, default='auto'
+        'auto' shows a progress bar over the steps, with the objective, once a fit has
+        taken 5 seconds, and erases it when the fit ends; 1 shows it from the start and
+        leaves it on screen; 0 shows nothing.
 
     Attributes
     ----------
@@ -145,7 +147,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
-        "verbose": ["verbose"],
+        "verbose": GPUClassifierMixin._verbose_constraint,
     }
 
     def __init__(
@@ -162,7 +164,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         class_weight=None,
         random_state=None,
         backend="auto",
-        verbose=0,
+        verbose="auto",
     ):
         self.C = C
         self.lam = lam
@@ -518,7 +520,9 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         when the cache thrashes (rows computed more than three times over).
     random_state : int, RandomState or None, default=None
     backend : {'auto', 'numpy', 'cupy'}, default='auto'
-    verbose : int, default=0
+    verbose : 'auto' or int, default='auto'
+        As PegasosSVC's: a progress bar over the steps on long fits ('auto'), always
+        (1) or never (0).
 
     Attributes
     ----------
@@ -557,7 +561,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         "cache_size": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
-        "verbose": ["verbose"],
+        "verbose": GPUClassifierMixin._verbose_constraint,
     }
 
     def __init__(
@@ -577,7 +581,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         cache_size="auto",
         random_state=None,
         backend="auto",
-        verbose=0,
+        verbose="auto",
     ):
         self.C = C
         self.lam = lam

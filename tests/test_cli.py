@@ -128,6 +128,19 @@ def test_verbose_train_shows_the_progress_bar(adult_files, tmp_path, capsys):
     assert "SBP" in err and "step/s" in err  # the holdout's figure: test_progress_and_ranges.py
 
 
+def test_a_streamed_train_shows_a_line_an_epoch_unless_quiet(adult_files, tmp_path, capsys):
+    """--chunk-rows can take long: a line an epoch by default (verbose=1), none with -q."""
+    folder, _ = adult_files
+    common = ["train", "--solver", "ftrl", "--max-iter", 2, "--chunk-rows", 4000]
+    code, _, err = run(capsys, *common, folder / "train.svm", tmp_path / "a")
+    assert code == 0 and "FTRLClassifier epoch 1/2" in err and "FTRLClassifier epoch 2/2" in err
+    code, _, err = run(capsys, *common, "-q", folder / "train.svm", tmp_path / "b")
+    assert code == 0 and err == ""
+    assert load(tmp_path / "b").verbose == 0 and load(tmp_path / "a").verbose == 1
+    code, _, err = run(capsys, *common, "-q", "-v", folder / "train.svm", tmp_path / "c")
+    assert code == 2 and "not allowed with argument" in err
+
+
 def test_default_model_path_is_the_data_name_plus_model(adult_files, tmp_path, capsys, monkeypatch):
     folder, _ = adult_files
     monkeypatch.chdir(tmp_path)

@@ -1,11 +1,14 @@
-"""verbose=1 shows a progress bar (steps, rate, the solver's figure); verbose=0 is
-silent; every solver phase opens its nvtx range, on the NumPy path too."""
+"""verbose=1 shows a progress bar (steps, rate, the solver's figure); verbose='auto'
+(the default) shows it only on long work, and erases it; verbose=0 is silent; every
+solver phase opens its nvtx range, on the NumPy path too."""
 
 import contextlib
+import time
 
 import nvtx
 import pytest
 
+from gpusvm import _instrumentation
 from gpusvm import (
     FOBOSClassifier,
     FTRLClassifier,
@@ -57,11 +60,37 @@ def test_verbose_shows_steps_rate_and_figure(estimator, title, figure, ranges, d
         assert figure in err
 
 
+@pytest.mark.parametrize("verbose", [0, "auto"])
 @pytest.mark.parametrize("estimator, title, figure, ranges", SOLVERS, ids=IDS)
-def test_silent_by_default(estimator, title, figure, ranges, data, capsys):
-    estimator.set_params(verbose=0, random_state=0, backend="numpy").fit(*data).predict(data[0])
+def test_silent_when_asked_and_on_short_work_by_default(estimator, title, figure, ranges, data, capsys, verbose):
+    assert type(estimator)().get_params()["verbose"] == "auto"  # the default
+    estimator.set_params(verbose=verbose, random_state=0, backend="numpy").fit(*data).predict(data[0])
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
+
+
+@pytest.mark.parametrize("estimator, title, figure, ranges", SOLVERS, ids=IDS)
+def test_auto_shows_the_bar_once_work_is_long_and_erases_it(
+    estimator, title, figure, ranges, data, capsys, monkeypatch
+):
+    monkeypatch.setattr(_instrumentation, "AUTO_PROGRESS_DELAY", 0.0)  # every fit counts as long
+    estimator.set_params(verbose="auto", random_state=0, backend="numpy").fit(*data)
+    err = capsys.readouterr().err
+    assert f"{title}:" in err and "step/s" in err
+    assert err.endswith("\r") and err.rsplit("\r", 2)[-2].strip() == ""  # the line blanked when the fit ended
+
+
+def test_a_streamed_fits_bars_wait_from_the_fits_start_not_each_epochs(monkeypatch, capsys):
+    """Epochs of 0.1 s in a fit that has run past the delay: the next epoch's bar shows."""
+    monkeypatch.setattr(_instrumentation, "AUTO_PROGRESS_DELAY", 0.15)
+    bars = _instrumentation.EpochBars("Streamed", 3, "auto", rows_per_epoch=10)
+    for epoch in range(3):
+        bars.update(epoch, 5)
+        time.sleep(0.1)
+        bars.update(epoch, 5)
+        bars.end_epoch(loss=0.5)
+    err = capsys.readouterr().err
+    assert "Streamed epoch 1/3" not in err and "Streamed epoch 3/3" in err
 
 
 @pytest.fixture

@@ -80,6 +80,7 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
     """
 
     _backend_constraint = [StrOptions(set(BACKENDS))]
+    _verbose_constraint = ["verbose", StrOptions({"auto"})]  # 'auto': a bar on long work only
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

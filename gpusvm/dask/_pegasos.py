@@ -211,7 +211,7 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         class_weight=None,
         random_state=None,
         backend="auto",
-        verbose=0,
+        verbose="auto",
         mode="exact",
     ):
         super().__init__(
