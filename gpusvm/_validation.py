@@ -236,6 +236,7 @@ def to_backend(X, xp_name):
             X = canonical_csr(X)
             if X.indices.dtype != np.int32 or X.indptr.dtype != np.int32:  # CuPy 14 keeps SciPy's int64
                 X = cusparse.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+                X.has_canonical_format = True  # as it was: spares the device a check
             return X
         return X
     if sp.issparse(X):
