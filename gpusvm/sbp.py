@@ -254,8 +254,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         numpy and cupy backends.
     backend : {'auto', 'numpy', 'cupy'}, default='auto'
     verbose : 'auto' or int, default='auto'
-        A progress bar with the holdout error on long fits ('auto': once a fit has
-        taken 5 seconds, erased when it ends), always (1) or never (0).
+        A progress bar (with the holdout error when rows are held out) on long
+        fits ('auto': once a fit has taken 5 seconds, erased when it ends), always
+        (1) or never (0).
 
     Attributes
     ----------

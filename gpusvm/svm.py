@@ -536,8 +536,9 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
     intercept_ : ndarray of shape (n_classes_or_1,)
     kernel_values_source_ : {'matrix', 'products'}
         Where the steps read their kernel values: 'matrix', the whole kernel matrix
-        resident on the device (``kernel_cache``); 'products', the violating rows'
-        kernel rows computed from X at each step (always on the numpy backend).
+        resident on the device (``kernel_cache``); 'products', kernel rows computed from
+        X as the steps need them (always on the numpy backend, through the host row
+        cache of ``cache_size``).
     classes_, n_iter_, t_, lam_, gamma_, backend_, n_features_in_
     """
 
