@@ -57,8 +57,7 @@ class HostSteps:
             np.add.at(self.counts.T, rows, coef)  # repeated rows add up
             np.add.at(self.stamps.T, rows, float(t) * coef)
             with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
-                distinct, position = np.unique(rows, return_inverse=True)  # a row drawn twice counts twice
-                block = problem.with_intercept(self.row_cache.rows(distinct)[position])
+                block = problem.with_intercept(self._drawn_kernel_rows(rows))
             # Only the classes that some row violates move: with many classes a row
             # violates a few (KEEL letter's 26: about 1 a step at batch 1, 6 at batch 8),
             # and the others would add 0.
@@ -67,3 +66,12 @@ class HostSteps:
                 responses += (coef * y).T @ block
             else:
                 responses[moved] += (coef[:, moved] * y[:, moved]).T @ block
+
+    def _drawn_kernel_rows(self, rows):
+        """The kernel rows of ``rows`` (a row drawn twice is there twice, and counts
+        twice), a new array gathered from the row cache in one copy."""
+        cache = self.row_cache
+        distinct, position = np.unique(rows, return_inverse=True)
+        if distinct.size > cache.capacity:  # more than the cache holds: computed apart
+            return cache.rows(distinct)[position]
+        return cache.store[cache.slots(distinct)[position]]

@@ -31,10 +31,6 @@ class KernelPegasosProblem:
     fit_intercept: bool
     seed: int
 
-    def kernel_rows(self, rows, sq_norms):
-        """``K(X[rows], X)`` (+1 with an intercept), float64."""
-        return self.with_intercept(self.kernel_values(rows, sq_norms))
-
     def kernel_values(self, rows, sq_norms):
         """``K(X[rows], X)`` in X's dtype."""
         return kernel_rows(
@@ -42,8 +38,9 @@ class KernelPegasosProblem:
         )
 
     def with_intercept(self, values):
-        """Kernel values as the step adds them: float64, +1 with an intercept."""
-        block = values.astype("float64")
+        """Kernel values as the step adds them: float64, +1 with an intercept. ``values``
+        must be the caller's own copy: float64 values are changed in place."""
+        block = values.astype("float64", copy=False)
         if self.fit_intercept:
             block += 1.0
         return block
