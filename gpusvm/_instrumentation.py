@@ -51,10 +51,14 @@ def progress_bar(total, desc, verbose, unit="step", delay=None):
 
 class EpochBars:
     """The bars of a streamed fit: a bar over each epoch's rows, with its total
-    (``rows_per_epoch`` when the source tells it, else counted in the first epoch) and so
+    (``rows_per_epoch`` when the source tells it, else counted in the first pass) and so
     an estimate of the epoch's end, left on screen with the epoch's figure (``verbose``
-    1 or more: a line an epoch). With 'auto' the bars show once the fit has taken
-    :data:`AUTO_PROGRESS_DELAY` seconds, and are erased; a no-op when ``verbose`` is 0."""
+    1 or more: a line an epoch), and one over the pass that finds the classes or counts
+    the rows before the first epoch, if the fit makes one. With 'auto' the bars show
+    once the fit has taken :data:`AUTO_PROGRESS_DELAY` seconds, and are erased; a no-op
+    when ``verbose`` is 0."""
+
+    COUNTING = "counting"  # the pass before the first epoch, in place of an epoch number
 
     def __init__(self, desc, max_epochs, verbose, rows_per_epoch=None):
         self.desc, self.max_epochs, self.verbose = desc, max_epochs, verbose
@@ -63,12 +67,19 @@ class EpochBars:
 
     def update(self, epoch, rows):
         """``rows`` more rows trained in epoch ``epoch`` (0-based)."""
+        self._advance(epoch, f"{self.desc} epoch {epoch + 1}/{self.max_epochs}", rows)
+
+    def count(self, rows):
+        """``rows`` more rows read by the pass before the first epoch (classes, row counts)."""
+        self._advance(self.COUNTING, f"{self.desc} reading the labels", rows)
+
+    def _advance(self, epoch, desc, rows):
         if epoch != self.epoch:
             self.close()
             self.epoch, self.rows = epoch, 0
             self.bar = progress_bar(
                 self.rows_per_epoch,
-                f"{self.desc} epoch {epoch + 1}/{self.max_epochs}",
+                desc,
                 self.verbose,
                 unit="row",
                 delay=max(0.0, self.started + AUTO_PROGRESS_DELAY - time.monotonic()),  # from the fit's start

@@ -125,10 +125,11 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         mini-batch are carried to the next chunk, so the model equals, exactly, that of
         ``fit(X, y)`` with ``shuffle=False`` on all the rows at the same ``batch_size_``,
         and that of ``partial_fit`` over the chunks when each holds a multiple of
-        ``batch_size_`` rows. A stream's length is not known before it ends, so
-        ``batch_size='auto'`` takes the stream batch here (1024 for FTRL, else 256), as
-        ``fit`` does from 16 times that many rows up; give an int to compare with a
-        smaller ``fit``.
+        ``batch_size_`` rows and the batch is the same. A stream's length is not known
+        before it ends, so ``batch_size='auto'`` takes the stream batch here (1024 for
+        FTRL, else 256), as ``fit`` does from 16 times that many rows up, while a first
+        ``partial_fit`` sizes it by its own rows; give an int to compare with a smaller
+        ``fit`` or with ``partial_fit``.
 
         On the cupy backend the next chunk is read and checked on a worker thread while
         the current one trains, then copied to the device from pinned host memory, on a
@@ -159,8 +160,9 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         with restore_on_error(self):
             self._forget_training_state()
             class_counts = None  # known when the classes are read off the chunks
+            bars = EpochBars(type(self).__name__, self.max_iter, self.verbose)  # from here: the wait for 'auto' counts
             if classes is None:
-                classes, class_counts = source.label_counts()
+                classes, class_counts = source.label_counts(rows_read=bars.count)
                 if not classes.size:
                     raise ValueError("fit_chunks got no chunks with rows.")
             classes = self._partial_fit_classes(classes)
@@ -175,7 +177,6 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             prepare = functools.partial(self._prepared_chunk, classes=classes, backend=backend)
             seed, n_models = seed_from_random_state(self.random_state), 1 if classes.shape[0] == 2 else classes.shape[0]
             state, stepper, chunk, losses, rows = None, None, None, [], 0
-            bars = EpochBars(type(self).__name__, self.max_iter, self.verbose)
             with ready_chunks(epochs, prepare, backend) as ready:
                 for chunk in ready:
                     if state is None:

@@ -295,6 +295,8 @@ def _encode(value, name, arrays):
     """A JSON form of ``value``; arrays go into ``arrays`` under a member name."""
     if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, np.bool_):  # a NumPy bool (numbers.Integral does not take it)
+        return bool(value)
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):

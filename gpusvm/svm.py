@@ -284,8 +284,12 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         source.check_passes(counting[:1] + [f"max_iter={self.max_iter}"] * self.max_iter)
         with restore_on_error(self):
             self._forget_training_state()
-            stream_classes, counts = source.label_counts(" and ".join(counting)) if counting else (None, None)
+            bars = EpochBars("PegasosSVC", self.max_iter, self.verbose)  # from here: the wait for 'auto' counts
+            stream_classes, counts = (
+                source.label_counts(" and ".join(counting), rows_read=bars.count) if counting else (None, None)
+            )
             n_rows = int(counts.sum()) if counts is not None else (source.n_rows() if self.lam is None else None)
+            bars.rows_per_epoch = n_rows
             if n_rows == 0:
                 raise ValueError("fit_chunks got no chunks with rows.")
             classes = self._partial_fit_classes(stream_classes if classes is None else classes)
@@ -303,7 +307,6 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             )
             state, chunk, progress, objectives = None, None, None, []
             stop = NoImprovementStop(self.tol, self.n_iter_no_change)
-            bars = EpochBars("PegasosSVC", self.max_iter, self.verbose, n_rows)
             with ready_chunks(epochs, prepare, backend) as ready:
                 for chunk in ready:
                     if chunk.epoch > len(objectives):  # the first chunk of the next epoch: the last one is over

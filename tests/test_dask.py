@@ -352,6 +352,26 @@ def test_online_learners_equal_single_node(client, name, n_classes, dtype, spars
     assert_same_model(model, local, rtol=0)
 
 
+@pytest.mark.parametrize(
+    "name, title, figure",
+    [("PegasosSVC", "Pegasos on dask", "objective="), ("FTRLClassifier", "FTRLClassifier on dask", "loss=")],
+)
+def test_progress_bar_as_on_one_node(client, name, title, figure, capsys, monkeypatch):
+    """verbose=1 shows the bar with the epoch's figure; 'auto' is silent on a short fit,
+    and on a long one (the delay patched to 0) shows the bar and erases it."""
+    X, y = blobs(2)
+    params = dict(random_state=0, max_iter=2, backend="numpy")
+    getattr(gd, name)(verbose=1, **params).fit(*chunked(X, y))
+    err = capsys.readouterr().err
+    assert f"{title}:" in err and figure in err and "step/s" in err
+    getattr(gd, name)(**params).fit(*chunked(X, y))
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(gpusvm._instrumentation, "AUTO_PROGRESS_DELAY", 0.0)
+    getattr(gd, name)(**params).fit(*chunked(X, y))
+    err = capsys.readouterr().err
+    assert f"{title}:" in err and err.endswith("\r") and err.rsplit("\r", 2)[-2].strip() == ""
+
+
 def test_online_learner_with_one_worker_and_dataframes(one_worker):
     dd = pytest.importorskip("dask.dataframe")
     pandas = pytest.importorskip("pandas")

@@ -114,6 +114,9 @@ def test_parameters_with_special_values_survive(tmp_path, rng):
     model = TruncatedGradientClassifier(theta=np.inf, max_iter=1).fit(X, y)
     save(model, tmp_path / "m")
     assert load(tmp_path / "m").theta == np.inf
+    model = PegasosSVC(verbose=np.True_, fit_intercept=np.False_, max_iter=1).fit(X, y)  # NumPy bools
+    save(model, tmp_path / "m")
+    assert load(tmp_path / "m").get_params() == model.get_params()
 
 
 def test_string_labels_and_float32_data(tmp_path, rng):

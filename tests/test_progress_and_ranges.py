@@ -93,6 +93,36 @@ def test_a_streamed_fits_bars_wait_from_the_fits_start_not_each_epochs(monkeypat
     assert "Streamed epoch 1/3" not in err and "Streamed epoch 3/3" in err
 
 
+class SlowChunks:
+    """A re-readable stream of 4 chunks, each taking ``seconds`` to read."""
+
+    def __init__(self, X, y, seconds=0.2):
+        self.X, self.y, self.seconds = X, y, seconds
+
+    def __iter__(self):
+        for part in range(4):
+            time.sleep(self.seconds)
+            rows = slice(part * 50, (part + 1) * 50)
+            yield self.X[rows], self.y[rows]
+
+
+@pytest.mark.parametrize("estimator", [PegasosSVC(max_iter=1), FTRLClassifier(max_iter=1)], ids=["Pegasos", "FTRL"])
+def test_a_streamed_fits_wait_counts_its_pass_over_the_labels(estimator, data, monkeypatch, capsys):
+    """A pass over the labels (0.8 s) then an epoch (0.8 s), at a delay of 1 s: the bar
+    shows during the epoch (once tqdm's half-second between redraws has passed), as the
+    fit has then run past the delay."""
+    monkeypatch.setattr(_instrumentation, "AUTO_PROGRESS_DELAY", 1.0)
+    estimator.set_params(verbose="auto", random_state=0, backend="numpy").fit_chunks(SlowChunks(*data))
+    err = capsys.readouterr().err
+    assert "epoch 1/1" in err and "reading the labels" not in err
+
+
+def test_the_pass_over_the_labels_has_its_bar_and_gives_the_epochs_their_total(data, capsys):
+    FTRLClassifier(max_iter=1, verbose=1, random_state=0, backend="numpy").fit_chunks(SlowChunks(*data, seconds=0))
+    err = capsys.readouterr().err
+    assert "FTRLClassifier reading the labels" in err and "200/200" in err
+
+
 @pytest.fixture
 def opened_ranges(monkeypatch):
     """The names of the nvtx ranges opened while the test runs."""

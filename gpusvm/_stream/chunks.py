@@ -75,10 +75,13 @@ class ChunkSource:
             return int(known)
         return sum(X.shape[0] for X, _ in self.passes("counting the rows (for lam = 1 / (C n))"))
 
-    def label_counts(self, what="finding the classes (or pass classes=...)"):
-        """The sorted labels of every chunk and the rows of each (one pass)."""
+    def label_counts(self, what="finding the classes (or pass classes=...)", rows_read=None):
+        """The sorted labels of every chunk and the rows of each (one pass);
+        ``rows_read(n)``, if given, is called with each chunk's rows (a progress bar)."""
         labels, counts, first_kind = [], [], None
         for number, (_, y) in enumerate(self.passes(what)):
+            if rows_read is not None:
+                rows_read(len(y))
             if not y.size:
                 continue
             kind = "numbers" if y.dtype.kind in "biuf" else "strings or objects"

@@ -26,6 +26,7 @@ import numpy as np
 from .. import linear_model
 from .._backend import get_namespace, resolve_backend, to_numpy
 from .._estimator.convergence import warn_if_no_better_than_a_constant
+from .._instrumentation import progress_bar
 from .._validation import check_is_fitted, class_positions, to_backend
 from .._random import seed_from_random_state
 from ..solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, shuffled_order
@@ -103,11 +104,19 @@ class _DaskOnlineClassifier(DaskEstimatorMixin):
             backend=self.backend,
         )
         losses = []
-        for epoch in range(n_epochs):
-            state, loss_sum = run_epoch_with_resumes(
-                client, shards, lambda start: self._epoch(client, shards, settings, start, epoch, shuffle), state, epoch
-            )
-            losses.append(loss_sum / (shards.n_rows * n_models))
+        epoch_batches = -(-shards.n_rows // batch_size)
+        with progress_bar(n_epochs * epoch_batches, f"{type(self).__name__} on dask", self.verbose) as bar:
+            for epoch in range(n_epochs):
+                state, loss_sum = run_epoch_with_resumes(
+                    client,
+                    shards,
+                    lambda start: self._epoch(client, shards, settings, start, epoch, shuffle),
+                    state,
+                    epoch,
+                )
+                losses.append(loss_sum / (shards.n_rows * n_models))
+                bar.update(epoch_batches)
+                bar.set_postfix(loss=f"{losses[-1]:.5g}")
         weights = to_numpy(state.coefficients(settings.rule))
         self.backend_ = client.submit(resolve_backend, self.backend, pure=False).result()
         self.classes_, self._state, self._seed = classes, state, settings.seed

@@ -41,6 +41,7 @@ from sklearn.utils.class_weight import compute_sample_weight
 from .. import svm
 from .._backend import get_namespace, namespace_of, resolve_backend
 from .._estimator.convergence import warn_if_worse_than_zero_weights
+from .._instrumentation import progress_bar
 from .._random import seed_from_random_state
 from .._validation import (
     check_some_weight,
@@ -244,17 +245,21 @@ class PegasosSVC(DaskEstimatorMixin, svm.PegasosSVC):
         if self.mode == "average":
             self._warn_if_unlike(shards, found)
         stop, objectives = NoImprovementStop(self.tol if n_epochs > 1 else None, self.n_iter_no_change), []
-        for epoch in range(n_epochs):
-            run = self._exact_epoch if self.mode == "exact" else self._average_epoch
+        epoch_steps = steps_per_epoch(shards.n_rows, settings.batch_size)
+        run = self._exact_epoch if self.mode == "exact" else self._average_epoch
 
-            def epoch_and_objective(start):  # the objective's round resumes with the epoch too
-                trained = run(client, shards, settings, start)
-                return trained, self._objective(client, shards, settings, trained)
+        def epoch_and_objective(start):  # the objective's round resumes with the epoch too
+            trained = run(client, shards, settings, start)
+            return trained, self._objective(client, shards, settings, trained)
 
-            state, objective = run_epoch_with_resumes(client, shards, epoch_and_objective, state, epoch)
-            objectives.append(objective)
-            if stop(objective, state.step):
-                break
+        with progress_bar(n_epochs * epoch_steps, "Pegasos on dask", self.verbose) as bar:
+            for epoch in range(n_epochs):
+                state, objective = run_epoch_with_resumes(client, shards, epoch_and_objective, state, epoch)
+                objectives.append(objective)
+                bar.update(epoch_steps)
+                bar.set_postfix(objective=f"{objective:.5g}")
+                if stop(objective, state.step):
+                    break
         weights = state.weights(averaged=self.average is not False)
         d = shards.n_features
         self.backend_ = client.submit(
