@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-from gpusvm import load
+from gpusvm import SBPClassifier, load
 from gpusvm._backend import cupy_device_count
 from gpusvm._registry import SOLVERS
 from gpusvm.cli import main, parse_value
@@ -146,6 +146,15 @@ def test_default_model_path_is_the_data_name_plus_model(adult_files, tmp_path, c
     monkeypatch.chdir(tmp_path)
     assert run(capsys, "train", "--solver", "ftrl", "--max-iter", 1, folder / "train.svm")[0] == 0
     assert (tmp_path / "train.svm.model").is_file()
+
+
+def test_the_default_solver_is_an_rbf_svm_taking_c_like_svm_trains(adult_files, tmp_path, capsys):
+    folder, y_test = adult_files
+    assert run(capsys, "train", "--C", 2, folder / "train.svm", tmp_path / "m")[0] == 0
+    model = load(tmp_path / "m")
+    assert isinstance(model, SBPClassifier) and model.C == 2 and model.kernel == "rbf"
+    X_test = load_adult()[2][:500, : model.n_features_in_]  # the training file's last features are unused
+    assert model.score(X_test, y_test) > 0.8
 
 
 def test_info(capsys):
