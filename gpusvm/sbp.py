@@ -209,14 +209,17 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         ``cache_size``. SBP draws from the few examples below the level, so most rows
         are reused; when all rows fit this is the full kernel matrix, filled lazily.
         'auto': a quarter of the memory available when the fit starts (psutil's reading,
-        else ``os.sysconf``'s free pages, else 1024 MB), at most the whole kernel matrix
-        (``n_train * n_rows * itemsize`` of ``kernel_dtype``): a cache that holds every
-        row computes each row once, and three quarters stay for X, the steps and the
-        rest of the machine. A one-vs-one model on the host keeps its pairs' rows in one
-        cache, of at least two batches of rows per pair (with 'auto', at most every
-        row's block over every class). When rows were computed more than three times
-        over on average because more were needed than the cache holds, ``fit`` warns
-        (``UserWarning``), saying what to set; ``history_`` has the counts.
+        else Linux's ``MemAvailable``, else ``os.sysconf``'s free pages, else 1024 MB),
+        at most the whole kernel matrix (``n_train * n_rows * itemsize`` of
+        ``kernel_dtype``): a cache that holds every row computes each row once, and
+        three quarters stay for X, the steps and the rest of the machine. Whatever the
+        size, the cache stops growing if the host's available memory falls below 10% of
+        its total (parallel fits, each sized when it starts). A one-vs-one model on the
+        host keeps its pairs' rows in one cache, of at least two batches of rows per
+        pair (with 'auto', at most every row's block over every class). When rows were
+        computed more than three times over on average because more were needed than
+        the cache holds, ``fit`` warns (``UserWarning``), saying what to set;
+        ``history_`` has the counts.
     kernel_cache : 'auto', float or int, default='auto'
         Device memory for the whole kernel matrix on the cupy backend: a float in
         [0, 1] is a fraction of the device's free memory when the fit starts ('auto':

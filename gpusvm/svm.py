@@ -519,8 +519,10 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         ``cache_size``: the violators drawn at a step are the support vectors, drawn
         again epoch after epoch, so a row kept is computed once. 'auto': a quarter of
         the memory available when the fit starts, at most the whole kernel matrix
-        (``n_samples**2 * itemsize`` of X's dtype), as SBPClassifier's. ``fit`` warns
-        when the cache thrashes (rows computed more than three times over).
+        (``n_samples**2 * itemsize`` of X's dtype), as SBPClassifier's. Whatever the
+        size, the cache stops growing if the host's available memory falls below 10%
+        of its total (parallel fits, each sized when it starts). ``fit`` warns when the
+        cache thrashes (rows computed more than three times over).
     random_state : int, RandomState or None, default=None
     backend : {'auto', 'numpy', 'cupy'}, default='auto'
     verbose : 'auto' or int, default='auto'

@@ -499,14 +499,59 @@ def test_auto_cache_size_is_a_quarter_of_the_available_memory_at_most_the_whole_
     assert row_cache.cache_bytes(0.5, 2**40) == 2**19
 
 
-def test_available_memory_without_psutil_is_sysconfs_else_a_constant(monkeypatch):
+def test_available_memory_without_psutil_is_linuxs_else_sysconfs_else_a_constant(monkeypatch, tmp_path):
     import os
     import sys
 
     monkeypatch.setitem(sys.modules, "psutil", None)  # importing it raises ImportError
+    assert row_cache.available_memory_bytes() > 0 and row_cache.total_memory_bytes() > 0
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16000000 kB\nMemFree:         1000 kB\nMemAvailable:    8000000 kB\n")
+    assert row_cache._meminfo_available_bytes(meminfo) == 8000000 * 1024
+    assert row_cache._meminfo_available_bytes(tmp_path / "absent") is None
+    monkeypatch.setattr(row_cache, "_meminfo_available_bytes", lambda: None)  # not Linux
     assert row_cache.available_memory_bytes() > 0
     monkeypatch.setattr(os, "sysconf", lambda name: (_ for _ in ()).throw(ValueError(name)))
     assert row_cache.available_memory_bytes() == row_cache.AVAILABLE_MEMORY_UNKNOWN_MB * 2**20
+    assert row_cache.total_memory_bytes() is None
+
+
+def low_memory_after(monkeypatch, rows_read, row_bytes):
+    """The host's memory reads low once a cache has filled ``rows_read`` slots (memory
+    read every slot), and plenty before."""
+    monkeypatch.setattr(row_cache, "MEMORY_CHECK_BYTES", row_bytes)
+    monkeypatch.setattr(row_cache, "total_memory_bytes", lambda: 100)
+    reads = iter([50] * (rows_read - 1) + [5] * 10**6)  # below the floor of 10 from the rows_read-th read
+    monkeypatch.setattr(row_cache, "available_memory_bytes", lambda: next(reads))
+
+
+def test_row_cache_stops_growing_when_the_hosts_memory_runs_low_and_evicts_instead(rng, monkeypatch):
+    matrix = rng.normal(size=(40, 7))
+    low_memory_after(monkeypatch, 6, matrix.shape[1] * 8)
+    cache, _ = recording_cache(matrix, kept_rows=40)
+    for _ in range(300):
+        rows = np.unique(rng.integers(0, 40, size=rng.integers(1, 4)))
+        np.testing.assert_array_equal(cache.rows(rows), matrix[rows])
+    assert cache.memory_bound and cache.n_used < 20 and cache.rows_computed > 40  # 5 reads, at most 3 rows each
+    use = cache.use()
+    assert use.memory_bound and use.capacity == cache.grow_limit and use.thrashed
+    assert "stopped growing at" in use.warning("cache_size", "auto", "MB") and "fewer fits" in use.warning(
+        "cache_size", "auto", "MB"
+    )
+    # a call that needs more rows than it may evict: the rest take fresh slots
+    np.testing.assert_array_equal(cache.rows(np.arange(30)), matrix[:30])
+    assert 30 <= cache.n_used <= cache.capacity
+
+
+def test_a_fit_whose_cache_stops_growing_gives_the_same_model(rng, monkeypatch):
+    problem, _, _ = make_problem(rng, "numpy", batch_size=3, n_classes=3)
+    full = run_steps(NumpySBPSteps(problem, cache_bytes=2**30), 80)
+    low_memory_after(monkeypatch, 5, problem.X.shape[0] * 8)
+    steps = NumpySBPSteps(problem, cache_bytes=2**30)
+    bound = run_steps(steps, 80)
+    assert steps.cache.memory_bound and steps.cache.rows_computed > NumpySBPSteps(problem, 2**30).cache.rows_computed
+    for a, b in zip(full, bound, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
 
 
 def test_auto_cache_holds_the_whole_kernel_matrix_when_memory_allows(rng, monkeypatch):

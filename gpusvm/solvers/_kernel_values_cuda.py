@@ -148,6 +148,7 @@ class DeviceRowCache(KernelRowCache):
             empty=cupy.empty,
             block_bytes=BLOCK_BYTES,
             product_row_bytes=product_row_bytes(n_columns, n_features, dtype),
+            on_host=False,
         )
         self.store_rows = cupy.zeros(slots, dtype=np.int64)
 

@@ -38,6 +38,13 @@ AUTO_CACHE_SHARE = 0.25
 AVAILABLE_MEMORY_UNKNOWN_MB = 1024
 # A cache thrashes when it computed its rows more than this many times over on average.
 THRASH_RECOMPUTES = 3
+# A host cache stops taking fresh slots once the host's available memory falls below this
+# share of its total, and evicts from then on: parallel fits (a grid search's jobs), each
+# sized at its start, would otherwise fill their caches together, into swap or the OOM
+# killer. The available memory is read again each time this many bytes of fresh slots
+# have been taken.
+MEMORY_FLOOR_SHARE = 0.10
+MEMORY_CHECK_BYTES = 256 * 2**20
 
 
 class KernelRowCache:
@@ -64,11 +71,18 @@ class KernelRowCache:
         Memory one row takes while ``compute_rows`` computes it: its row of the result
         plus its share of the product's temporaries. None: the row's own bytes (the
         result alone).
+    on_host : bool, default=True
+        Whether the store is host memory: then the cache stops growing when the host's
+        available memory falls below ``MEMORY_FLOOR_SHARE`` of its total (the store's
+        pages are taken as its slots are first written).
 
     Attributes
     ----------
     capacity : int
-        Rows kept.
+        Rows the store holds.
+    grow_limit : int
+        Slots the cache fills before it evicts: ``capacity``, or the slots in use when
+        the host's memory ran low (``memory_bound``).
     product_rows : int
         The most rows one call of ``compute_rows`` computes (``block_bytes`` over
         ``product_row_bytes``).
@@ -92,10 +106,14 @@ class KernelRowCache:
         empty=np.empty,
         block_bytes=BLOCK_BYTES,
         product_row_bytes=None,
+        on_host=True,
     ):
         self.compute_rows = compute_rows
         self.row_bytes = row_bytes = max(1, n_columns * np.dtype(dtype).itemsize)
-        self.capacity = int(min(n_rows, max(1, max_bytes // row_bytes)))
+        self.capacity = self.grow_limit = int(min(n_rows, max(1, max_bytes // row_bytes)))
+        self.memory_check_rows = max(1, MEMORY_CHECK_BYTES // row_bytes) if on_host else None
+        self.next_memory_check = self.memory_check_rows  # slots in use at which memory is read next
+        self.memory_bound = False
         self.product_rows = int(max(1, block_bytes // (row_bytes if product_row_bytes is None else product_row_bytes)))
         # prefetch at most half the cache per miss, so a small cache does not evict what it serves
         self.block_rows = int(max(1, min(self.product_rows, self.capacity // 2)))
@@ -164,7 +182,8 @@ class KernelRowCache:
 
     def use(self):
         """What the cache has done so far: a :class:`RowCacheUse`."""
-        return RowCacheUse(self.rows_computed, self.rows_distinct, self.capacity, self.row_bytes)
+        kept = self.grow_limit if self.memory_bound else self.capacity
+        return RowCacheUse(self.rows_computed, self.rows_distinct, kept, self.row_bytes, self.memory_bound)
 
     def combine(self, weights, indices, prefetch=None):
         """``weights @ K[indices]``, float64 of shape ``(len(weights), n_columns)``, for
@@ -205,16 +224,32 @@ class KernelRowCache:
         return candidates[np.sort(first)[:count]]
 
     def _free_slots(self, count):
-        """``count`` slots to fill: unused ones first, then the least recently used."""
+        """``count`` slots to fill: unused ones first (up to ``grow_limit``), then the
+        least recently used."""
         filled = self.n_used
-        fresh = min(count, self.capacity - filled)
-        slots = np.arange(filled, filled + fresh)
-        self.n_used += fresh
+        if self.next_memory_check is not None and filled >= self.next_memory_check:
+            self._check_host_memory()
+        fresh = max(0, min(count, self.grow_limit - filled))
+        evicted = np.empty(0, dtype=np.int64)
         if fresh < count:  # rows used at this clock are hits of the current call: keep them
             candidates = np.flatnonzero(self.last_used[:filled] < self.clock)
-            oldest = np.argpartition(self.last_used[candidates], count - fresh - 1)[: count - fresh]
-            slots = np.concatenate([slots, candidates[oldest]])
-        return slots
+            # past the memory floor a call may ask for more rows than it may evict: those
+            # take fresh slots still (within capacity, as they always fit)
+            fresh = max(fresh, count - candidates.size)
+            if count > fresh:
+                evicted = candidates[np.argpartition(self.last_used[candidates], count - fresh - 1)[: count - fresh]]
+        self.n_used += fresh
+        self.grow_limit = max(self.grow_limit, self.n_used)
+        return np.concatenate([np.arange(filled, filled + fresh), evicted])
+
+    def _check_host_memory(self):
+        """Stop growing (``memory_bound``) when the host's available memory is below
+        ``MEMORY_FLOOR_SHARE`` of its total; else read it again ``MEMORY_CHECK_BYTES`` on."""
+        total = total_memory_bytes()
+        if total is not None and available_memory_bytes() < MEMORY_FLOOR_SHARE * total:
+            self.grow_limit, self.memory_bound, self.next_memory_check = self.n_used, True, None
+        else:
+            self.next_memory_check = self.n_used + self.memory_check_rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,6 +261,7 @@ class RowCacheUse:
     rows_distinct: int
     capacity: int
     row_bytes: int
+    memory_bound: bool = False  # it stopped growing at capacity rows: the host's memory ran low
 
     @property
     def thrashed(self):
@@ -238,6 +274,14 @@ class RowCacheUse:
         'MB' or 'bytes'): what it holds, how often rows were recomputed, what to set."""
         scale = 2**20 if unit == "MB" else 1
         needed = -(-self.rows_distinct * self.row_bytes // scale)
+        if self.memory_bound:
+            return (
+                f"The kernel row cache thrashed: it stopped growing at {self.capacity} rows "
+                f"({self.capacity * self.row_bytes / 2**20:.3g} MB) of the {self.rows_distinct} distinct rows the fit "
+                f"needed, when the host's available memory fell below {MEMORY_FLOOR_SHARE:.0%} of its total, so it "
+                f"computed rows {self.rows_computed / self.rows_distinct:.1f} times over on average "
+                f"({self.rows_computed} rows). Free memory, or run fewer fits at once."
+            )
         return (
             f"The kernel row cache thrashed: {parameter}={value!r} kept {self.capacity} rows "
             f"({self.capacity * self.row_bytes / 2**20:.3g} MB) of the {self.rows_distinct} distinct rows the fit "
@@ -247,18 +291,49 @@ class RowCacheUse:
 
 
 def available_memory_bytes():
-    """The host's available memory: psutil's reading when psutil is installed, else the
-    free pages that ``sysconf`` counts, else ``AVAILABLE_MEMORY_UNKNOWN_MB``."""
+    """The host's available memory: psutil's reading when psutil is installed, else
+    Linux's ``MemAvailable``, else the free pages that ``sysconf`` counts (fewer: the
+    page cache is not free), else ``AVAILABLE_MEMORY_UNKNOWN_MB``."""
     try:
         import psutil
     except ImportError:
         pass
     else:
         return int(psutil.virtual_memory().available)
+    available = _meminfo_available_bytes()
+    if available is not None:
+        return available
     try:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, OSError, ValueError):
         return AVAILABLE_MEMORY_UNKNOWN_MB * 2**20
+
+
+def total_memory_bytes():
+    """The host's physical memory (psutil's, else ``sysconf``'s), or None when neither
+    can tell."""
+    try:
+        import psutil
+    except ImportError:
+        pass
+    else:
+        return int(psutil.virtual_memory().total)
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _meminfo_available_bytes(path="/proc/meminfo"):
+    """``MemAvailable`` of Linux's ``/proc/meminfo`` in bytes, or None elsewhere."""
+    try:
+        with open(path) as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def cache_bytes(cache_size, full_bytes):
