@@ -56,7 +56,7 @@ class EpochBars:
     1 or more: a line an epoch), and one over the pass that finds the classes or counts
     the rows before the first epoch, if the fit makes one. With 'auto' the bars show
     once the fit has taken :data:`AUTO_PROGRESS_DELAY` seconds, and are erased; a no-op
-    when ``verbose`` is 0."""
+    when ``verbose`` is 0. As a context manager it closes its bar however the fit ends."""
 
     COUNTING = "counting"  # the pass before the first epoch, in place of an epoch number
 
@@ -64,6 +64,12 @@ class EpochBars:
         self.desc, self.max_epochs, self.verbose = desc, max_epochs, verbose
         self.rows_per_epoch, self.bar, self.epoch, self.rows = rows_per_epoch, None, None, 0
         self.started = time.monotonic()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
 
     def update(self, epoch, rows):
         """``rows`` more rows trained in epoch ``epoch`` (0-based)."""

@@ -157,10 +157,10 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             ["finding the classes (or pass classes=...)"] * (classes is None)
             + [f"max_iter={self.max_iter}"] * self.max_iter
         )
-        with restore_on_error(self):
+        # the bars from here: the wait for 'auto' counts the pass over the labels
+        with restore_on_error(self), EpochBars(type(self).__name__, self.max_iter, self.verbose) as bars:
             self._forget_training_state()
             class_counts = None  # known when the classes are read off the chunks
-            bars = EpochBars(type(self).__name__, self.max_iter, self.verbose)  # from here: the wait for 'auto' counts
             if classes is None:
                 classes, class_counts = source.label_counts(rows_read=bars.count)
                 if not classes.size:
@@ -203,7 +203,6 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
                     rows += chunk.n_rows
                     bars.update(chunk.epoch, chunk.n_rows)
             if state is None:
-                bars.close()
                 raise ValueError("fit_chunks got no chunks with rows.")
             losses.append(stepper.epoch_loss_sum() / (rows * n_models))
             bars.end_epoch(loss=f"{losses[-1]:.5g}")

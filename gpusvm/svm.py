@@ -282,14 +282,17 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             if needed
         ]
         source.check_passes(counting[:1] + [f"max_iter={self.max_iter}"] * self.max_iter)
-        with restore_on_error(self):
+        # the bars from here: the wait for 'auto' counts the pass over the labels
+        # the epochs' length when the reader tells it (asked only where lam needs it: the
+        # question may cost a reader a scan of its file)
+        known_rows = source.n_rows() if self.lam is None and source.knows_n_rows() else None
+        with restore_on_error(self), EpochBars("PegasosSVC", self.max_iter, self.verbose, known_rows) as bars:
             self._forget_training_state()
-            bars = EpochBars("PegasosSVC", self.max_iter, self.verbose)  # from here: the wait for 'auto' counts
             stream_classes, counts = (
                 source.label_counts(" and ".join(counting), rows_read=bars.count) if counting else (None, None)
             )
             n_rows = int(counts.sum()) if counts is not None else (source.n_rows() if self.lam is None else None)
-            bars.rows_per_epoch = n_rows
+            bars.rows_per_epoch = bars.rows_per_epoch or n_rows
             if n_rows == 0:
                 raise ValueError("fit_chunks got no chunks with rows.")
             classes = self._partial_fit_classes(stream_classes if classes is None else classes)

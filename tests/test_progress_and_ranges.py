@@ -7,6 +7,7 @@ import time
 
 import nvtx
 import pytest
+from tqdm import tqdm
 
 from gpusvm import _instrumentation
 from gpusvm import (
@@ -121,6 +122,28 @@ def test_the_pass_over_the_labels_has_its_bar_and_gives_the_epochs_their_total(d
     FTRLClassifier(max_iter=1, verbose=1, random_state=0, backend="numpy").fit_chunks(SlowChunks(*data, seconds=0))
     err = capsys.readouterr().err
     assert "FTRLClassifier reading the labels" in err and "200/200" in err
+
+
+FAILING_STREAMED_FITS = {
+    "Pegasos-missing-class": lambda X, y: PegasosSVC(class_weight="balanced", verbose=1, backend="numpy").fit_chunks(
+        [(X, y)], classes=[0, 1, 2]
+    ),
+    "FTRL-no-rows": lambda X, y: FTRLClassifier(verbose=1, backend="numpy").fit_chunks([(X[:0], y[:0])] * 2),
+    "FTRL-mixed-labels": lambda X, y: FTRLClassifier(verbose=1, backend="numpy").fit_chunks(
+        [(X[:100], y[:100]), (X[100:], y[100:].astype(str))]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", FAILING_STREAMED_FITS)
+def test_a_failed_streamed_fit_closes_its_bar(name, data, capsys):
+    """Closed however the fit ends: an open bar would stay registered with tqdm (while
+    an interactive session keeps the traceback) and push every later bar a line down."""
+    with pytest.raises(ValueError) as failure:  # its traceback kept, as a session keeps it
+        FAILING_STREAMED_FITS[name](*data)
+    assert failure.tb is not None
+    assert not [bar for bar in tqdm._instances if "reading the labels" in str(bar.desc)]
+    assert capsys.readouterr().err.endswith("\n")  # verbose=1: the bar's line ended
 
 
 @pytest.fixture

@@ -513,7 +513,15 @@ def test_available_memory_without_psutil_is_linuxs_else_sysconfs_else_a_constant
     assert row_cache.available_memory_bytes() > 0
     monkeypatch.setattr(os, "sysconf", lambda name: (_ for _ in ()).throw(ValueError(name)))
     assert row_cache.available_memory_bytes() == row_cache.AVAILABLE_MEMORY_UNKNOWN_MB * 2**20
-    assert row_cache.total_memory_bytes() is None
+    assert row_cache.total_memory_bytes() is None and not row_cache.host_memory_low()  # unknown: no floor
+
+
+def test_the_memory_floor_needs_both_readings(monkeypatch):
+    monkeypatch.setattr(row_cache, "total_memory_bytes", lambda: 32 * 2**30)
+    monkeypatch.setattr(row_cache, "read_available_memory_bytes", lambda: None)  # e.g. no psutil on macOS
+    assert not row_cache.host_memory_low()
+    monkeypatch.setattr(row_cache, "read_available_memory_bytes", lambda: 2**30)
+    assert row_cache.host_memory_low()
 
 
 def low_memory_after(monkeypatch, rows_read, row_bytes):
@@ -522,7 +530,7 @@ def low_memory_after(monkeypatch, rows_read, row_bytes):
     monkeypatch.setattr(row_cache, "MEMORY_CHECK_BYTES", row_bytes)
     monkeypatch.setattr(row_cache, "total_memory_bytes", lambda: 100)
     reads = iter([50] * (rows_read - 1) + [5] * 10**6)  # below the floor of 10 from the rows_read-th read
-    monkeypatch.setattr(row_cache, "available_memory_bytes", lambda: next(reads))
+    monkeypatch.setattr(row_cache, "read_available_memory_bytes", lambda: next(reads))
 
 
 def test_row_cache_stops_growing_when_the_hosts_memory_runs_low_and_evicts_instead(rng, monkeypatch):
@@ -541,6 +549,25 @@ def test_row_cache_stops_growing_when_the_hosts_memory_runs_low_and_evicts_inste
     # a call that needs more rows than it may evict: the rest take fresh slots
     np.testing.assert_array_equal(cache.rows(np.arange(30)), matrix[:30])
     assert 30 <= cache.n_used <= cache.capacity
+
+
+def test_the_memory_floor_is_read_at_the_first_slot_blames_no_full_cache_and_bounds_prefetch(rng, monkeypatch):
+    matrix = rng.normal(size=(40, 7))
+    monkeypatch.setattr(row_cache, "total_memory_bytes", lambda: 100)
+    monkeypatch.setattr(row_cache, "read_available_memory_bytes", lambda: 5)  # low from the start
+    small, _ = recording_cache(matrix, kept_rows=40)  # far below MEMORY_CHECK_BYTES: read all the same
+    small.rows(np.array([0, 1]))
+    assert small.memory_bound and small.grow_limit == 2
+    for row in range(2, 40):  # a prefetch hint at every miss: no fresh slot for it past the floor
+        np.testing.assert_array_equal(small.rows(np.array([row]), prefetch=lambda: np.arange(40)), matrix[[row]])
+    assert small.n_used == 2 and small.prefetched == 0
+    monkeypatch.setattr(row_cache, "read_available_memory_bytes", lambda: 50)
+    full, _ = recording_cache(matrix, kept_rows=4)
+    full.rows(np.arange(4))
+    monkeypatch.setattr(row_cache, "read_available_memory_bytes", lambda: 5)
+    for row in range(4, 40):  # a cache full at its size: bounded by cache_size, not by memory
+        full.rows(np.array([row]))
+    assert not full.memory_bound and "Set cache_size" in full.use().warning("cache_size", 0.1, "MB")
 
 
 def test_a_fit_whose_cache_stops_growing_gives_the_same_model(rng, monkeypatch):

@@ -41,8 +41,8 @@ THRASH_RECOMPUTES = 3
 # A host cache stops taking fresh slots once the host's available memory falls below this
 # share of its total, and evicts from then on: parallel fits (a grid search's jobs), each
 # sized at its start, would otherwise fill their caches together, into swap or the OOM
-# killer. The available memory is read again each time this many bytes of fresh slots
-# have been taken.
+# killer. The available memory is read at the first fresh slot, then each time this many
+# bytes of fresh slots have been taken.
 MEMORY_FLOOR_SHARE = 0.10
 MEMORY_CHECK_BYTES = 256 * 2**20
 
@@ -112,7 +112,7 @@ class KernelRowCache:
         self.row_bytes = row_bytes = max(1, n_columns * np.dtype(dtype).itemsize)
         self.capacity = self.grow_limit = int(min(n_rows, max(1, max_bytes // row_bytes)))
         self.memory_check_rows = max(1, MEMORY_CHECK_BYTES // row_bytes) if on_host else None
-        self.next_memory_check = self.memory_check_rows  # slots in use at which memory is read next
+        self.next_memory_check = 0 if on_host else None  # slots in use at which memory is read next
         self.memory_bound = False
         self.product_rows = int(max(1, block_bytes // (row_bytes if product_row_bytes is None else product_row_bytes)))
         # prefetch at most half the cache per miss, so a small cache does not evict what it serves
@@ -157,7 +157,7 @@ class KernelRowCache:
         missing = indices[~hit]
         if missing.size:
             asked = missing.size
-            room = min(self.block_rows, self.capacity - indices.size)  # never evict this call's hits
+            room = min(self.block_rows, self.grow_limit - indices.size)  # never evict this call's hits
             earned = 2 * self.prefetch_used + PREFETCH_START - self.prefetched
             if prefetch is not None and min(room - asked, earned) > 0:
                 missing = np.concatenate([missing, self._not_kept(prefetch(), missing, min(room - asked, earned))])
@@ -227,14 +227,15 @@ class KernelRowCache:
         """``count`` slots to fill: unused ones first (up to ``grow_limit``), then the
         least recently used."""
         filled = self.n_used
-        if self.next_memory_check is not None and filled >= self.next_memory_check:
+        if self.next_memory_check is not None and self.next_memory_check <= filled < self.capacity:
             self._check_host_memory()
         fresh = max(0, min(count, self.grow_limit - filled))
         evicted = np.empty(0, dtype=np.int64)
         if fresh < count:  # rows used at this clock are hits of the current call: keep them
             candidates = np.flatnonzero(self.last_used[:filled] < self.clock)
             # past the memory floor a call may ask for more rows than it may evict: those
-            # take fresh slots still (within capacity, as they always fit)
+            # take fresh slots still (within capacity, as they always fit; prefetched rows
+            # never need them, as the prefetch fits in grow_limit)
             fresh = max(fresh, count - candidates.size)
             if count > fresh:
                 evicted = candidates[np.argpartition(self.last_used[candidates], count - fresh - 1)[: count - fresh]]
@@ -245,8 +246,7 @@ class KernelRowCache:
     def _check_host_memory(self):
         """Stop growing (``memory_bound``) when the host's available memory is below
         ``MEMORY_FLOOR_SHARE`` of its total; else read it again ``MEMORY_CHECK_BYTES`` on."""
-        total = total_memory_bytes()
-        if total is not None and available_memory_bytes() < MEMORY_FLOOR_SHARE * total:
+        if host_memory_low():
             self.grow_limit, self.memory_bound, self.next_memory_check = self.n_used, True, None
         else:
             self.next_memory_check = self.n_used + self.memory_check_rows
@@ -291,9 +291,16 @@ class RowCacheUse:
 
 
 def available_memory_bytes():
+    """The host's available memory (:func:`read_available_memory_bytes`), else
+    ``AVAILABLE_MEMORY_UNKNOWN_MB``."""
+    available = read_available_memory_bytes()
+    return AVAILABLE_MEMORY_UNKNOWN_MB * 2**20 if available is None else available
+
+
+def read_available_memory_bytes():
     """The host's available memory: psutil's reading when psutil is installed, else
     Linux's ``MemAvailable``, else the free pages that ``sysconf`` counts (fewer: the
-    page cache is not free), else ``AVAILABLE_MEMORY_UNKNOWN_MB``."""
+    page cache is not free), else None."""
     try:
         import psutil
     except ImportError:
@@ -306,7 +313,14 @@ def available_memory_bytes():
     try:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, OSError, ValueError):
-        return AVAILABLE_MEMORY_UNKNOWN_MB * 2**20
+        return None
+
+
+def host_memory_low():
+    """Whether the host's available memory is below ``MEMORY_FLOOR_SHARE`` of its total;
+    False when either cannot be read."""
+    available, total = read_available_memory_bytes(), total_memory_bytes()
+    return available is not None and total is not None and available < MEMORY_FLOOR_SHARE * total
 
 
 def total_memory_bytes():
