@@ -146,6 +146,29 @@ def test_a_failed_streamed_fit_closes_its_bar(name, data, capsys):
     assert capsys.readouterr().err.endswith("\n")  # verbose=1: the bar's line ended
 
 
+@pytest.mark.parametrize(
+    "estimator, module, name",
+    [
+        (KernelPegasosSVC(max_iter=2), "gpusvm.solvers.kernel_pegasos._numpy", "HostSteps.run"),
+        (SBPClassifier(max_iter=2, multi_class="ovr"), "gpusvm.solvers.sbp._run", "run_step_block"),
+    ],
+    ids=["KernelPegasosSVC", "SBPClassifier"],
+)
+def test_a_fit_stopped_midway_closes_its_bar(estimator, module, name, data, monkeypatch, capsys):
+    """A fit stopped in its steps (Ctrl-C, an error) closes its bar: an open one would
+    stay on screen under 'auto' and push later bars down."""
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(f"{module}.{name}", stopped)
+    open_before = set(tqdm._instances)
+    with pytest.raises(KeyboardInterrupt) as failure:  # its traceback kept, as a session keeps it
+        estimator.set_params(verbose=1, random_state=0, backend="numpy").fit(*data)
+    assert failure.tb is not None and set(tqdm._instances) <= open_before
+    assert capsys.readouterr().err.endswith("\n")
+
+
 @pytest.fixture
 def opened_ranges(monkeypatch):
     """The names of the nvtx ranges opened while the test runs."""

@@ -101,11 +101,10 @@ def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto",
     steps = make_steps(
         problem, xp, sq_norms=sq_norms, n_steps=n_steps, kernel_cache=kernel_cache, cache_size=cache_size
     )
-    bar = progress_bar(n_steps, "Kernel Pegasos", verbose)
-    for first in range(1, n_steps + 1, SCHEDULE_STEPS):
-        schedule = step_schedule(first, min(n_steps, first + SCHEDULE_STEPS - 1), problem.lam, problem.batch_size)
-        steps.run(schedule)
-        bar.update(len(schedule))
-    bar.close()
+    with progress_bar(n_steps, "Kernel Pegasos", verbose) as bar:  # closed however the loop ends
+        for first in range(1, n_steps + 1, SCHEDULE_STEPS):
+            schedule = step_schedule(first, min(n_steps, first + SCHEDULE_STEPS - 1), problem.lam, problem.batch_size)
+            steps.run(schedule)
+            bar.update(len(schedule))
     row_cache = None if steps.row_cache is None else steps.row_cache.use()
     return steps.counts, steps.stamps, n_steps, steps.kernel_values_source, row_cache

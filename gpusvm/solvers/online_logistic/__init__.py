@@ -111,14 +111,15 @@ def run_online(problem, state, *, n_epochs, shuffle, xp, verbose=0):
     stepper = make_steps(problem, state.copy(), xp)
     n_samples, losses = problem.n_samples, []
     starts = range(0, n_samples, problem.batch_size)
-    bar = progress_bar(n_epochs * len(starts), f"online {problem.rule.kind}", verbose)
-    for epoch in range(n_epochs):
-        order = shuffled_order(problem.seed, epoch, n_samples, xp) if shuffle else None
-        with nvtx.annotate("online.epoch", color="purple"):
-            stepper.start_epoch(order)
-            stepper.run_batches(starts)
-            bar.update(len(starts))
-        losses.append(stepper.epoch_loss_sum() / (n_samples * problem.n_models))
-        bar.set_postfix(loss=f"{losses[-1]:.5g}")
-    bar.close()
+    with progress_bar(
+        n_epochs * len(starts), f"online {problem.rule.kind}", verbose
+    ) as bar:  # closed however the loop ends
+        for epoch in range(n_epochs):
+            order = shuffled_order(problem.seed, epoch, n_samples, xp) if shuffle else None
+            with nvtx.annotate("online.epoch", color="purple"):
+                stepper.start_epoch(order)
+                stepper.run_batches(starts)
+                bar.update(len(starts))
+            losses.append(stepper.epoch_loss_sum() / (n_samples * problem.n_models))
+            bar.set_postfix(loss=f"{losses[-1]:.5g}")
     return stepper.state, losses

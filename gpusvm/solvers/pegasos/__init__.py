@@ -212,23 +212,22 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
     n_steps = steps_per_epoch(problem.n_samples, problem.batch_size)
     averaged = problem.average_start is not None
     stop, objectives = NoImprovementStop(tol, n_iter_no_change), []
-    bar = progress_bar(n_epochs * n_steps, "Pegasos", verbose)
-    for _ in range(n_epochs):
-        with nvtx.annotate("pegasos.epoch", color="purple"):
-            stepper.run_steps(n_steps)
-            bar.update(n_steps)
-        with nvtx.annotate("pegasos.objective", color="red"):
-            objective = primal_objective(
-                problem.X,
-                problem.targets,
-                problem.sample_weight,
-                stepper.state.weights(averaged),
-                problem.lam,
-                problem.fit_intercept,
-            )
-        objectives.append(objective)
-        bar.set_postfix(objective=f"{objective:.5g}")
-        if stop(objective, stepper.state.step):
-            break
-    bar.close()
+    with progress_bar(n_epochs * n_steps, "Pegasos", verbose) as bar:  # closed however the loop ends
+        for _ in range(n_epochs):
+            with nvtx.annotate("pegasos.epoch", color="purple"):
+                stepper.run_steps(n_steps)
+                bar.update(n_steps)
+            with nvtx.annotate("pegasos.objective", color="red"):
+                objective = primal_objective(
+                    problem.X,
+                    problem.targets,
+                    problem.sample_weight,
+                    stepper.state.weights(averaged),
+                    problem.lam,
+                    problem.fit_intercept,
+                )
+            objectives.append(objective)
+            bar.set_postfix(objective=f"{objective:.5g}")
+            if stop(objective, stepper.state.step):
+                break
     return stepper.state, len(objectives), objectives

@@ -562,38 +562,37 @@ def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=N
             steps.synchronize()  # a device's launches are asynchronous: count the work queued so far
         return time.perf_counter() - started
 
-    bar = progress_bar(int(max_steps.max()), "SBP pairs", verbose)
-    block_steps = getattr(steps, "block_steps", 1)  # steps issued together; the clock is read between
-    t = 0
-    with getattr(steps, "host_threads", contextlib.nullcontext)():
-        while active.size:
-            every = checkpoint_every[active]
-            next_due = int(np.minimum(t + every - t % every, max_steps[active]).min())
-            count = min(block_steps, next_due - t)
-            run_pair_block(steps, t + 1, count, active)
-            t += count
-            bar.update(count)
-            out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
-            due = active[(t % checkpoint_every[active] == 0) | (t >= max_steps[active]) | out_of_time]
-            if due.size == 0:
-                continue
-            with nvtx.annotate("sbp.checkpoint", color="cyan"):
-                level[due], bias[due], errors = steps.evaluate(average, due)
-            # the stack's part of the due pairs' records; their own values are filled in at the end
-            checkpoints.append((t, due, level[due], errors, history_record(steps, t, 0, elapsed(), 0.0, None)))
-            objectives.append(due, level[due])
-            held_out = ~np.isnan(errors)
-            improved = held_out & (errors < best_error[due])
-            best_error[due[improved]] = errors[improved]
-            since_best[due] = np.where(improved, 0, since_best[due] + held_out)
-            back = patience[due]
-            stop = (t >= max_steps[due]) | out_of_time | (since_best[due] >= back)
-            if rules.tol is not None:
-                looked = ~held_out & (objectives.counts[due] > back)
-                before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
-                stop |= looked & rules.gained_too_little(before, level[due], 1 / steps.eta0[due])
-            active = np.setdiff1d(active, due[stop])
-    bar.close()
+    with progress_bar(int(max_steps.max()), "SBP pairs", verbose) as bar:  # closed however the loop ends
+        block_steps = getattr(steps, "block_steps", 1)  # steps issued together; the clock is read between
+        t = 0
+        with getattr(steps, "host_threads", contextlib.nullcontext)():
+            while active.size:
+                every = checkpoint_every[active]
+                next_due = int(np.minimum(t + every - t % every, max_steps[active]).min())
+                count = min(block_steps, next_due - t)
+                run_pair_block(steps, t + 1, count, active)
+                t += count
+                bar.update(count)
+                out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
+                due = active[(t % checkpoint_every[active] == 0) | (t >= max_steps[active]) | out_of_time]
+                if due.size == 0:
+                    continue
+                with nvtx.annotate("sbp.checkpoint", color="cyan"):
+                    level[due], bias[due], errors = steps.evaluate(average, due)
+                # the stack's part of the due pairs' records; their own values are filled in at the end
+                checkpoints.append((t, due, level[due], errors, history_record(steps, t, 0, elapsed(), 0.0, None)))
+                objectives.append(due, level[due])
+                held_out = ~np.isnan(errors)
+                improved = held_out & (errors < best_error[due])
+                best_error[due[improved]] = errors[improved]
+                since_best[due] = np.where(improved, 0, since_best[due] + held_out)
+                back = patience[due]
+                stop = (t >= max_steps[due]) | out_of_time | (since_best[due] >= back)
+                if rules.tol is not None:
+                    looked = ~held_out & (objectives.counts[due] > back)
+                    before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
+                    stop |= looked & rules.gained_too_little(before, level[due], 1 / steps.eta0[due])
+                active = np.setdiff1d(active, due[stop])
     histories = [[] for _ in range(n_pairs)]
     cache_use = row_cache_use(steps)  # the stack's, shared by its pairs
     for t, due, levels, errors, record in checkpoints:

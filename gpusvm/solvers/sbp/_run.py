@@ -49,31 +49,30 @@ def run_sbp(problem, steps, rules, *, checkpoint_every=None, average=True, verbo
         steps.synchronize()  # launches are asynchronous: count the work queued so far
         return time.perf_counter() - started
 
-    bar = progress_bar(max_steps, "SBP", verbose)
-    block_steps = getattr(steps, "block_steps", 1)  # steps issued together; the clock is read between
-    t = 0
-    while t < max_steps:
-        count = min(block_steps, checkpoint_every - t % checkpoint_every, max_steps - t)
-        run_step_block(steps, t + 1, count)
-        t += count
-        bar.update(count)
-        out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
-        if t % checkpoint_every and t < max_steps and not out_of_time:
-            continue
-        record, level, bias = checkpoint(steps, average, t, evals_per_step * t, elapsed())
-        history.append(record)
-        if record["holdout_error"] is None:
-            stalled = rules.objective_stalled(history, 1 / steps.eta0)
-        else:
-            stalled = False
-            bar.set_postfix(holdout_error=f"{record['holdout_error']:.4f}", refresh=False)
-            if record["holdout_error"] < best_error:
-                best_error, checkpoints_since_best = record["holdout_error"], 0
+    with progress_bar(max_steps, "SBP", verbose) as bar:  # closed however the loop ends
+        block_steps = getattr(steps, "block_steps", 1)  # steps issued together; the clock is read between
+        t = 0
+        while t < max_steps:
+            count = min(block_steps, checkpoint_every - t % checkpoint_every, max_steps - t)
+            run_step_block(steps, t + 1, count)
+            t += count
+            bar.update(count)
+            out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
+            if t % checkpoint_every and t < max_steps and not out_of_time:
+                continue
+            record, level, bias = checkpoint(steps, average, t, evals_per_step * t, elapsed())
+            history.append(record)
+            if record["holdout_error"] is None:
+                stalled = rules.objective_stalled(history, 1 / steps.eta0)
             else:
-                checkpoints_since_best += 1
-        if out_of_time or stalled or checkpoints_since_best >= rules.n_iter_no_change:
-            break
-    bar.close()
+                stalled = False
+                bar.set_postfix(holdout_error=f"{record['holdout_error']:.4f}", refresh=False)
+                if record["holdout_error"] < best_error:
+                    best_error, checkpoints_since_best = record["holdout_error"], 0
+                else:
+                    checkpoints_since_best += 1
+            if out_of_time or stalled or checkpoints_since_best >= rules.n_iter_no_change:
+                break
     alpha, support = steps.coefficients(average)
     return SBPResult(
         alpha=alpha, level=level, bias=bias, n_steps=t, history=history, support=support, row_cache=row_cache_use(steps)
