@@ -282,9 +282,9 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             if needed
         ]
         source.check_passes(counting[:1] + [f"max_iter={self.max_iter}"] * self.max_iter)
-        # the bars from here: the wait for 'auto' counts the pass over the labels
-        # the epochs' length when the reader tells it (asked only where lam needs it: the
-        # question may cost a reader a scan of its file)
+        # The bars start here, so the wait for 'auto' counts the pass over the labels; the
+        # epochs' length when the reader tells it (asked only where lam needs it anyway:
+        # the question may cost a reader a scan of its file).
         known_rows = source.n_rows() if self.lam is None and source.knows_n_rows() else None
         with restore_on_error(self), EpochBars("PegasosSVC", self.max_iter, self.verbose, known_rows) as bars:
             self._forget_training_state()
