@@ -29,6 +29,9 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 # points above, in up to 9.6 times.
 DEFAULT_SOLVER = "sbp"
 _GLOBAL_PARAMS = ("backend", "verbose")  # options of every command, not per solver
+# The training accuracy train reports is read off at most this many rows, drawn at random:
+# a kernel model's predictions over all of Adult's 32,561 took 5.5 s after an 8 s fit.
+TRAINING_ACCURACY_ROWS = 10_000
 
 
 class UsageError(Exception):
@@ -253,10 +256,23 @@ def train_command(args, out):
     save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds}, overwrite=args.force)
     out(
         f"Trained {type(model).__name__} (--solver {args.solver}) on {X.shape[0]} rows x {X.shape[1]} features "
-        f"with {model.backend_} in {seconds:.3f} s; training accuracy {model.score(X, y):.4%}."
+        f"with {model.backend_} in {seconds:.3f} s; {_training_accuracy(model, X, y)}."
     )
     out(f"Model written to {path}")
     return EXIT_OK
+
+
+def _training_accuracy(model, X, y):
+    """The model's accuracy on its training rows, on ``TRAINING_ACCURACY_ROWS`` of them
+    drawn at random when there are more (its standard error then at most 0.5 points)."""
+    n_rows = X.shape[0]
+    if n_rows <= TRAINING_ACCURACY_ROWS:
+        return f"training accuracy {model.score(X, y):.4%}"
+    rows = np.sort(np.random.default_rng(0).choice(n_rows, TRAINING_ACCURACY_ROWS, replace=False))
+    return (
+        f"training accuracy {model.score(X[rows], y[rows]):.2%} "
+        f"(on {TRAINING_ACCURACY_ROWS:,} of its rows, drawn at random)"
+    )
 
 
 def _train_on_chunks(model, args, path, out):

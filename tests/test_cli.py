@@ -12,7 +12,9 @@ from sklearn.datasets import dump_svmlight_file
 from gpusvm import SBPClassifier, load
 from gpusvm._backend import cupy_device_count
 from gpusvm._registry import SOLVERS
+from gpusvm import cli
 from gpusvm.cli import main, parse_value
+from gpusvm.data_files import read_data
 from gpusvm.datasets import load_adult
 
 QUICK_OPTIONS = {
@@ -155,6 +157,19 @@ def test_the_default_solver_is_an_rbf_svm_taking_c_like_svm_trains(adult_files, 
     assert isinstance(model, SBPClassifier) and model.C == 2 and model.kernel == "rbf"
     X_test = load_adult()[2][:500, : model.n_features_in_]  # the training file's last features are unused
     assert model.score(X_test, y_test) > 0.8
+
+
+def test_the_training_accuracy_is_read_off_a_sample_of_a_large_training_set(adult_files, tmp_path, capsys, monkeypatch):
+    folder, _ = adult_files
+    args = ("train", "--solver", "ftrl", "--max-iter", 1, folder / "train.svm", tmp_path / "m")
+    code, out, _ = run(capsys, *args)
+    assert code == 0 and "(on" not in out  # 1,000 rows: all of them
+    monkeypatch.setattr(cli, "TRAINING_ACCURACY_ROWS", 300)
+    code, out, _ = run(capsys, *args, "--force")
+    model = load(tmp_path / "m")
+    X, y, _ = read_data(folder / "train.svm", n_features=model.n_features_in_)
+    rows = np.sort(np.random.default_rng(0).choice(1000, 300, replace=False))
+    assert code == 0 and f"training accuracy {model.score(X[rows], y[rows]):.2%} (on 300 of its rows" in out
 
 
 def test_info(capsys):
