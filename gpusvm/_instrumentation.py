@@ -60,10 +60,10 @@ class EpochBars:
 
     COUNTING = "counting"  # the pass before the first epoch, in place of an epoch number
 
-    def __init__(self, desc, max_epochs, verbose, rows_per_epoch=None):
+    def __init__(self, desc, max_epochs, verbose, rows_per_epoch=None, started=None):
         self.desc, self.max_epochs, self.verbose = desc, max_epochs, verbose
         self.rows_per_epoch, self.bar, self.epoch, self.rows = rows_per_epoch, None, None, 0
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started  # the fit's start (time.monotonic)
 
     def __enter__(self):
         return self

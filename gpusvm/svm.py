@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 from numbers import Integral, Real
 
@@ -269,6 +270,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         -------
         self
         """
+        started = time.monotonic()  # a reader's scan of its file, below, counts in the wait for 'auto'
         self._validate_params()
         source = ChunkSource(chunks)
         balanced = isinstance(self.class_weight, str) and self.class_weight == "balanced"
@@ -282,11 +284,11 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             if needed
         ]
         source.check_passes(counting[:1] + [f"max_iter={self.max_iter}"] * self.max_iter)
-        # The bars start here, so the wait for 'auto' counts the pass over the labels; the
-        # epochs' length when the reader tells it (asked only where lam needs it anyway:
-        # the question may cost a reader a scan of its file).
+        # the epochs' length when the reader tells it (asked only where lam needs it anyway:
+        # the question may cost a reader a scan of its file)
         known_rows = source.n_rows() if self.lam is None and source.knows_n_rows() else None
-        with restore_on_error(self), EpochBars("PegasosSVC", self.max_iter, self.verbose, known_rows) as bars:
+        bars = EpochBars("PegasosSVC", self.max_iter, self.verbose, known_rows, started)
+        with restore_on_error(self), bars:
             self._forget_training_state()
             stream_classes, counts = (
                 source.label_counts(" and ".join(counting), rows_read=bars.count) if counting else (None, None)

@@ -6,6 +6,7 @@ import contextlib
 import time
 
 import nvtx
+import numpy as np
 import pytest
 from tqdm import tqdm
 
@@ -81,6 +82,16 @@ def test_auto_shows_the_bar_once_work_is_long_and_erases_it(
     assert err.endswith("\r") and err.rsplit("\r", 2)[-2].strip() == ""  # the line blanked when the fit ended
 
 
+def test_epoch_bars_count_the_wait_from_the_start_they_are_given(monkeypatch, capsys):
+    """PegasosSVC.fit_chunks gives its start, before a reader's scan of its file."""
+    monkeypatch.setattr(_instrumentation, "AUTO_PROGRESS_DELAY", 5.0)
+    with _instrumentation.EpochBars("Scanned", 1, "auto", started=time.monotonic() - 10) as bars:
+        bars.update(0, 5)
+        time.sleep(0.6)  # past tqdm's half second between redraws
+        bars.update(0, 5)
+    assert "Scanned epoch 1/1" in capsys.readouterr().err
+
+
 def test_a_streamed_fits_bars_wait_from_the_fits_start_not_each_epochs(monkeypatch, capsys):
     """Epochs of 0.1 s in a fit that has run past the delay: the next epoch's bar shows."""
     monkeypatch.setattr(_instrumentation, "AUTO_PROGRESS_DELAY", 0.15)
@@ -149,22 +160,27 @@ def test_a_failed_streamed_fit_closes_its_bar(name, data, capsys):
 @pytest.mark.parametrize(
     "estimator, module, name",
     [
+        (PegasosSVC(max_iter=2), "gpusvm.solvers.pegasos", "primal_objective"),
+        (FTRLClassifier(max_iter=2), "gpusvm.solvers.online_logistic", "shuffled_order"),
         (KernelPegasosSVC(max_iter=2), "gpusvm.solvers.kernel_pegasos._numpy", "HostSteps.run"),
         (SBPClassifier(max_iter=2, multi_class="ovr"), "gpusvm.solvers.sbp._run", "run_step_block"),
+        (SBPClassifier(max_iter=2, multi_class="ovo"), "gpusvm.solvers.sbp._pairs", "run_pair_block"),
     ],
-    ids=["KernelPegasosSVC", "SBPClassifier"],
+    ids=["PegasosSVC", "FTRLClassifier", "KernelPegasosSVC", "SBPClassifier-ovr", "SBPClassifier-ovo"],
 )
-def test_a_fit_stopped_midway_closes_its_bar(estimator, module, name, data, monkeypatch, capsys):
+def test_a_fit_stopped_midway_closes_its_bar(estimator, module, name, rng, monkeypatch, capsys):
     """A fit stopped in its steps (Ctrl-C, an error) closes its bar: an open one would
     stay on screen under 'auto' and push later bars down."""
 
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
 
+    X = rng.normal(size=(300, 5))
+    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=300), [-0.5, 0.5])  # three classes: one-vs-one has pairs
     monkeypatch.setattr(f"{module}.{name}", stopped)
     open_before = set(tqdm._instances)
     with pytest.raises(KeyboardInterrupt) as failure:  # its traceback kept, as a session keeps it
-        estimator.set_params(verbose=1, random_state=0, backend="numpy").fit(*data)
+        estimator.set_params(verbose=1, random_state=0, backend="numpy").fit(X, y)
     assert failure.tb is not None and set(tqdm._instances) <= open_before
     assert capsys.readouterr().err.endswith("\n")
 
