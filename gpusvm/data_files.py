@@ -196,7 +196,7 @@ def _read_npz(path):
             y = archive["y"] if "y" in keys else None
             if "X" in keys:
                 X = archive["X"]
-            elif {"data", "indices", "indptr", "shape", "format"} <= keys:
+            elif {"shape", "format"} <= keys:  # scipy.sparse.save_npz: CSR, CSC, COO, BSR or DIA
                 X = sp.load_npz(path).tocsr()
             else:
                 raise DataFileError(

@@ -161,6 +161,15 @@ def test_a_csv_byte_order_mark_is_not_part_of_the_first_label(tmp_path):
     assert in_memory_error(path).startswith(f"{path}, line 1 '1,x,2'")
 
 
+@pytest.mark.parametrize("sparse_format", ["csr", "csc", "coo", "bsr", "dia"])
+def test_every_format_scipy_saves_reads_as_csr(tmp_path, sparse_format):
+    path = tmp_path / "data.npz"
+    X = sp.random(6, 4, density=0.5, format="csr", random_state=0)
+    sp.save_npz(path, X.asformat(sparse_format))
+    read, labels, _ = read_data(path)
+    assert sp.isspmatrix_csr(read) and labels is None and (read != X).nnz == 0
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_an_npz_file_with_nan_infinity_or_no_rows_is_refused_naming_the_row(tmp_path, sparse):
     path = tmp_path / "data.npz"
