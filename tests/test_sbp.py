@@ -224,6 +224,9 @@ def test_row_cache_returns_the_rows_it_is_asked_for(rng):
         rows = np.unique(rng.integers(0, 30, size=rng.integers(1, 8)))
         np.testing.assert_array_equal(cache.rows(rows), matrix[rows])
     assert cache.rows_computed == sum(c.size for c in calls)
+    order = np.array([1, 0, 1, 2])  # repeats, kept or computed apart (more rows than it holds)
+    np.testing.assert_array_equal(cache.rows(np.array([7, 2, 9]), order=order), matrix[[2, 7, 2, 9]])
+    np.testing.assert_array_equal(cache.rows(np.arange(8), order=order), matrix[[1, 0, 1, 2]])
     recent = np.array([3, 4])
     cache.rows(recent)
     before = cache.rows_computed

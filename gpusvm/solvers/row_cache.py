@@ -129,8 +129,10 @@ class KernelRowCache:
         self.prefetched = 0  # rows prefetched so far
         self.prefetch_used = 0  # of those, rows later asked for
 
-    def rows(self, indices, prefetch=None):
-        """The rows of distinct ``indices`` (int array), shape ``(len(indices), n_columns)``.
+    def rows(self, indices, prefetch=None, order=None):
+        """The rows of distinct ``indices`` (int array), shape ``(len(indices), n_columns)``;
+        with ``order``, the rows of ``indices[order]`` (repeats allowed), gathered in
+        one copy.
 
         ``prefetch``, a callable returning row indices, most wanted first, is called on
         a miss: the first of its rows not yet kept are computed in the same block, up to
@@ -141,8 +143,10 @@ class KernelRowCache:
             self.clock += 1
             self.rows_computed += indices.size
             self.ever_computed[indices] = True
-            return self.compute_rows(indices)
-        return self.store[self.slots(indices, prefetch)]
+            computed = self.compute_rows(indices)
+            return computed if order is None else computed[order]
+        slots = self.slots(indices, prefetch)
+        return self.store[slots if order is None else slots[order]]
 
     def slots(self, indices, prefetch=None):
         """The slots of ``store`` holding the rows of distinct ``indices`` (at most

@@ -69,9 +69,6 @@ class HostSteps:
 
     def _drawn_kernel_rows(self, rows):
         """The kernel rows of ``rows`` (a row drawn twice is there twice, and counts
-        twice), a new array gathered from the row cache in one copy."""
-        cache = self.row_cache
+        twice), a new array from the row cache."""
         distinct, position = np.unique(rows, return_inverse=True)
-        if distinct.size > cache.capacity:  # more than the cache holds: computed apart
-            return cache.rows(distinct)[position]
-        return cache.store[cache.slots(distinct)[position]]
+        return self.row_cache.rows(distinct, order=position)

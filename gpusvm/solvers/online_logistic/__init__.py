@@ -111,9 +111,8 @@ def run_online(problem, state, *, n_epochs, shuffle, xp, verbose=0):
     stepper = make_steps(problem, state.copy(), xp)
     n_samples, losses = problem.n_samples, []
     starts = range(0, n_samples, problem.batch_size)
-    with progress_bar(
-        n_epochs * len(starts), f"online {problem.rule.kind}", verbose
-    ) as bar:  # closed however the loop ends
+    # the bar is closed however the loop ends
+    with progress_bar(n_epochs * len(starts), f"online {problem.rule.kind}", verbose) as bar:
         for epoch in range(n_epochs):
             order = shuffled_order(problem.seed, epoch, n_samples, xp) if shuffle else None
             with nvtx.annotate("online.epoch", color="purple"):
