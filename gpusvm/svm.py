@@ -293,8 +293,8 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             stream_classes, counts = (
                 source.label_counts(" and ".join(counting), rows_read=bars.count) if counting else (None, None)
             )
-            n_rows = int(counts.sum()) if counts is not None else (source.n_rows() if self.lam is None else None)
-            bars.rows_per_epoch = bars.rows_per_epoch or n_rows
+            n_rows = int(counts.sum()) if counts is not None else known_rows  # known when lam needs it
+            bars.rows_per_epoch = n_rows
             if n_rows == 0:
                 raise ValueError("fit_chunks got no chunks with rows.")
             classes = self._partial_fit_classes(stream_classes if classes is None else classes)
