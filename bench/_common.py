@@ -217,15 +217,18 @@ def peak_rss_bytes():
 
 def in_fresh_process(script, *arguments):
     """Run ``script`` (Python source that may call ``peak_rss_bytes()`` and prints a JSON
-    object on its last line) in a new interpreter with gpusvm's checkout on its path,
-    with ``arguments`` as ``sys.argv[1:]``; return that object."""
+    object on its last line) in a new interpreter with gpusvm's checkout first on its path
+    (before this process's ``PYTHONPATH``, which may hold gpusvm's dependencies, as on a
+    GPU window), with ``arguments`` as ``sys.argv[1:]``; return that object."""
+    path = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, "-c", _PEAK_RSS_SOURCE + script, *map(str, arguments)],
-        check=True,
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        env={**os.environ, "PYTHONPATH": path},
     )
+    if done.returncode != 0:
+        raise RuntimeError(f"a fresh process of the benchmark exited with {done.returncode}:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

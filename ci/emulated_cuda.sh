@@ -24,6 +24,7 @@ fi
 export EMU_BUILD="${EMU_BUILD:-$(mktemp -d)}"
 subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sparse
   "tests/test_emulated_device.py"                                                    # the stand-in refuses as CuPy does
+  "tests/test_step_blocks.py"                                                        # graphs by default, direct here
   "tests/test_random.py::test_cupy_stream_matches_numpy"                             # random.cu, common.cuh
   "tests/test_water_level.py::test_gpu_radix_select_on_spread_and_clustered_values"   # water_level.cu
   "tests/test_water_level.py::test_gpu_bias_version_agrees_with_oracle"              # sbp_level.cu

@@ -5,7 +5,7 @@ import zlib
 import numpy as np
 import pytest
 
-from gpusvm._backend import cupy_device_count, is_cupy_array, to_numpy
+from gpusvm._backend import cupy_device_count, is_cupy_array, resolve_backend, to_numpy
 
 NO_DEVICE = "backend='cupy' needs CuPy and a CUDA device; this machine has none"
 
@@ -34,6 +34,12 @@ def assert_same_result(actual, desired, backend):
         np.testing.assert_allclose(actual, desired, rtol=1e-10, atol=1e-12)
     else:
         np.testing.assert_array_equal(actual, desired)
+
+
+def default_backend():
+    """The backend a model's default ``backend='auto'`` runs on here: 'numpy' on a CPU
+    machine, 'cupy' where the suite runs with ``GPUSVM_BACKEND=cupy`` (a device window)."""
+    return resolve_backend("auto")
 
 
 @pytest.fixture

@@ -76,6 +76,7 @@ def test_a_device_older_than_compute_capability_6_is_refused_clearly(monkeypatch
     """float64 atomicAdd needs compute capability 6.0: 'cupy' says so, 'auto' falls back."""
     import gpusvm._backend as backend_module
 
+    monkeypatch.delenv("GPUSVM_BACKEND", raising=False)  # 'auto' as the user's default (a device run sets it)
     monkeypatch.setattr(backend_module, "cupy_device_count", lambda: 1)
     monkeypatch.setattr(backend_module, "current_device_problem", lambda: backend_module._device_problem(0, 52))
     assert resolve_backend("auto") == "numpy"
@@ -89,6 +90,7 @@ def test_a_device_older_than_what_nvrtc_compiles_for_is_refused_clearly(monkeypa
     refused for that reason (the float64 atomics alone would allow it)."""
     import gpusvm._backend as backend_module
 
+    monkeypatch.delenv("GPUSVM_BACKEND", raising=False)
     monkeypatch.setattr(backend_module, "cupy_device_count", lambda: 1)
     monkeypatch.setattr(backend_module, "current_device_problem", lambda: backend_module._device_problem(0, 70, 75))
     assert resolve_backend("auto") == "numpy"

@@ -13,6 +13,8 @@ from gpusvm import PegasosSVC
 from gpusvm.cli import main
 from gpusvm.datasets import load_adult, load_svmlight
 
+from .conftest import needs_device
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -91,12 +93,7 @@ def test_adult_benchmark_quick_writes_results():
 
 
 def test_svmlight_reading_benchmark_quick_writes_results():
-    subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "svmlight_reading.py"), "--quick"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    run_bench("svmlight_reading.py")
     written = sorted(
         (ROOT / "bench" / "results").glob("svmlight_reading-*-quick.json"), key=lambda p: p.stat().st_mtime
     )
@@ -193,13 +190,14 @@ def test_online_benchmarks_quick_write_results_and_figure():
 
 def run_bench(script, *arguments, result=None):
     """Run ``bench/<script> --quick``; return the JSON result it wrote (``result``: its name)."""
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / script), "--quick", *arguments],
-        check=True,
         capture_output=True,
+        text=True,
         timeout=600,
         cwd=ROOT,
     )
+    assert done.returncode == 0, f"bench/{script} exited with {done.returncode}:\n{done.stderr[-3000:]}"
     name = result or Path(script).stem
     written = (ROOT / "bench" / "results").glob(f"{name}-*-quick.json")  # the newest: not an emulated dry run's
     return json.loads(max(written, key=lambda path: path.stat().st_mtime).read_text())
@@ -275,6 +273,35 @@ def test_streamed_throughput_benchmark_quick_times_both_ways_on_the_same_rows():
         assert r["rows"] == 20_000 and r["in_memory_s"] > 0 and r["streamed_s"] > 0
         assert r["streamed_rows_per_s"] == pytest.approx(r["rows"] / r["streamed_s"], rel=1e-2)
         assert r["streamed_of_in_memory"] == pytest.approx(r["in_memory_s"] / r["streamed_s"], rel=1e-2)
+
+
+def test_a_fresh_benchmark_process_keeps_the_python_path_it_was_given(monkeypatch, tmp_path):
+    """The checkout first, then the caller's PYTHONPATH (on a GPU window it holds gpusvm's
+    dependencies: without it the child could not import gpusvm); a failing child's error
+    shows its stderr."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from _common import in_fresh_process
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    got = in_fresh_process("import json, os\nprint(json.dumps(os.environ['PYTHONPATH']))")
+    assert got.split(":") == [str(ROOT), str(tmp_path)]
+    with pytest.raises(RuntimeError, match="(?s)exited with 1:.*ZeroDivisionError"):
+        in_fresh_process("1 / 0")
+
+
+@needs_device
+def test_sbp_launches_benchmark_quick_times_each_launch_of_a_step():
+    """bench/sbp_launches.py (a device only): every launch of the SBP step by name, its
+    share of the step, and how many levels the search's windows missed."""
+    rows = run_bench("sbp_launches.py")["results"]
+    assert {(r["classes"], r["steps_from"]) for r in rows} == {(1, 4), (1, 12), (10, 4), (10, 12)}
+    assert {"sbp_level_gather", "sbp_level_solve", "sbp_count_and_draw"} <= {r["launch"] for r in rows}
+    for classes, first in {(r["classes"], r["steps_from"]) for r in rows}:
+        phase = [r for r in rows if (r["classes"], r["steps_from"]) == (classes, first)]
+        assert sum(r["share"] for r in phase) == pytest.approx(1.0)
+        assert all(r["ms_a_step"] > 0 and 0 <= r["levels_by_bisection"] <= 1 for r in phase)
 
 
 def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():

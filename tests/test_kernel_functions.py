@@ -67,6 +67,19 @@ def test_gamma_scale_on_values_whose_squares_leave_the_float_range(rng, sparse):
         resolve_gamma("scale", as_given(X * 1e-170))
 
 
+def test_gamma_scale_of_float32_x_is_summed_in_float64(backend, rng):
+    """float32 X gets the gamma of its values summed in float64, on both backends: float32
+    sums, which NumPy and CuPy add in different orders, gave gammas apart in the seventh
+    digit (an H200 run, 2026-11-27), and SBP's nu='auto' pilot turned that into models
+    apart in the fourth."""
+    X = (1000 + rng.normal(size=(100_000, 10))).astype(np.float32)
+    S = sp.random(20_000, 50, density=0.1, random_state=0, format="csr", dtype=np.float32)
+    S.data += 100
+    for given, exact in [(X, X.astype(np.float64)), (S, S.toarray().astype(np.float64))]:
+        expected = 1 / (given.shape[1] * exact.var())
+        assert resolve_gamma("scale", to_backend(given, backend)) == pytest.approx(expected, rel=1e-12)
+
+
 def test_gamma_scale_of_sparse_x_is_dense_xs_on_near_constant_values(rng):
     """The sparse variance is taken about the mean: near-constant values gave a variance
     of rounding noise (or below 0: a division by zero, or a negative gamma)."""

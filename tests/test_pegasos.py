@@ -334,7 +334,7 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(
     )
     monkeypatch.setattr(step_blocks, "BLOCK_STEPS", 3)  # at batch 4, 13 steps an epoch: blocks of 3, 3, 3, 3, 1
     monkeypatch.setattr(step_blocks, "default_mode", lambda: mode)
-    monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: True)
+    monkeypatch.setattr(step_blocks, "fused_steps_default", lambda batch_size=None: True)
     fused = PegasosSVC(**settings).fit(X, y)
     steps = -(-X.shape[0] // batch)
     epoch_blocks = [3] * (steps // 3) + ([steps % 3] if steps % 3 else [])
@@ -355,7 +355,7 @@ def test_device_fused_steps_give_the_reference_and_the_direct_model(
     )
     np.testing.assert_allclose(weights_of(fused), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
     fused.partial_fit(X[:9], y[:9])
-    monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: False)
+    monkeypatch.setattr(step_blocks, "fused_steps_default", lambda batch_size=None: False)
     fused_lengths.clear()
     direct = PegasosSVC(**settings).fit(X, y).partial_fit(X[:9], y[:9])
     assert fused_lengths == []
@@ -482,7 +482,7 @@ def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse, monkeypatch
         np.testing.assert_array_equal(given, drawn)
         return
     np.testing.assert_allclose(given, drawn, rtol=1e-12, atol=1e-14)  # float64 atomics add in any order
-    monkeypatch.setattr(step_blocks, "fused_steps_default", lambda: True)
+    monkeypatch.setattr(step_blocks, "fused_steps_default", lambda batch_size=None: True)
     given_fused = stepped(pegasos_stepper(problem(gathered_rows), start.copy(), backend, given_from=first))
     np.testing.assert_allclose(given_fused, drawn, rtol=1e-11, atol=1e-12 * np.abs(drawn).max())  # sums reordered
 

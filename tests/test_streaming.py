@@ -29,7 +29,7 @@ from gpusvm.cli import main
 from gpusvm.data_files import NpzChunks, SvmlightChunks
 from gpusvm.solvers.pegasos import primal_objective
 
-from .conftest import assert_same_result, to_host
+from .conftest import assert_same_result, default_backend, to_host
 from .simulated_streams import load_on_simulated_device
 
 ONLINE = [FTRLClassifier, TruncatedGradientClassifier, FOBOSClassifier, RDAClassifier]
@@ -476,6 +476,8 @@ def test_streamed_fit_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
         dump_svmlight_file(X, y, str(path), zero_based=True)
         whole_csr = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
         for model in (FTRLClassifier(max_iter=1, random_state=0), PegasosSVC(max_iter=1, random_state=0)):
+            if n == 4_000:  # a first fit untraced: the imports and kernel loads a device fit does once
+                model.fit_chunks(SvmlightChunks(path, chunk_rows=1_000, n_features=d), classes=[0, 1])
             reader = SvmlightChunks(path, chunk_rows=1_000, n_features=d)
             tracemalloc.start()
             try:
@@ -645,7 +647,7 @@ def test_fit_chunks_of_dataframes_keeps_their_column_names_and_checks_their_orde
     assert model.feature_names_in_.tolist() == ["a", "b", "c"]
     arrays = Estimator(max_iter=2, random_state=0).fit_chunks([(X[:60], y[:60]), (X[60:], y[60:])])
     assert not hasattr(arrays, "feature_names_in_")
-    np.testing.assert_array_equal(arrays.coef_, coef)  # the same model: names only checked
+    assert_same_result(arrays.coef_, coef, default_backend())  # the same model: names only checked
 
 
 def test_npz_chunks_name_a_bad_chunk_rows_and_a_missing_file(tmp_path):

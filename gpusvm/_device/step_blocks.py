@@ -11,12 +11,15 @@ CUDA graph needs: it is captured once and replayed with one call.
 Modes
 -----
 ``'direct'``
-    Every launch is issued from Python, one after another (the default).
+    Every launch is issued from Python, one after another (``GPUSVM_CUDA_GRAPHS=0``, and
+    wherever CuPy cannot capture a graph).
 ``'graph'``
     Each block length's launches are captured once on a side stream as a CUDA graph
-    and replayed with one ``Graph.launch`` per block.  Set ``GPUSVM_CUDA_GRAPHS=1``.  It
-    stays off by default until a device run shows that it gives the models the direct
-    launches give (``ci/gpu.sh graphs``).
+    and replayed with one ``Graph.launch`` per block: the default since the first GPU
+    window on an H200 (2026-11-27), whose device tests passed with graphs as without
+    and where a pass of a million rows took 2.8 times less time at batch 64 (PegasosSVC:
+    0.133 s against 0.377 s), 2.4 times less at 256, 1.5 at 1,024 and the same at
+    16,384 (``bench/results/roofline-nvidia-h200.md``).
 ``'replay'``
     Each block length's launches are recorded once and replayed with their arguments
     as recorded: what a graph does, in Python, so that the CPU emulation of CUDA
@@ -26,8 +29,10 @@ Fused steps
 -----------
 Orthogonal to the mode: a stepper with a kernel that runs a whole block of steps in one
 launch (``pegasos_fused_steps``) issues that one launch per block instead of its launches
-per step, when ``GPUSVM_FUSED_STEPS=1``.  It stays off by default until a device run
-shows that it gives the direct launches' models, faster (``ci/gpu.sh graphs``).
+per step. By default at batches up to ``FUSED_DEFAULT_MAX_BATCH`` (64), where the H200
+window measured it faster than graphs (a million rows in 0.107 s against 0.133 s at
+batch 64; slower at 256, 0.063 s against 0.040 s); ``GPUSVM_FUSED_STEPS=1`` takes it at
+any batch the kernel fits, ``=0`` never.
 """
 
 from __future__ import annotations
@@ -42,24 +47,37 @@ GRAPH_ENV_VARIABLE = "GPUSVM_CUDA_GRAPHS"
 FUSED_ENV_VARIABLE = "GPUSVM_FUSED_STEPS"
 MODES = ("direct", "graph", "replay")
 BLOCK_STEPS = 128  # steps per block: a few hundred graph nodes, captured in milliseconds
+FUSED_DEFAULT_MAX_BATCH = 64  # fused steps by default up to this batch (measured: see above)
 
 
 def _switch(variable):
-    value = os.environ.get(variable, "0")
-    if value not in ("0", "1"):
+    """'1' or '0' as set in the environment variable, else None."""
+    value = os.environ.get(variable)
+    if value not in (None, "0", "1"):
         raise ValueError(f"{variable} must be '0' or '1', got {value!r}.")
-    return value == "1"
+    return value
 
 
 def default_mode():
-    """``'graph'`` when ``GPUSVM_CUDA_GRAPHS=1``, else ``'direct'``."""
-    return "graph" if _switch(GRAPH_ENV_VARIABLE) else "direct"
+    """``'graph'``, or ``'direct'`` when ``GPUSVM_CUDA_GRAPHS=0``."""
+    return "direct" if _switch(GRAPH_ENV_VARIABLE) == "0" else "graph"
 
 
-def fused_steps_default():
-    """Whether steppers with a fused kernel run a block of steps as one launch
-    (``GPUSVM_FUSED_STEPS=1``)."""
-    return _switch(FUSED_ENV_VARIABLE)
+def fused_steps_default(batch_size=None):
+    """Whether a stepper with a fused kernel runs a block of steps of ``batch_size`` rows
+    as one launch: ``GPUSVM_FUSED_STEPS=1`` or ``=0`` as set, else up to
+    ``FUSED_DEFAULT_MAX_BATCH`` rows."""
+    switch = _switch(FUSED_ENV_VARIABLE)
+    if switch is not None:
+        return switch == "1"
+    return batch_size is not None and batch_size <= FUSED_DEFAULT_MAX_BATCH
+
+
+def can_capture():
+    """Whether this CuPy captures CUDA graphs (the CPU emulation of CUDA does not)."""
+    import cupy
+
+    return hasattr(getattr(cupy.cuda, "Stream", None), "begin_capture")
 
 
 class StepBlocks:
@@ -80,24 +98,28 @@ class StepBlocks:
         None: ``BLOCK_STEPS``.
     capturable : bool, default=True
         False when some launch cannot be captured (a library call that allocates, a
-        read by the host): 'graph' then runs as 'direct'.
+        read by the host): 'graph' then runs as 'direct', as it does where CuPy cannot
+        capture (:func:`can_capture`).
     launch_fused : callable or None
         ``launch_fused(length, launch)`` issues one launch that runs ``length`` steps
         (reading ``*blocks.at(0)``), used instead of ``launch_steps`` when
-        :func:`fused_steps_default` is on; None: the stepper has none for this problem.
+        :func:`fused_steps_default` says so for ``batch_size``; None: the stepper has
+        none for this problem.
+    batch_size : int or None
+        The rows of a step, for :func:`fused_steps_default`.
     """
 
-    def __init__(self, launch_steps, mode=None, block_steps=None, capturable=True, launch_fused=None):
+    def __init__(self, launch_steps, mode=None, block_steps=None, capturable=True, launch_fused=None, batch_size=None):
         import cupy
 
-        fused = launch_fused is not None and fused_steps_default()
+        fused = launch_fused is not None and fused_steps_default(batch_size)
         self.launch_steps = launch_fused if fused else launch_steps
         self.position = cupy.zeros(1, dtype=np.int64)
         self.schedule = cupy.empty((0, 0))
         self.mode = default_mode() if mode is None else mode
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}.")
-        if self.mode == "graph" and not capturable:
+        if self.mode == "graph" and not (capturable and can_capture()):
             self.mode = "direct"
         self.block_steps = BLOCK_STEPS if block_steps is None else block_steps
         self._advance = get_cuda_kernel("step_blocks.cu", "advance_position")

@@ -41,15 +41,17 @@ def resolve_gamma(gamma, X):
 def _variance(X):
     """The variance of all of X's values (dense or sparse, NumPy or CuPy); a sparse X's
     about its mean, as a dense one's (``E[x^2] - mean^2`` cancels to noise, even below 0,
-    on near-constant values)."""
+    on near-constant values). Summed in float64 whatever X's dtype: float32 sums, which
+    NumPy and CuPy add in different orders, gave the two backends gammas apart in the
+    seventh digit, and so different models (nu='auto''s pilot SVC amplifies it)."""
     if not issparse(X):
-        return float(X.var())
+        return float(X.var(dtype=np.float64))
     if not X.has_canonical_format:  # one stored value a position
         X = X.copy()
         X.sum_duplicates()
     n_values = X.shape[0] * X.shape[1]
-    mean = float(X.data.sum()) / n_values
-    deviations = X.data - mean
+    mean = float(X.data.sum(dtype=np.float64)) / n_values
+    deviations = X.data.astype(np.float64) - mean
     return (float((deviations * deviations).sum()) + (n_values - X.nnz) * mean**2) / n_values
 
 

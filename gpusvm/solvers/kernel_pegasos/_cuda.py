@@ -7,7 +7,7 @@ else from the drawn rows' inner products with every row (one product a step, or
 several of a bounded size for a large batch, between the two launches).  The step
 number and scale are a schedule on the device (:mod:`gpusvm._device.step_blocks`), so a block
 of steps is the same launches every time: with the resident matrix it can be replayed
-as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with a product each step, which runs cuBLAS
+as a CUDA graph (the default; ``GPUSVM_CUDA_GRAPHS=0``: direct); with a product each step, which runs cuBLAS
 or cuSPARSE and allocates, the launches stay direct. No value comes back to the host
 until the fit ends.
 """

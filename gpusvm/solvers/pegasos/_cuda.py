@@ -9,9 +9,10 @@ device.  The per-step values are a schedule computed on the host before the step
 are the same at every block and can be replayed as a CUDA graph
 (:mod:`gpusvm._device.step_blocks`).
 
-With fused steps on (``GPUSVM_FUSED_STEPS=1``) and a batch small enough, a block of
-steps is instead one launch of ``pegasos_fused_steps``: one thread block that takes the
-steps one after another, so a step costs its memory latencies, not three launches.
+With fused steps (by default at batches up to 64; ``GPUSVM_FUSED_STEPS=1`` up to the
+kernel's limits, ``=0`` never), a block of steps is instead one launch of
+``pegasos_fused_steps``: one thread block that takes the steps one after another, so a
+step costs its memory latencies, not three launches.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class CupyPegasosSteps:
         self.fused_steps = get_cuda_kernel("pegasos.cu", "pegasos_fused_steps", dtype)
         self.renormalize_below = RENORMALIZE_BELOW[np.dtype(dtype)]
         fused = self._launch_fused if fits_fused_steps(problem.batch_size, n_classes) else None
-        self.blocks = StepBlocks(self._launch_steps, launch_fused=fused)
+        self.blocks = StepBlocks(self._launch_steps, launch_fused=fused, batch_size=problem.batch_size)
 
     def step(self):
         """Advance the model by one mini-batch step (asynchronous)."""

@@ -29,7 +29,7 @@ Kernel values come from, in order of preference:
 
 The step number and size are a schedule on the device (``_device/step_blocks.py``), so a block
 of steps is the same launches every time: with the resident matrix it can be replayed
-as a CUDA graph (``GPUSVM_CUDA_GRAPHS=1``); with the cache's bookkeeping or products
+as a CUDA graph (the default; ``GPUSVM_CUDA_GRAPHS=0``: direct); with the cache's bookkeeping or products
 each step, which run cuBLAS or cuSPARSE and allocate, the launches stay direct.
 """
 
