@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import re
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -44,8 +46,10 @@ def launch_name(kernel):
 
 
 def time_launches(steps, first, count):
-    """Milliseconds a step of each launch name (summed over its launches in a step, the
-    median over the ``count`` steps from ``first``) and the number of its launches a step."""
+    """Milliseconds a step of each launch name (summed over its launches in a step; the
+    median and the mean over the ``count`` steps from ``first``: a search that falls back to
+    its bisection in a few steps moves the mean, not the median) and the number of its
+    launches a step."""
     import cupy
 
     timings = []
@@ -78,7 +82,8 @@ def time_launches(steps, first, count):
         name, start, end = timing
         current[name] += cupy.cuda.get_elapsed_time(start, end)
         names_in_step[name] += 1
-    return {name: median(values) for name, values in per_step.items()}, counts
+    medians = {name: median(values) for name, values in per_step.items()}
+    return medians, {name: statistics.fmean(values) for name, values in per_step.items()}, counts
 
 
 def profile(n, n_classes, warm_up, count, later):
@@ -97,7 +102,7 @@ def profile(n, n_classes, warm_up, count, later):
         if first > next_step:
             run_step_block(steps, next_step, first - next_step)
         settled_before = steps.step_levels.settled_by.get()
-        times, counts = time_launches(steps, first, count)
+        times, means, counts = time_launches(steps, first, count)
         settled = steps.step_levels.settled_by.get() - settled_before  # (k, 2): windows, bisection
         next_step = first + count
         total = sum(times.values())
@@ -113,6 +118,8 @@ def profile(n, n_classes, warm_up, count, later):
                     "ms_a_step": ms,
                     "share": ms / total if total else None,
                     "step_ms": total,
+                    "mean_ms_a_step": means[name],
+                    "mean_step_ms": sum(means.values()),
                     "levels_by_bisection": by_bisection,
                 }
             )
@@ -121,6 +128,7 @@ def profile(n, n_classes, warm_up, count, later):
 
 
 def main():
+    os.environ[step_blocks.GRAPH_ENV_VARIABLE] = "0"  # launches issued one by one, each timed (no capture)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", nargs="+", type=int, default=[10_000, 100_000])
     parser.add_argument("--classes", nargs="+", type=int, default=[1, 10])
@@ -142,9 +150,11 @@ def main():
         ("steps from", "steps_from", ""),
         ("launch", "launch", ""),
         ("launches a step", "launches_a_step", ""),
-        ("ms a step", "ms_a_step", ".4f"),
+        ("ms a step (median)", "ms_a_step", ".4f"),
         ("share", "share", ".1%"),
         ("step ms (sum)", "step_ms", ".3f"),
+        ("ms a step (mean)", "mean_ms_a_step", ".4f"),
+        ("step ms (mean, sum)", "mean_step_ms", ".3f"),
         ("levels by bisection", "levels_by_bisection", ".0%"),
     ]
     report(

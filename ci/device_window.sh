@@ -22,6 +22,8 @@
 #   roofline 100   bench/roofline.py: Pegasos and FTRL seconds a step by batch size, direct,
 #                  graph and fused launches (7 s)
 #   sbp-step-direct, sbp-step-graphs  50 each   bench/sbp_step.py with graphs off, then on (40 s each)
+#   sbp-launches 40   bench/sbp_launches.py: each launch of the SBP step timed apart at 1e5
+#                  rows, 1 and 10 classes, and how often the level search fell back (12 s)
 #   headline-binary 150   bench/sbp_kernel.py --no-svc: SBPClassifier (batch 64) and
 #                  KernelPegasosSVC beside ThunderSVM on Adult and MNIST 8-vs-rest, the SBP
 #                  paper's settings without bias (44 s)
@@ -164,6 +166,7 @@ if $dry; then
   rest_tests="tests/test_random.py -k 'not cupy'"
   roofline_args="--backends cupy --rows 2000 --batch-sizes 256"
   sbp_step_args="--backends cupy --rows 300 --classes 1 --data dense --kernel-values matrix --steps 2"
+  launches_args="--quick"
   binary_args="--datasets adult --quick --settings 'no bias' --batch-sizes 64 --max-epochs 1"
   ovo_args="--datasets mnist10 --quick --batch-sizes 64 --max-epochs 1"
   linear_args="--datasets adult --quick"
@@ -176,6 +179,7 @@ else
   rest_tests="tests -k 'not (cupy or gpu or device or graph or replay or fused or staging or bench_readme)'"
   roofline_args="--backends cupy --rows 1000000 --stream-rows 1000000 --batch-sizes 64 256 1024 16384"
   sbp_step_args="--backends cupy --rows 10000 100000 --classes 1 10 --data dense --kernel-values matrix"
+  launches_args="--rows 100000 --classes 1 10 --later 200"
   binary_args="--datasets adult mnist8 --settings 'no bias' --batch-sizes 64 --max-epochs 8"
   ovo_args="--datasets mnist10 --batch-sizes 64 --max-epochs 4"
   linear_args="--datasets adult"
@@ -256,6 +260,7 @@ echo "the headline steps run with GPUSVM_CUDA_GRAPHS=$graphs"
 step roofline 100 40 "bench bench/roofline.py $roofline_args"
 step sbp-step-direct 50 20 "GPUSVM_CUDA_GRAPHS=0 bench bench/sbp_step.py $sbp_step_args"
 step sbp-step-graphs 50 20 "GPUSVM_CUDA_GRAPHS=$graphs_on bench bench/sbp_step.py $sbp_step_args"
+step sbp-launches 40 15 "bench bench/sbp_launches.py $launches_args"
 step headline-binary 150 60 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $binary_args"
 step headline-ovo 90 40 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $ovo_args"
 step headline-linear 70 30 "GPUSVM_CUDA_GRAPHS=$graphs bench bench/linear_objective.py --backends cupy $linear_args"

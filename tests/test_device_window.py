@@ -22,6 +22,7 @@ STEPS = [
     "roofline",
     "sbp-step-direct",
     "sbp-step-graphs",
+    "sbp-launches",
     "headline-binary",
     "headline-ovo",
     "headline-linear",
