@@ -19,8 +19,9 @@
 //                     them; then sets the next step's windows around k*.
 // When a window misses (k* outside it, or too many values in it) the solve moves it, and
 // a second gather and solve run; when that misses too, the last solve finds k* by a
-// bisection over ranks, each rank a radix select by the same block (slow: about 20 ms at
-// 1e5 rows on an H200, one block's passes over the responses; and not rare there: 32% to
+// bisection over ranks, each rank a radix select by the same block (slow: 20 ms at 1e5
+// rows on an H200, one block's passes over the responses, measured with a warp's adds
+// combined, before the runs of level_select; and not rare there: 32% to
 // 58% of the levels of 10 one-vs-rest problems of 1e5 rows, 6% to 38% of a binary one's,
 // whose rank order moves more than the windows' 2 x 256 ranks a step). So a level costs
 // four launches whatever the number of problems, with no host synchronisation; the state
@@ -277,39 +278,36 @@ __device__ inline void level_select(const double* c, const double* y, long long 
         __syncthreads();
         const int fixed = 64 - shift - LEVEL_RADIX_BITS;  // bits chosen so far
         // The first passes put nearly every response in one bucket, and 512 threads
-        // adding to one shared counter in turn were most of the bisection's time: the
-        // lanes of a warp that share the first counted lane's bucket add their count and
-        // sum as one (an H200, 2026-11-27, 1e5 rows, 10 problems: the solve 54.5 ms a
-        // step before, 20.0 ms after; bench/results/sbp_launches*). Whole warps an
-        // iteration (blockDim.x is a multiple of 32), so every lane takes part.
-        for (long long base = 0; base < n; base += blockDim.x) {
-            const long long j = base + threadIdx.x;
-            int slot = -1;  // b * buckets + bucket, or -1: not counted in this pass
-            double value = 0.0;
-            if (j < n) {
-                const int b = level_basin(y, j, two_basins);
-                const unsigned long long key = gpusvm_order_key(c[j]);
-                if (fixed == 0 || (key >> (64 - fixed)) == (prefix[b] >> (64 - fixed))) {
-                    slot = b * buckets + (int)((key >> shift) & (unsigned long long)(buckets - 1));
-                    value = c[j];
+        // adding to one shared counter in turn were most of the bisection's time (an
+        // H200, 2026-11-27, 1e5 rows, 10 problems: the solve 54.5 ms a step). Each thread
+        // now adds its run of values that fall in one bucket as one count and one sum:
+        // about one atomic a thread a pass where they all share a bucket, one a value
+        // where they are spread (as before, without the contention). Adding a warp's
+        // lanes as one by ballots measured 20.0 ms there (bench/results/sbp_launches*),
+        // and made the CPU emulation of these passes many times slower.
+        int run_slot = -1;  // b * buckets + bucket of the run being summed
+        unsigned int run_count = 0u;
+        double run_sum = 0.0;
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+            const int b = level_basin(y, j, two_basins);
+            const unsigned long long key = gpusvm_order_key(c[j]);
+            if (fixed > 0 && (key >> (64 - fixed)) != (prefix[b] >> (64 - fixed))) continue;
+            const int slot = b * buckets + (int)((key >> shift) & (unsigned long long)(buckets - 1));
+            if (slot != run_slot) {
+                if (run_count > 0u) {
+                    atomicAdd(&hist_count[0][0] + run_slot, run_count);
+                    atomicAdd(&hist_sum[0][0] + run_slot, run_sum);
                 }
+                run_slot = slot;
+                run_count = 0u;
+                run_sum = 0.0;
             }
-            const unsigned counted = __ballot_sync(0xffffffffu, slot >= 0);
-            if (counted == 0u) continue;  // the same for the whole warp
-            const int leader = __popc((counted & (0u - counted)) - 1u);  // the lowest counted lane
-            const int shared_slot = __shfl_sync(0xffffffffu, slot, leader);
-            const bool together = slot == shared_slot;
-            const unsigned joined = __ballot_sync(0xffffffffu, together);
-            double sum = together ? value : 0.0;
-            for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-            if ((threadIdx.x & 31) == 0) {
-                atomicAdd(&hist_count[0][0] + shared_slot, (unsigned int)__popc(joined));
-                atomicAdd(&hist_sum[0][0] + shared_slot, sum);
-            }
-            if (slot >= 0 && !together) {
-                atomicAdd(&hist_count[0][0] + slot, 1u);
-                atomicAdd(&hist_sum[0][0] + slot, value);
-            }
+            run_count += 1u;
+            run_sum += c[j];
+        }
+        if (run_count > 0u) {
+            atomicAdd(&hist_count[0][0] + run_slot, run_count);
+            atomicAdd(&hist_sum[0][0] + run_slot, run_sum);
         }
         __syncthreads();
         if (threadIdx.x < basins) {  // one thread a basin walks its buckets
