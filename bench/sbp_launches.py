@@ -5,9 +5,10 @@ search's gather and solve rounds, the draw, the norm step, the update, and a hos
 callback where the kernel values come from a row cache or products) with a pair of CUDA
 events around it, over ``--steps`` steps after ``--warm-up`` steps, and again after
 ``--later`` steps (the water moves less once the model settles, and the level search's
-windows with it). Each phase also records the share of its problems' levels that the
-search's windows missed, so that it fell back to its bisection over ranks
-(``levels_by_bisection``, from the search's own counters). Same data and solver
+windows with it). Each phase also records, from the search's own counters, the
+histograms of the responses the search counted after a window missed, over its levels
+(``levels_with_a_histogram``), and the share of the levels that fell back to the
+bisection over ranks (``levels_by_bisection``). Same data and solver
 settings as ``bench/sbp_step.py`` (dense Gaussian blobs, rbf, batch 64, nu 1e-2, with the
 bias), the whole kernel matrix on the device.
 
@@ -102,8 +103,10 @@ def profile(n, n_classes, warm_up, count, later):
         if first > next_step:
             run_step_block(steps, next_step, first - next_step)
         settled_before = steps.step_levels.settled_by.get()
+        histograms_before = steps.step_levels.histograms.get()
         times, means, counts = time_launches(steps, first, count)
         settled = steps.step_levels.settled_by.get() - settled_before  # (k, 2): windows, bisection
+        histograms = float((steps.step_levels.histograms.get() - histograms_before).sum() / max(1, settled.sum()))
         next_step = first + count
         total = sum(times.values())
         by_bisection = float(settled[:, 1].sum() / max(1, settled.sum()))
@@ -120,6 +123,7 @@ def profile(n, n_classes, warm_up, count, later):
                     "step_ms": total,
                     "mean_ms_a_step": means[name],
                     "mean_step_ms": sum(means.values()),
+                    "levels_with_a_histogram": histograms,
                     "levels_by_bisection": by_bisection,
                 }
             )
@@ -155,6 +159,7 @@ def main():
         ("step ms (sum)", "step_ms", ".3f"),
         ("ms a step (mean)", "mean_ms_a_step", ".4f"),
         ("step ms (mean, sum)", "mean_step_ms", ".3f"),
+        ("histograms a level", "levels_with_a_histogram", ".2f"),
         ("levels by bisection", "levels_by_bisection", ".0%"),
     ]
     report(

@@ -85,23 +85,42 @@ struct RowView {
     }
 };
 
-// Sum of one double per thread over the block; every thread gets the result.
-// blockDim.x must be a multiple of 32 and at most 1024.
-__device__ inline double gpusvm_block_sum(double value) {
-    __shared__ double warp_sums[32];
+// Sum (or, with `maximum`, the greatest) of one double per thread over the block; every
+// thread gets the result. blockDim.x must be a multiple of 32 and at most 1024.
+template <bool maximum>
+__device__ inline double gpusvm_block_reduce(double value) {
+    __shared__ double warp_results[32];
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    for (int offset = 16; offset > 0; offset >>= 1)
-        value += __shfl_down_sync(0xffffffffu, value, offset);
-    __syncthreads();  // warp_sums may still be read by a previous call
-    if (lane == 0) warp_sums[warp] = value;
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const double other = __shfl_down_sync(0xffffffffu, value, offset);
+        value = maximum ? fmax(value, other) : value + other;
+    }
+    __syncthreads();  // warp_results may still be read by a previous call
+    if (lane == 0) warp_results[warp] = value;
     __syncthreads();
     const unsigned n_warps = blockDim.x >> 5;
-    value = (threadIdx.x < n_warps) ? warp_sums[threadIdx.x] : 0.0;
+    const double identity = maximum ? -__longlong_as_double(0x7ff0000000000000LL) : 0.0;
+    value = (threadIdx.x < n_warps) ? warp_results[threadIdx.x] : identity;
     if (warp == 0)
-        for (int offset = 16; offset > 0; offset >>= 1)
-            value += __shfl_down_sync(0xffffffffu, value, offset);
-    if (threadIdx.x == 0) warp_sums[0] = value;
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            const double other = __shfl_down_sync(0xffffffffu, value, offset);
+            value = maximum ? fmax(value, other) : value + other;
+        }
+    if (threadIdx.x == 0) warp_results[0] = value;
     __syncthreads();
-    return warp_sums[0];
+    return warp_results[0];
+}
+
+__device__ inline double gpusvm_block_sum(double value) { return gpusvm_block_reduce<false>(value); }
+__device__ inline double gpusvm_block_max(double value) { return gpusvm_block_reduce<true>(value); }
+
+// Raises *address to value where it is lower (atomicMax on 64-bit words, by compare-and-swap).
+__device__ inline void gpusvm_atomic_max(unsigned long long* address, unsigned long long value) {
+    unsigned long long seen = *address;
+    while (seen < value) {
+        const unsigned long long before = atomicCAS(address, seen, value);
+        if (before == seen) break;
+        seen = before;
+    }
 }
 #endif

@@ -10,34 +10,57 @@
 // and the sort-based oracle this must equal.
 //
 // The level moves little from one step to the next, so each basin keeps a window of
-// values [lo, hi) around its last k*-th response:
+// values [lo, hi) around its last k*-th response. A search is rounds of two launches:
 //   sbp_level_gather  (blocks, k): counts and sums the responses below each window and
-//                     appends those inside it to a buffer (one pass over the responses);
+//                     appends those inside it to a buffer (one pass over the responses),
+//                     and takes each basin's least and greatest response;
 //   sbp_level_solve   (k): one block sorts each basin's window in shared memory (at most
 //                     LEVEL_WINDOW values), and reads k* off the ranks the windows share
 //                     when the criterion holds at the first shared rank and fails inside
 //                     them; then sets the next step's windows around k*.
-// When a window misses (k* outside it, or too many values in it) the solve moves it, and
-// a second gather and solve run; when that misses too, the last solve finds k* by a
-// bisection over ranks, each rank a radix select by the same block (slow: 20 ms at 1e5
-// rows on an H200, one block's passes over the responses, measured with a warp's adds
-// combined, before the runs of level_select; and not rare there: 32% to
-// 58% of the levels of 10 one-vs-rest problems of 1e5 rows, 6% to 38% of a binary one's,
-// whose rank order moves more than the windows' 2 x 256 ranks a step). So a level costs
-// four launches whatever the number of problems, with no host synchronisation; the state
-// of each problem lives in device memory (SBPLevelState).
+// When a window misses (k* outside it, or too many values in it), the next round's
+// gather counts and sums every response in LEVEL_BUCKETS equal buckets from the least to
+// the greatest instead, and its solve bounds K u_K - U_K at every rank from the buckets
+// alone (a rank's value lies between its bucket's edges), which brackets k* within about
+// a bucket's values: the round after gathers the window of those buckets (or, where they
+// are still too many, buckets of them). Only when the last round has not settled it does
+// the solve find k* by a bisection over ranks, each rank a radix select by the one block
+// (slow: 20 ms at 1e5 rows on an H200). Before the histograms, the windows were moved by
+// their width after a miss, and 32% to 58% of the levels of 10 one-vs-rest problems of
+// 1e5 rows, 6% to 38% of a binary one's, ended in the bisection (their rank order moves
+// more than the windows' 2 x 256 ranks a step; bench/results/sbp_launches*). The rounds
+// are a fixed count of launches whatever the number of problems, with no host
+// synchronisation; the state of each problem lives in device memory (SBPLevelState).
 #include "common.cuh"
 #include "sbp_level.cuh"
 
 #define LEVEL_WINDOW 2048      // values of one basin one block sorts
 #define LEVEL_HALF_RANKS 256   // ranks on each side of k* the next window is built from
+#define LEVEL_BUCKETS (LEVEL_WINDOW / 2)  // of a histogram: counts, then sums, in a basin's window slots
 #define LEVEL_RADIX_BITS 8
 #define LEVEL_INF __longlong_as_double(0x7ff0000000000000LL)
 #define LEVEL_NO_RANK 0x7fffffffffffffffLL
 
 
+// Edge j of a histogram's buckets over [lo, hi]: lo + j (hi - lo) / LEVEL_BUCKETS, and hi
+// at j = LEVEL_BUCKETS (the gather and the solve compute them the same way).
+__device__ inline double level_edge(double lo, double hi, int j) {
+    return j >= LEVEL_BUCKETS ? hi : lo + (double)j * ((hi - lo) / LEVEL_BUCKETS);
+}
+
+// The bucket of a value in [lo, hi]: edge(j) <= value < edge(j + 1), or value <= hi in the
+// last (estimated by a division, then moved past any edge its rounding crossed).
+__device__ inline int level_bucket(double value, double lo, double hi) {
+    const double width = (hi - lo) / LEVEL_BUCKETS;
+    int j = width > 0.0 ? (int)fmin(fmax((value - lo) / width, 0.0), (double)(LEVEL_BUCKETS - 1)) : 0;
+    while (j > 0 && value < level_edge(lo, hi, j)) --j;
+    while (j < LEVEL_BUCKETS - 1 && value >= level_edge(lo, hi, j + 1)) ++j;
+    return j;
+}
+
 // One pass over problem blockIdx.y's responses (grid-stride over blockIdx.x); nothing
-// once an earlier round of this search has settled it, or for a stopped problem.
+// once an earlier round of this search has settled it, or for a stopped problem. A
+// window's values go to its buffer; a histogram's counts and sums to the same slots.
 extern "C" __global__ void sbp_level_gather(
         const double* __restrict__ responses, const double* __restrict__ labels, long long label_stride,
         long long row_stride, int two_basins, const SBPShape* __restrict__ shapes,
@@ -51,7 +74,9 @@ extern "C" __global__ void sbp_level_gather(
     // Per basin, in registers (a basin chosen by a conditional, never a run-time index,
     // which would put them in local memory).
     const double lo0 = state->lo[0], lo1 = state->lo[1], hi0 = state->hi[0], hi1 = state->hi[1];
+    const bool histogram = state->histogram != 0;
     double count0 = 0.0, count1 = 0.0, sum0 = 0.0, sum1 = 0.0;
+    double least0 = LEVEL_INF, least1 = LEVEL_INF, greatest0 = -LEVEL_INF, greatest1 = -LEVEL_INF;
     const unsigned lane = threadIdx.x & 31u;
     const long long stride = (long long)gridDim.x * blockDim.x;
     // Every thread of a warp runs the same number of iterations: the ballots see the whole warp.
@@ -63,7 +88,15 @@ extern "C" __global__ void sbp_level_gather(
         if (j < n) {
             value = c[j];
             const int b = level_basin(y, j, two_basins);
-            if (value < (b ? lo1 : lo0)) {
+            const double lo = b ? lo1 : lo0, hi = b ? hi1 : hi0;
+            if (b) {
+                least1 = fmin(least1, value);
+                greatest1 = fmax(greatest1, value);
+            } else {
+                least0 = fmin(least0, value);
+                greatest0 = fmax(greatest0, value);
+            }
+            if (value < lo) {
                 if (b) {
                     count1 += 1.0;
                     sum1 += value;
@@ -71,10 +104,18 @@ extern "C" __global__ void sbp_level_gather(
                     count0 += 1.0;
                     sum0 += value;
                 }
-            } else if (value < (b ? hi1 : hi0)) {
+            } else if (histogram) {
+                if (value <= hi) {
+                    double* slots = windows + (2LL * p + b) * LEVEL_WINDOW;
+                    const int bucket = level_bucket(value, lo, hi);
+                    atomicAdd(slots + bucket, 1.0);
+                    atomicAdd(slots + LEVEL_BUCKETS + bucket, value);
+                }
+            } else if (value < hi) {
                 in_window = b;
             }
         }
+        if (histogram) continue;  // the same for the whole block
         for (int b = 0; b < 2; ++b) {
             const unsigned ballot = __ballot_sync(0xffffffffu, in_window == b);
             if (!ballot) continue;
@@ -89,9 +130,16 @@ extern "C" __global__ void sbp_level_gather(
     for (int b = 0; b < 2; ++b) {
         const double block_count = gpusvm_block_sum(b ? count1 : count0);
         const double block_sum = gpusvm_block_sum(b ? sum1 : sum0);
-        if (threadIdx.x == 0 && block_count > 0.0) {
+        const double block_least = -gpusvm_block_max(-(b ? least1 : least0));
+        const double block_greatest = gpusvm_block_max(b ? greatest1 : greatest0);
+        if (threadIdx.x != 0) continue;
+        if (block_count > 0.0) {
             atomicAdd((unsigned long long*)&state->below[b], (unsigned long long)block_count);
             atomicAdd(&state->below_sum[b], block_sum);
+        }
+        if (block_least <= block_greatest) {  // the block saw the basin
+            gpusvm_atomic_max(&state->lowest_key_flipped[b], ~gpusvm_order_key(block_least));
+            gpusvm_atomic_max(&state->highest_key[b], gpusvm_order_key(block_greatest));
         }
     }
 }
@@ -174,39 +222,43 @@ __device__ inline double level_warp_scan(double value, unsigned lane) {
     return value;
 }
 
-// In place: values[b][i] becomes the sum of values[b][0..i], for i < count[b]; every
-// thread of the block calls it. Runs past count[b] are skipped (they would add zeros
-// after every value that is read). A block scan: each warp sums runs of 32 values by
-// shuffles, one thread a basin adds up the runs' totals (64 a basin), and every value
-// gets the total of the runs before its own. A fixed order of additions, so the same
-// windows give the same sums on every run.
-__device__ inline void level_prefix(double (*values)[LEVEL_WINDOW], const long long* count) {
-    __shared__ double run_before[2 * LEVEL_WINDOW / 32];  // per run of 32: the sum of the basin's runs before it
+// In place, in each of `segments` runs of `length` values of `flat` (a power of two from
+// 32 to LEVEL_WINDOW, segments * length <= 2 LEVEL_WINDOW): value i of segment s becomes
+// the sum of its values 0..i, for i < count[s]; every thread of the block calls it. Runs
+// past count[s] are skipped (they would add zeros after every value that is read). A
+// block scan: each warp sums runs of 32 values by shuffles, one thread a segment adds up
+// the runs' totals, and every value gets the total of the runs before its own. A fixed
+// order of additions, so the same values give the same sums on every run.
+__device__ inline void level_scan(double* flat, int length, int segments, const long long* count) {
+    __shared__ double run_before[2 * LEVEL_WINDOW / 32];  // per run of 32: the sum of the segment's runs before it
     const unsigned lane = threadIdx.x & 31u;
-    const int warps = blockDim.x >> 5;
-    for (int base = (threadIdx.x >> 5) * 32; base < 2 * LEVEL_WINDOW; base += warps * 32) {
-        const int b = base / LEVEL_WINDOW, slot = base % LEVEL_WINDOW + lane;  // a run lies in one basin
-        if (base % LEVEL_WINDOW >= count[b]) continue;  // a run past the basin's values (the whole warp)
-        const double value = level_warp_scan(slot < count[b] ? values[b][slot] : 0.0, lane);
-        if (slot < count[b]) values[b][slot] = value;
+    const int warps = blockDim.x >> 5, total = segments * length;
+    for (int base = (threadIdx.x >> 5) * 32; base < total; base += warps * 32) {
+        const int s = base / length, slot = base % length + lane;  // a run lies in one segment
+        if (base % length >= count[s]) continue;  // a run past the segment's values (the whole warp)
+        const double value = level_warp_scan(slot < count[s] ? flat[base + lane] : 0.0, lane);
+        if (slot < count[s]) flat[base + lane] = value;
         if (lane == 31) run_before[base / 32] = value;  // the run's total, for now
     }
     __syncthreads();
-    if (threadIdx.x < 2) {  // a dependent chain: only over the runs that hold values
-        const int first = threadIdx.x * (LEVEL_WINDOW / 32), runs = (int)((count[threadIdx.x] + 31) / 32);
+    if (threadIdx.x < segments) {  // a dependent chain: only over the runs that hold values
+        const int first = threadIdx.x * (length / 32), runs = (int)((count[threadIdx.x] + 31) / 32);
         double running = 0.0;
         for (int r = first; r < first + runs; ++r) {
-            const double total = run_before[r];
+            const double run_total = run_before[r];
             run_before[r] = running;
-            running += total;
+            running += run_total;
         }
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < 2 * LEVEL_WINDOW; i += blockDim.x) {
-        const int b = i / LEVEL_WINDOW, slot = i % LEVEL_WINDOW;
-        if (slot < count[b]) values[b][slot] += run_before[i / 32];
-    }
+    for (int i = threadIdx.x; i < total; i += blockDim.x)
+        if (i % length < count[i / length]) flat[i] += run_before[i / 32];
     __syncthreads();
+}
+
+// Running sums of each basin's first count[b] sorted window values (level_scan).
+__device__ inline void level_prefix(double (*values)[LEVEL_WINDOW], const long long* count) {
+    level_scan(&values[0][0], LEVEL_WINDOW, 2, count);
 }
 
 // The windows' answer, or found = 0. `sorted` is the global copy of the sorted windows;
@@ -397,29 +449,204 @@ __device__ inline void level_next_windows(SBPLevelState* state, const LevelAnswe
     }
 }
 
-// A missed window moved for the next round: toward k* when the windows say where it
-// is, narrowed when it held too many values.
-__device__ inline void level_move_windows(SBPLevelState* state, int basins, bool overflow, bool empty_overlap,
-                                          int fitting) {
-    long long first = 0;
-    for (int b = 0; b < basins; ++b) first = max(first, state->below[b] + 1);
-    for (int b = 0; b < basins; ++b) {
-        const double lo = state->lo[b], hi = state->hi[b], width = hi - lo;
-        int direction;  // -1 down, +1 up, 0 narrow
-        if (overflow) direction = 0;
-        else if (empty_overlap && basins == 1) direction = state->below[0] == 0 ? +1 : -1;  // all above, or below
-        else if (empty_overlap) direction = state->below[b] + 1 == first ? -1 : +1;  // the leading window down
-        else direction = fitting == 0 ? -1 : +1;
-        if (direction == 0) {
-            state->lo[b] = lo + width / 4.0;
-            state->hi[b] = hi - width / 4.0;
-        } else if (direction > 0) {
-            state->lo[b] = lo + width / 2.0;
-            state->hi[b] = hi + width;
-        } else {
-            state->lo[b] = lo - width;
-            state->hi[b] = hi - width / 2.0;
+// A round's histograms, their counts and sums run up (level_scan) in the block's shared
+// slots: basin b's responses in [lo[b], hi[b]] that are in buckets 0..j number
+// counts[b][j] and add up to sums[b][j]; below[b] are under lo[b] (below_sum[b] their sum).
+struct LevelHistogram {
+    const double* counts[2];
+    const double* sums[2];
+    double lo[2], hi[2], below_sum[2];
+    long long below[2];
+    int basins;
+};
+
+// The bucket that holds basin b's rank K (from 1): -1 under the histogram, LEVEL_BUCKETS over it.
+__device__ inline int level_bucket_of_rank(const LevelHistogram& h, int b, long long K) {
+    if (K <= h.below[b]) return -1;
+    const double rank = (double)(K - h.below[b]);
+    if (h.counts[b][LEVEL_BUCKETS - 1] < rank) return LEVEL_BUCKETS;
+    int first = 0, last = LEVEL_BUCKETS - 1;  // the least j whose running count reaches the rank
+    while (first < last) {
+        const int middle = (first + last) / 2;
+        if (h.counts[b][middle] >= rank) last = middle; else first = middle + 1;
+    }
+    return first;
+}
+
+// A bound on K u_K - U_K from the histograms alone: from below (upper = false) or from
+// above (+inf where a rank lies outside them). With R responses under a value t <= u_K
+// adding up to T, K u_K - U_K >= R u_K - T >= R t - T; and when rank K is in the bucket
+// [e0, e1] whose running count starts at R, K u_K - U_K <= K e1 - T - (K - R) e0.
+__device__ inline double level_bound(const LevelHistogram& h, long long K, bool upper) {
+    double bound = 0.0;
+    for (int b = 0; b < h.basins; ++b) {
+        const int j = level_bucket_of_rank(h, b, K);
+        if (j < 0 || j >= LEVEL_BUCKETS) {
+            if (upper) return LEVEL_INF;
+            if (j >= LEVEL_BUCKETS)
+                bound += (double)h.below[b] * h.hi[b] + h.counts[b][LEVEL_BUCKETS - 1] * h.hi[b] - h.below_sum[b] -
+                         h.sums[b][LEVEL_BUCKETS - 1];
+            continue;  // under the histogram: at least 0
         }
+        const double R = (double)h.below[b] + (j > 0 ? h.counts[b][j - 1] : 0.0);
+        const double T = h.below_sum[b] + (j > 0 ? h.sums[b][j - 1] : 0.0);
+        const double e0 = level_edge(h.lo[b], h.hi[b], j), e1 = level_edge(h.lo[b], h.hi[b], j + 1);
+        bound += upper ? (double)K * e1 - T - ((double)K - R) * e0 : R * e0 - T;
+    }
+    return bound;
+}
+
+// The least K in [from, most] whose bound (level_bound) exceeds the volume, most + 1 if
+// none, by the block: each pass tests as many ranks as it has threads, evenly spaced,
+// and keeps the span between the last that fit and the first that did not (exact where
+// the bound grows with K, as the lower one does). *fits: the greatest K tested whose
+// bound is at most the volume (0 if none), which fits whatever the bound's shape.
+// Every thread of the block calls it and gets the answer.
+__device__ inline long long level_histogram_search(const LevelHistogram& h, bool upper, double volume,
+                                                   long long from, long long most, long long* fits) {
+    __shared__ int fitting_tested;
+    long long first = from, last = most;  // the answer is in [first, last + 1]
+    double greatest_fit = 0.0;
+    while (first <= last) {
+        const long long step = (last - first + blockDim.x) / blockDim.x, tested = (last - first) / step + 1;
+        if (threadIdx.x == 0) fitting_tested = 0;
+        __syncthreads();
+        const long long K = first + (long long)threadIdx.x * step;
+        if (threadIdx.x < tested && level_bound(h, K, upper) <= volume) {
+            atomicAdd(&fitting_tested, 1);
+            greatest_fit = fmax(greatest_fit, (double)K);
+        }
+        __syncthreads();
+        const long long fit = fitting_tested;
+        __syncthreads();  // read by every thread before the next pass resets it
+        if (fit == tested) {
+            first += (tested - 1) * step + 1;
+        } else {
+            last = first + fit * step - 1;
+            if (fit > 0) first += (fit - 1) * step + 1;
+        }
+    }
+    *fits = (long long)gpusvm_block_max(greatest_fit);
+    return last + 1;
+}
+
+// What the next round gathers: each basin's window [lo, hi), or (histogram) buckets of [lo, hi].
+struct LevelPlan {
+    double lo[2], hi[2];
+    int histogram;
+};
+
+// From a round's histograms: k* bracketed by the bounds, then the buckets that hold
+// ranks k* -/+ LEVEL_HALF_RANKS of each basin as the next window, or those of the
+// bracket alone where those are too many; or else, when a round after the next one can
+// use it (`narrow`), a histogram of the bracket's buckets, and when not, the window of
+// as many buckets as fit around the bracket's middle rank (the last round's only chance
+// before the bisection). Every thread of the block calls it; thread 0 writes the plan.
+__device__ inline void level_plan_from_histogram(const LevelHistogram& h, const long long* size, double volume,
+                                                 long long most, bool narrow, LevelPlan* plan) {
+    long long fits_low, fits_high;
+    long long inside = 1;  // the first rank in every basin's histogram (the upper bound is +inf below it)
+    for (int b = 0; b < h.basins; ++b) inside = max(inside, min(h.below[b] + 1, most));
+    const long long past = level_histogram_search(h, false, volume, 1, most, &fits_low);  // no K from past fits
+    level_histogram_search(h, true, volume, inside, most, &fits_high);                 // K = fits_high fits
+    if (threadIdx.x != 0) return;
+    const long long k_high = max(1LL, past - 1), k_low = min(k_high, max(1LL, fits_high));
+    // Room for the values the buckets' edges add by rounding, and margins of a few ranks.
+    const double room = LEVEL_WINDOW - 64;
+    int low_bucket[2] = {0, 0}, high_bucket[2] = {0, 0};
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        const long long margin = attempt == 0 ? LEVEL_HALF_RANKS : 4;
+        bool fits = true;
+        for (int b = 0; b < h.basins; ++b) {
+            const long long top = h.below[b] + (long long)h.counts[b][LEVEL_BUCKETS - 1];
+            const long long low_rank = max(h.below[b] + 1, k_low - margin);
+            const long long high_rank = max(low_rank, min(min(size[b], top), k_high + 1 + margin));
+            low_bucket[b] = min(max(level_bucket_of_rank(h, b, low_rank), 0), LEVEL_BUCKETS - 1);
+            high_bucket[b] = min(max(level_bucket_of_rank(h, b, high_rank), low_bucket[b]), LEVEL_BUCKETS - 1);
+            if (attempt == 2 && !narrow) {  // one bucket around the middle, then its neighbours while they fit
+                const long long middle = max(h.below[b] + 1, min(top, (k_low + k_high + 1) / 2));
+                low_bucket[b] = high_bucket[b] = min(max(level_bucket_of_rank(h, b, middle), 0), LEVEL_BUCKETS - 1);
+                for (bool grown = true; grown;) {
+                    grown = false;
+                    for (int side = 0; side < 2; ++side) {
+                        const int low = low_bucket[b] - (side == 0), high = high_bucket[b] + (side == 1);
+                        if (low < 0 || high >= LEVEL_BUCKETS) continue;
+                        if (h.counts[b][high] - (low > 0 ? h.counts[b][low - 1] : 0.0) > room) continue;
+                        low_bucket[b] = low;
+                        high_bucket[b] = high;
+                        grown = true;
+                    }
+                }
+            }
+            const double values =
+                h.counts[b][high_bucket[b]] - (low_bucket[b] > 0 ? h.counts[b][low_bucket[b] - 1] : 0.0);
+            fits &= values <= room;
+        }
+        if (fits || attempt == 2) {
+            plan->histogram = !fits && narrow;  // a histogram of the bracket's buckets, edges included
+            for (int b = 0; b < h.basins; ++b) {
+                plan->lo[b] = level_edge(h.lo[b], h.hi[b], low_bucket[b]);
+                plan->hi[b] = plan->histogram || high_bucket[b] < LEVEL_BUCKETS - 1
+                                  ? level_edge(h.lo[b], h.hi[b], high_bucket[b] + 1)
+                                  : nextafter(h.hi[b], LEVEL_INF);
+            }
+            return;
+        }
+    }
+}
+
+// Histograms of every response, from the round's least to its greatest, for the next
+// round (after a missed window); or, when every basin's responses are all one value (at
+// the start of a fit), the answer: every rank fits, and k* is the smaller basin's size.
+__device__ inline void level_after_a_miss(SBPLevelState* state, const long long* size, int basins,
+                                          LevelAnswer* answer) {
+    bool flat = true;
+    for (int b = 0; b < basins; ++b) {
+        state->lo[b] = gpusvm_key_value(~state->lowest_key_flipped[b]);
+        state->hi[b] = gpusvm_key_value(state->highest_key[b]);
+        flat &= state->lo[b] == state->hi[b];
+    }
+    state->histogram = 1;
+    if (!flat) return;
+    long long most = size[0];
+    if (basins == 2) most = min(most, size[1]);
+    answer->covered = most;
+    answer->covered_sum = 0.0;
+    answer->lowest = state->lo[0];
+    for (int b = 0; b < 2; ++b) {
+        const double value = b < basins ? state->lo[b] : 0.0;
+        answer->covered_sum += (double)most * value;
+        answer->kth[b] = answer->window_lo[b] = answer->window_hi[b] = value;
+        answer->next[b] = b < basins && most + 1 > size[b] ? LEVEL_INF : value;
+    }
+    answer->found = 1;
+}
+
+// Thread 0 of the solve, last: the answer written, or what the next round gathers.
+__device__ inline void level_next_round(SBPLevelState* state, LevelAnswer* answer, const LevelPlan& plan,
+                                        const long long* size, int basins, double volume, int two_basins,
+                                        int last_round) {
+    if (state->histogram) state->histograms += 1;
+    else if (!answer->found) level_after_a_miss(state, size, basins, answer);
+    if (answer->found) {
+        level_write(state, *answer, volume, two_basins);
+        level_next_windows(state, *answer, basins);
+        state->histogram = 0;
+        state->done = last_round ? 0 : 1;
+        state->settled_by[answer->found - 1] += 1;
+    } else if (plan.histogram >= 0) {
+        for (int b = 0; b < basins; ++b) {
+            state->lo[b] = plan.lo[b];
+            state->hi[b] = plan.hi[b];
+        }
+        state->histogram = plan.histogram;
+    }
+    for (int b = 0; b < 2; ++b) {
+        state->below[b] = 0;
+        state->below_sum[b] = 0.0;
+        state->gathered[b] = 0;
+        state->lowest_key_flipped[b] = 0ULL;
+        state->highest_key[b] = 0ULL;
     }
 }
 
@@ -429,18 +656,21 @@ __device__ inline void level_solve(
         const double* __restrict__ responses, const double* __restrict__ labels, long long label_stride,
         long long row_stride, int two_basins, const long long* __restrict__ sizes,
         const SBPShape* __restrict__ shapes, SBPLevelState* __restrict__ states, double* __restrict__ windows,
-        int last_round) {
+        int rounds_left) {
     __shared__ double values[2][LEVEL_WINDOW];
     __shared__ LevelAnswer answer;
+    __shared__ LevelPlan plan;
     __shared__ int fitting, was_done;
     const int p = blockIdx.x, basins = two_basins ? 2 : 1;
     if (!shapes[p].active) return;  // the whole block
     const long long n = shapes[p].n_train;
     const double volume = shapes[p].volume;
+    const bool last_round = rounds_left == 0;
     SBPLevelState* state = states + p;
     if (threadIdx.x == 0) {
         was_done = state->done;
         answer.found = 0;
+        plan.histogram = -1;  // none
     }
     __syncthreads();
     if (was_done) {
@@ -448,6 +678,7 @@ __device__ inline void level_solve(
         return;
     }
     const SBPLevelState s = *state;
+    __syncthreads();  // every thread has its copy before thread 0 writes the next round's state
     const long long size[2] = {sizes[2 * p], two_basins ? sizes[2 * p + 1] : 0};
     double* window[2] = {windows + 2LL * p * LEVEL_WINDOW, windows + (2LL * p + 1) * LEVEL_WINDOW};
     bool overflow = false;
@@ -459,9 +690,28 @@ __device__ inline void level_solve(
         last = min(last, s.below[b] + s.gathered[b]);
         most = min(most, size[b]);
     }
-    const bool empty_overlap = first > last;
     if (threadIdx.x == 0) fitting = 0;
-    if (!overflow) {
+    if (s.histogram) {
+        if (!last_round) {  // the last round has no gather after it: the bisection
+            for (int i = threadIdx.x; i < 2 * LEVEL_WINDOW; i += blockDim.x) {
+                const int b = i / LEVEL_WINDOW, slot = i % LEVEL_WINDOW;
+                if (b < basins) values[b][slot] = window[b][slot];
+            }
+            const long long buckets[4] = {LEVEL_BUCKETS, LEVEL_BUCKETS, LEVEL_BUCKETS, LEVEL_BUCKETS};
+            level_scan(&values[0][0], LEVEL_BUCKETS, 2 * basins, buckets);
+            LevelHistogram h;
+            h.basins = basins;
+            for (int b = 0; b < 2; ++b) {
+                h.counts[b] = values[b];
+                h.sums[b] = values[b] + LEVEL_BUCKETS;
+                h.lo[b] = s.lo[b];
+                h.hi[b] = s.hi[b];
+                h.below[b] = s.below[b];
+                h.below_sum[b] = s.below_sum[b];
+            }
+            level_plan_from_histogram(h, size, volume, most, rounds_left > 1, &plan);
+        }
+    } else if (!overflow) {
         for (int i = threadIdx.x; i < 2 * LEVEL_WINDOW; i += blockDim.x) {
             const int b = i / LEVEL_WINDOW, slot = i % LEVEL_WINDOW;
             if (slot < count[b]) values[b][slot] = window[b][slot];
@@ -481,28 +731,19 @@ __device__ inline void level_solve(
         const double* c = responses + p * row_stride;
         level_by_bisection(c, labels + p * label_stride, n, two_basins, basins, size, volume, &answer);
     }
-    if (threadIdx.x != 0) return;
-    if (answer.found) {
-        level_write(state, answer, volume, two_basins);
-        level_next_windows(state, answer, basins);
-        state->done = last_round ? 0 : 1;
-        state->settled_by[answer.found - 1] += 1;
-    } else {
-        level_move_windows(state, basins, overflow, empty_overlap, fitting);
-    }
-    for (int b = 0; b < 2; ++b) {
-        state->below[b] = 0;
-        state->below_sum[b] = 0.0;
-        state->gathered[b] = 0;
-    }
+    if (threadIdx.x == 0) level_next_round(state, &answer, plan, size, basins, volume, two_basins, last_round);
+    __syncthreads();
+    if (state->histogram)  // the next gather's counts and sums start at zero
+        for (int i = threadIdx.x; i < 2 * LEVEL_WINDOW; i += blockDim.x) window[i / LEVEL_WINDOW][i % LEVEL_WINDOW] = 0.0;
 }
 
-// One block (any multiple of 32 threads) per problem, after sbp_level_gather.
+// One block (any multiple of 32 threads) per problem, after sbp_level_gather; rounds_left:
+// the rounds of this search after this one (0: the last, which settles every level).
 extern "C" __global__ void sbp_level_solve(
         const double* __restrict__ responses, const double* __restrict__ labels, long long label_stride,
         long long row_stride, int two_basins, const long long* __restrict__ sizes,
         const SBPShape* __restrict__ shapes, SBPLevelState* __restrict__ states, double* __restrict__ windows,
-        int last_round) {
+        int rounds_left) {
     level_solve(responses, labels, label_stride, row_stride, two_basins, sizes, shapes, states, windows,
-                last_round);
+                rounds_left);
 }

@@ -3,16 +3,20 @@
 #pragma once
 
 struct SBPLevelState {
-    double lo[2], hi[2];      // each basin's window: lo <= response < hi
+    double lo[2], hi[2];      // each basin's window: lo <= response < hi (a histogram's: lo <= response <= hi)
     long long below[2];       // responses below lo
     double below_sum[2];
     long long gathered[2];    // responses appended (more than LEVEL_WINDOW: overflow)
     double level, bias, edge[2];  // the answer; covered rows: response <= edge[basin]
     long long covered;        // k*
-    int done, pad;            // settled by an earlier round of this search
+    int done;                 // settled by an earlier round of this search
+    int histogram;            // this round's gather counts [lo, hi] in buckets instead of gathering a window
     long long settled_by[2];  // searches settled by a window, by the bisection
+    unsigned long long lowest_key_flipped[2], highest_key[2];  // this round's least (~ its order key) and
+                                                               // greatest response per basin: 0 when none
+    long long histograms;     // histogram rounds so far
 };
-static_assert(sizeof(SBPLevelState) == 18 * 8, "gpusvm/water_level/_sbp_level_cuda.py reads 18 words");
+static_assert(sizeof(SBPLevelState) == 23 * 8, "gpusvm/water_level/_sbp_level_cuda.py reads 23 words");
 
 // One problem of an SBP launch (gpusvm/water_level/_sbp_level_cuda.py's problem_table). Its
 // training columns are the first n_train of its row of the responses and labels, its

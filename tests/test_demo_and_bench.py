@@ -302,6 +302,7 @@ def test_sbp_launches_benchmark_quick_times_each_launch_of_a_step():
         phase = [r for r in rows if (r["classes"], r["steps_from"]) == (classes, first)]
         assert sum(r["share"] for r in phase) == pytest.approx(1.0)
         assert all(r["ms_a_step"] > 0 and 0 <= r["levels_by_bisection"] <= 1 for r in phase)
+        assert all(r["levels_with_a_histogram"] >= 0 for r in phase)
 
 
 def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():

@@ -341,8 +341,8 @@ def oracle_levels(responses, labels, volume, two_basins):
 @pytest.mark.parametrize("two_basins", [True, False])
 @pytest.mark.parametrize("volume", [0.0, 3.0])
 def test_device_levels_of_many_problems_follow_drifting_responses(two_basins, volume):
-    """Three problems over steps of small moves (the windows settle them), a jump (the
-    bisection does), ties at the start (all zero) and of integer values."""
+    """Three problems over steps of small moves (the windows settle them), a jump (a
+    histogram, then its window), ties at the start (all zero) and of integer values."""
     import cupy
 
     from gpusvm.water_level._sbp_level_cuda import DeviceLevels
@@ -367,6 +367,43 @@ def test_device_levels_of_many_problems_follow_drifting_responses(two_basins, vo
     by_windows, by_bisection = levels.settled_by.get().sum(axis=0)
     assert by_windows + by_bisection == k * len(moves)
     assert by_windows >= k * 5  # the small moves
+    assert levels.histograms.get().sum() >= k  # the jump at least
+    assert by_bisection == 0
+
+
+@needs_device
+@pytest.mark.parametrize(("two_basins", "rounds"), [(True, 4), (False, 4), (True, 3)])
+def test_device_levels_bracket_a_dense_cluster_by_a_second_histogram(two_basins, rounds):
+    """Most responses in a cluster half a unit wide among values spread over [-100, 100]:
+    the first histogram's buckets that may hold the level hold more than a window, so
+    (with four rounds) a histogram of those buckets brackets it and its window settles it,
+    the bisection never running; with three, the last round's window is a guess around
+    the bracket's middle. Each level as the oracle's, at every step of a drift."""
+    import cupy
+
+    from gpusvm.water_level._sbp_level_cuda import DeviceLevels
+
+    rng = np.random.default_rng(13)
+    k, n, spread = 2, 6000, 500
+    labels = np.where(rng.random((k, n)) < 0.5, 1.0, -1.0)
+    labels[:, :2] = [1.0, -1.0]
+    c = rng.uniform(0.0, 0.5, size=(k, n))
+    c[:, :spread] = rng.uniform(-100.0, 100.0, size=spread)  # the same for both problems
+    volume = float(np.maximum(0.0, -c[0, :spread]).sum()) + 100.0  # k* inside the cluster
+    sizes = [(int((row > 0).sum()), int((row < 0).sum())) for row in labels]
+    levels = DeviceLevels(cupy.asarray(labels), sizes, two_basins, volume, rounds=rounds)
+    for step in range(3):
+        c[:, spread:] += 1.5 * step  # the cluster moves by thrice its width
+        levels.search(cupy.asarray(c))
+        got = np.column_stack([levels.level.get(), levels.bias.get(), levels.edges.get()])
+        expected = oracle_levels(c, labels, volume, two_basins)
+        if not two_basins:
+            got[:, 3], expected[:, 3] = 0.0, 0.0
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-10, err_msg=f"step {step}")
+        if step == 0 and rounds == 4:  # from no window: a histogram of all, then of the cluster's buckets
+            assert (levels.histograms.get() == 2).all()
+    if rounds == 4:
+        assert levels.settled_by.get()[:, 1].sum() == 0
 
 
 @needs_device

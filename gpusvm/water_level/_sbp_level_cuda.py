@@ -3,10 +3,13 @@
 On the GPU, with or without the bias, and no sort.
 
 Each problem keeps a window of values per basin (positives and negatives with the bias,
-all rows without) around its last level; a search is two rounds of a gather over the
-responses and a solve by one block per problem that sorts only the windows, the last
-solve falling back to an exact bisection over ranks when both windows missed.  Four
-launches whatever the number of problems, no host synchronisation; the answers (level,
+all rows without) around its last level; a search is rounds of a gather over the
+responses and a solve by one block per problem that sorts only the windows.  After a
+window misses, the next gather counts the responses in buckets instead, whose counts
+and sums bracket the level within about a bucket's values, and the round after gathers
+the window of those; the last solve falls back to an exact bisection over ranks when
+no window has settled it.  Two launches a round (three or four rounds) whatever the
+number of problems, no host synchronisation; the answers (level,
 bias and each basin's edge: the covered rows are the responses at or under it) stay in
 device memory for the steps that use them.  Exact against ``water_level.py``'s
 sort-based oracle up to the rounding of the sums.
@@ -20,7 +23,7 @@ from .._device.cuda_modules import get_cuda_kernel, multiprocessor_count
 
 _SOURCE = "sbp_level.cu"
 WINDOW = 2048  # LEVEL_WINDOW in sbp_level.cu
-STATE_WORDS = 18  # sizeof(SBPLevelState) / 8
+STATE_WORDS = 23  # sizeof(SBPLevelState) / 8
 # SBPShape (sbp_level.cuh), one row of a problem table per problem.
 SHAPE_DTYPE = np.dtype(
     [
@@ -35,10 +38,12 @@ SHAPE_DTYPE = np.dtype(
 )
 ACTIVE_WORD = 6
 # Words of SBPLevelState (sbp_level.cuh) read here.
-_LEVEL, _BIAS, _EDGES, _SETTLED_BY = 10, 11, slice(12, 14), slice(16, 18)
+_LEVEL, _BIAS, _EDGES, _SETTLED_BY, _HISTOGRAMS = 10, 11, slice(12, 14), slice(16, 18), 22
 GATHER_THREADS = 256
 SOLVE_THREADS = 512
-ROUNDS = 2
+# A window, a histogram and its window; past this many rows a bracket may need a second
+# histogram (about 3 x rows / 1,024 values in it, against the 2,048 a window holds).
+ROUNDS_FEW_ROWS, ROUNDS, FEW_ROWS = 3, 4, 1 << 16
 
 
 def problem_table(n_train, n_holdout, volume, seed=0, first_lane=0, eta_scale=1.0):
@@ -80,9 +85,11 @@ class DeviceLevels:
         A :func:`problem_table`: each problem's training rows (a prefix of its row of
         ``labels`` and of the responses), its volume, whether it is active (a stopped
         problem's search is skipped). None: every problem has all ``n`` rows and ``volume``.
+    rounds : int, optional
+        Rounds of a search (at least 2): by default 3 up to ``FEW_ROWS`` rows, else 4.
     """
 
-    def __init__(self, labels, class_sizes, two_basins, volume=None, problems=None):
+    def __init__(self, labels, class_sizes, two_basins, volume=None, problems=None, rounds=None):
         import cupy
 
         self.labels = labels
@@ -100,7 +107,8 @@ class DeviceLevels:
             )
         self.sizes = cupy.asarray(sizes)
         self.state = cupy.zeros((self.k, STATE_WORDS), dtype=np.int64)
-        self.windows = cupy.empty((self.k, 2, WINDOW), dtype=np.float64)
+        self.windows = cupy.zeros((self.k, 2, WINDOW), dtype=np.float64)  # zero: a histogram's start
+        self.rounds = int(rounds or (ROUNDS_FEW_ROWS if self.n <= FEW_ROWS else ROUNDS))
         self.gather_blocks = int(
             max(1, min(4 * multiprocessor_count() // max(1, self.k) + 1, -(-self.n // (GATHER_THREADS * 8))))
         )
@@ -113,7 +121,8 @@ class DeviceLevels:
         ``launch(kernel, grid, block, args)``."""
         row_stride = np.int64(responses.strides[0] // 8)
         common = (responses, self.labels, np.int64(self.n), row_stride, np.int32(self.two_basins))
-        for round_number in range(ROUNDS):
+        for round_number in range(self.rounds):
+            rounds_left = np.int32(self.rounds - 1 - round_number)
             launch(
                 self._gather,
                 (self.gather_blocks, self.k),
@@ -124,7 +133,7 @@ class DeviceLevels:
                 self._solve,
                 (self.k,),
                 (SOLVE_THREADS,),
-                (*common, self.sizes, self.problems, self.state, self.windows, np.int32(round_number == ROUNDS - 1)),
+                (*common, self.sizes, self.problems, self.state, self.windows, rounds_left),
             )
 
     def search(self, responses):
@@ -159,6 +168,11 @@ class DeviceLevels:
     def settled_by(self):
         """Searches so far settled by the windows and by the bisection, shape (k, 2)."""
         return self.state[:, _SETTLED_BY]
+
+    @property
+    def histograms(self):
+        """Rounds so far that counted the responses in buckets after a window missed, shape (k,)."""
+        return self.state[:, _HISTOGRAMS]
 
 
 def find_gamma_and_bias_cuda(labels, values, volume, n_positive, n_negative):
