@@ -28,6 +28,7 @@
 #                  KernelPegasosSVC beside ThunderSVM on Adult and MNIST 8-vs-rest, the SBP
 #                  paper's settings without bias (44 s)
 #   headline-ovo    90   the same on all ten MNIST digits, one-vs-one beside ThunderSVM's (37 s)
+#   headline-letter 45   the same on KEEL letter (26 classes, 325 pairs), one-vs-one (not yet run)
 #   headline-linear 70   bench/linear_objective.py on Adult: PegasosSVC (direct and fused) to
 #                  1% of the optimum beside LIBLINEAR (28 s)
 #   rest     what is left   the rest of the suite on CuPy (168 s)
@@ -169,6 +170,7 @@ if $dry; then
   launches_args="--quick"
   binary_args="--datasets adult --quick --settings 'no bias' --batch-sizes 64 --max-epochs 1"
   ovo_args="--datasets mnist10 --quick --batch-sizes 64 --max-epochs 1"
+  letter_args="--datasets letter --quick --batch-sizes 64 --max-epochs 1"
   linear_args="--datasets adult --quick"
   workers=""
   graphs_on=0  # the emulator cannot capture CUDA graphs: its graph steps run direct launches
@@ -182,6 +184,7 @@ else
   launches_args="--rows 100000 --classes 1 10 --later 200"
   binary_args="--datasets adult mnist8 --settings 'no bias' --batch-sizes 64 --max-epochs 8"
   ovo_args="--datasets mnist10 --batch-sizes 64 --max-epochs 4"
+  letter_args="--datasets letter --batch-sizes 64 --max-epochs 4"
   linear_args="--datasets adult"
   workers=$("$python" -c "import xdist" 2>/dev/null && echo "-n 4")
   graphs_on=1
@@ -263,6 +266,7 @@ step sbp-step-graphs 50 20 "GPUSVM_CUDA_GRAPHS=$graphs_on bench bench/sbp_step.p
 step sbp-launches 40 15 "bench bench/sbp_launches.py $launches_args"
 step headline-binary 150 60 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $binary_args"
 step headline-ovo 90 40 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $ovo_args"
+step headline-letter 45 20 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $letter_args"
 step headline-linear 70 30 "GPUSVM_CUDA_GRAPHS=$graphs bench bench/linear_objective.py --backends cupy $linear_args"
 step rest 600 40 "pytest_run rest ${workers/4/8} $rest_tests"
 

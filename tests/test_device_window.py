@@ -25,6 +25,7 @@ STEPS = [
     "sbp-launches",
     "headline-binary",
     "headline-ovo",
+    "headline-letter",
     "headline-linear",
     "rest",
 ]

@@ -29,8 +29,9 @@ in ``k``, so ``k*`` can be found
 
 CuPy input runs on the GPU: a radix select over the responses' bits for ``find_gamma``
 (``water_level/_cuda.py``), and for ``find_gamma_and_bias`` the solvers' search
-(``water_level/_sbp_level_cuda.py``: sorted windows around a previous level, or a bisection
-over ranks by radix selects; no sort of the whole array).
+(``water_level/_sbp_level_cuda.py``: sorted windows around a previous level, placed by a
+histogram of the responses when one misses, and a bisection over ranks by radix selects as
+the last resort; no sort of the whole array).
 """
 
 from __future__ import annotations
