@@ -49,10 +49,12 @@ __device__ inline double level_edge(double lo, double hi, int j) {
 }
 
 // The bucket of a value in [lo, hi]: edge(j) <= value < edge(j + 1), or value <= hi in the
-// last (estimated by a division, then moved past any edge its rounding crossed).
+// last (estimated by a division, then moved past any edge its rounding crossed). With
+// lo == hi every edge is lo: the last bucket.
 __device__ inline int level_bucket(double value, double lo, double hi) {
     const double width = (hi - lo) / LEVEL_BUCKETS;
-    int j = width > 0.0 ? (int)fmin(fmax((value - lo) / width, 0.0), (double)(LEVEL_BUCKETS - 1)) : 0;
+    if (!(width > 0.0)) return LEVEL_BUCKETS - 1;
+    int j = (int)fmin(fmax((value - lo) / width, 0.0), (double)(LEVEL_BUCKETS - 1));
     while (j > 0 && value < level_edge(lo, hi, j)) --j;
     while (j < LEVEL_BUCKETS - 1 && value >= level_edge(lo, hi, j + 1)) ++j;
     return j;
@@ -595,18 +597,26 @@ __device__ inline void level_plan_from_histogram(const LevelHistogram& h, const 
     }
 }
 
-// Histograms of every response, from the round's least to its greatest, for the next
-// round (after a missed window); or, when every basin's responses are all one value (at
-// the start of a fit), the answer: every rank fits, and k* is the smaller basin's size.
-__device__ inline void level_after_a_miss(SBPLevelState* state, const long long* size, int basins,
+// After a missed window: when every basin's responses are all one value (at the start of
+// a fit), the answer (every rank fits, and k* is the smaller basin's size); else, where a
+// round after the next can use them (`histogram`), histograms of every response from the
+// round's least to its greatest (the last round would only bisect: the window stays).
+__device__ inline void level_after_a_miss(SBPLevelState* state, const long long* size, int basins, bool histogram,
                                           LevelAnswer* answer) {
     bool flat = true;
+    double least[2], greatest[2];
     for (int b = 0; b < basins; ++b) {
-        state->lo[b] = gpusvm_key_value(~state->lowest_key_flipped[b]);
-        state->hi[b] = gpusvm_key_value(state->highest_key[b]);
-        flat &= state->lo[b] == state->hi[b];
+        least[b] = gpusvm_key_value(~state->lowest_key_flipped[b]);
+        greatest[b] = gpusvm_key_value(state->highest_key[b]);
+        flat &= least[b] == greatest[b];
     }
-    state->histogram = 1;
+    if (flat || histogram) {
+        for (int b = 0; b < basins; ++b) {
+            state->lo[b] = least[b];
+            state->hi[b] = greatest[b];
+        }
+        state->histogram = !flat;
+    }
     if (!flat) return;
     long long most = size[0];
     if (basins == 2) most = min(most, size[1]);
@@ -625,9 +635,10 @@ __device__ inline void level_after_a_miss(SBPLevelState* state, const long long*
 // Thread 0 of the solve, last: the answer written, or what the next round gathers.
 __device__ inline void level_next_round(SBPLevelState* state, LevelAnswer* answer, const LevelPlan& plan,
                                         const long long* size, int basins, double volume, int two_basins,
-                                        int last_round) {
+                                        int rounds_left) {
+    const bool last_round = rounds_left == 0;
     if (state->histogram) state->histograms += 1;
-    else if (!answer->found) level_after_a_miss(state, size, basins, answer);
+    else if (!answer->found) level_after_a_miss(state, size, basins, rounds_left > 1, answer);
     if (answer->found) {
         level_write(state, *answer, volume, two_basins);
         level_next_windows(state, *answer, basins);
@@ -697,6 +708,7 @@ __device__ inline void level_solve(
                 const int b = i / LEVEL_WINDOW, slot = i % LEVEL_WINDOW;
                 if (b < basins) values[b][slot] = window[b][slot];
             }
+            __syncthreads();
             const long long buckets[4] = {LEVEL_BUCKETS, LEVEL_BUCKETS, LEVEL_BUCKETS, LEVEL_BUCKETS};
             level_scan(&values[0][0], LEVEL_BUCKETS, 2 * basins, buckets);
             LevelHistogram h;
@@ -731,7 +743,7 @@ __device__ inline void level_solve(
         const double* c = responses + p * row_stride;
         level_by_bisection(c, labels + p * label_stride, n, two_basins, basins, size, volume, &answer);
     }
-    if (threadIdx.x == 0) level_next_round(state, &answer, plan, size, basins, volume, two_basins, last_round);
+    if (threadIdx.x == 0) level_next_round(state, &answer, plan, size, basins, volume, two_basins, rounds_left);
     __syncthreads();
     if (state->histogram)  // the next gather's counts and sums start at zero
         for (int i = threadIdx.x; i < 2 * LEVEL_WINDOW; i += blockDim.x) window[i / LEVEL_WINDOW][i % LEVEL_WINDOW] = 0.0;
