@@ -538,6 +538,24 @@ struct LevelPlan {
     int histogram;
 };
 
+// Basin b's buckets around the one that holds rank `rank`: that bucket, then its
+// neighbours on either side while the values they hold together stay within `room`.
+__device__ inline void level_buckets_around(const LevelHistogram& h, int b, long long rank, double room,
+                                            int* low_bucket, int* high_bucket) {
+    *low_bucket = *high_bucket = min(max(level_bucket_of_rank(h, b, rank), 0), LEVEL_BUCKETS - 1);
+    for (bool grown = true; grown;) {
+        grown = false;
+        for (int side = 0; side < 2; ++side) {
+            const int low = *low_bucket - (side == 0), high = *high_bucket + (side == 1);
+            if (low < 0 || high >= LEVEL_BUCKETS) continue;
+            if (h.counts[b][high] - (low > 0 ? h.counts[b][low - 1] : 0.0) > room) continue;
+            *low_bucket = low;
+            *high_bucket = high;
+            grown = true;
+        }
+    }
+}
+
 // From a round's histograms: k* bracketed by the bounds, then the buckets that hold
 // ranks k* -/+ LEVEL_HALF_RANKS of each basin as the next window, or those of the
 // bracket alone where those are too many; or else, when a round after the next one can
@@ -565,20 +583,9 @@ __device__ inline void level_plan_from_histogram(const LevelHistogram& h, const 
             const long long high_rank = max(low_rank, min(min(size[b], top), k_high + 1 + margin));
             low_bucket[b] = min(max(level_bucket_of_rank(h, b, low_rank), 0), LEVEL_BUCKETS - 1);
             high_bucket[b] = min(max(level_bucket_of_rank(h, b, high_rank), low_bucket[b]), LEVEL_BUCKETS - 1);
-            if (attempt == 2 && !narrow) {  // one bucket around the middle, then its neighbours while they fit
+            if (attempt == 2 && !narrow) {
                 const long long middle = max(h.below[b] + 1, min(top, (k_low + k_high + 1) / 2));
-                low_bucket[b] = high_bucket[b] = min(max(level_bucket_of_rank(h, b, middle), 0), LEVEL_BUCKETS - 1);
-                for (bool grown = true; grown;) {
-                    grown = false;
-                    for (int side = 0; side < 2; ++side) {
-                        const int low = low_bucket[b] - (side == 0), high = high_bucket[b] + (side == 1);
-                        if (low < 0 || high >= LEVEL_BUCKETS) continue;
-                        if (h.counts[b][high] - (low > 0 ? h.counts[b][low - 1] : 0.0) > room) continue;
-                        low_bucket[b] = low;
-                        high_bucket[b] = high;
-                        grown = true;
-                    }
-                }
+                level_buckets_around(h, b, middle, room, &low_bucket[b], &high_bucket[b]);
             }
             const double values =
                 h.counts[b][high_bucket[b]] - (low_bucket[b] > 0 ? h.counts[b][low_bucket[b] - 1] : 0.0);
