@@ -45,7 +45,7 @@ QUESTIONS = [
     ("8. On a dask cluster: gpusvm.dask against single-node, and data larger than a worker", ["dask_scaling"], None),
     (
         "The water level and the SBP step (SBP's inner loop; the step against its floor)",
-        ["water_level", "sbp_steps", "sbp_step", "sbp_launches"],
+        ["water_level", "sbp_steps", "sbp_step", "sbp_launches", "sbp_fit_phases"],
         None,
     ),
     ("The linear and online solvers against the memory roofline, by batch size", ["roofline"], None),

@@ -125,22 +125,9 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
     """SBP test error at doubling kernel-evaluation budgets, appended to ``points`` as
     each fit ends."""
     n, problems = X.shape[0], n_problems(y)
-    budget, after_target = problems * n * max(batch_size, n // 64), None
+    budget, after_target = first_budget(y, n, batch_size), None
     while budget <= max_epochs * problems * n * n:
-        model = SBPClassifier(
-            nu=setting["nu"],
-            gamma=1 / (2 * setting["sigma2"]),
-            fit_intercept=setting["fit_intercept"],
-            batch_size=batch_size,
-            max_iter=max_epochs,
-            validation_fraction=0.0,
-            tol=None,
-            max_kernel_evals=budget,
-            cache_size=cache_mb,
-            kernel_dtype=X.dtype.name,  # X's, as before kernel_dtype: --float32 compares the two
-            random_state=0,
-            backend=backend,
-        )
+        model = sbp_model(setting, batch_size, backend, max_epochs, budget, cache_mb, X.dtype)
         seconds = timed_fit(model, X, y, backend)
         points.append(
             {
@@ -162,6 +149,30 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
         if after_target == 2:
             break
         budget *= 2
+
+
+def sbp_model(setting, batch_size, backend, max_epochs, budget, cache_mb, dtype):
+    """SBPClassifier at a setting (its ``nu`` resolved), stopped by ``budget`` kernel
+    evaluations or ``max_epochs``, with no holdout and its kernel values in ``dtype``."""
+    return SBPClassifier(
+        nu=setting["nu"],
+        gamma=1 / (2 * setting["sigma2"]),
+        fit_intercept=setting["fit_intercept"],
+        batch_size=batch_size,
+        max_iter=max_epochs,
+        validation_fraction=0.0,
+        tol=None,
+        max_kernel_evals=budget,
+        cache_size=cache_mb,
+        kernel_dtype=np.dtype(dtype).name,  # X's, as before kernel_dtype: --float32 compares the two
+        random_state=0,
+        backend=backend,
+    )
+
+
+def first_budget(y, n, batch_size):
+    """The smallest of a curve's doubling budgets of kernel evaluations."""
+    return n_problems(y) * n * max(batch_size, n // 64)
 
 
 def n_problems(y):

@@ -29,6 +29,9 @@
 #                  paper's settings without bias (44 s)
 #   headline-ovo    90   the same on all ten MNIST digits, one-vs-one beside ThunderSVM's (37 s)
 #   headline-letter 45   the same on KEEL letter (26 classes, 325 pairs), one-vs-one (not yet run)
+#   fit-phases 50  bench/sbp_fit_phases.py: where the time of the headlines' fits goes (the
+#                  library's nvtx ranges timed apart), the kernel matrix beside cuBLAS's
+#                  GEMM of the same shape and its bytes at peak bandwidth (not yet run)
 #   headline-linear 70   bench/linear_objective.py on Adult: PegasosSVC (direct and fused) to
 #                  1% of the optimum beside LIBLINEAR (28 s)
 #   rest     what is left   the rest of the suite on CuPy (168 s)
@@ -171,6 +174,7 @@ if $dry; then
   binary_args="--datasets adult --quick --settings 'no bias' --batch-sizes 64 --max-epochs 1"
   ovo_args="--datasets mnist10 --quick --batch-sizes 64 --max-epochs 1"
   letter_args="--datasets letter --quick --batch-sizes 64 --max-epochs 1"
+  phases_args="--datasets adult --quick --rows 300"
   linear_args="--datasets adult --quick"
   workers=""
   graphs_on=0  # the emulator cannot capture CUDA graphs: its graph steps run direct launches
@@ -185,6 +189,7 @@ else
   binary_args="--datasets adult mnist8 --settings 'no bias' --batch-sizes 64 --max-epochs 8"
   ovo_args="--datasets mnist10 --batch-sizes 64 --max-epochs 4"
   letter_args="--datasets letter --batch-sizes 64 --max-epochs 4"
+  phases_args="--datasets adult mnist8 mnist10 letter"
   linear_args="--datasets adult"
   workers=$("$python" -c "import xdist" 2>/dev/null && echo "-n 4")
   graphs_on=1
@@ -267,6 +272,7 @@ step sbp-launches 40 15 "bench bench/sbp_launches.py $launches_args"
 step headline-binary 150 60 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $binary_args"
 step headline-ovo 90 40 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $ovo_args"
 step headline-letter 45 20 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $letter_args"
+step fit-phases 50 20 "GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_fit_phases.py --backends cupy $phases_args"
 step headline-linear 70 30 "GPUSVM_CUDA_GRAPHS=$graphs bench bench/linear_objective.py --backends cupy $linear_args"
 step rest 600 40 "pytest_run rest ${workers/4/8} $rest_tests"
 

@@ -8,6 +8,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import nvtx
 from sklearn.base import _fit_context
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -17,6 +18,7 @@ from ._estimator.auto_nu import nu_of_margins, pilot_nu, pilot_subsample
 from ._estimator.base import GPUClassifierMixin, restore_on_error
 from ._estimator.kernel_model import KernelModelMixin
 from ._estimator.one_vs_one import class_pairs, ovr_scores, pair_seed, share
+from ._instrumentation import nvtx_range
 from ._random import seed_from_random_state
 from ._validation import check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
 from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
@@ -405,22 +407,23 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         with restore_on_error(self):
             self.__dict__.pop("backend_", None)
             backend = self._fit_backend()
-            X, y = check_X_y(self, X, y, reset=True)
-            classes = self._classes_for_fit(y)
-            seed = seed_from_random_state(self.random_state)
-            train, holdout = self._split(y, classes, seed)
-            order = np.concatenate([train, holdout])
-            self.batch_size_ = resolve_batch_size(self.batch_size, train.size)
-            self._check_device_memory(X, classes.size, backend, self.batch_size_)
-            X_ordered = X[order]
-            if X_ordered.dtype != self.kernel_dtype:  # no copy=False: cupyx sparse astype lacks it before 14.2
-                X_ordered = X_ordered.astype(self.kernel_dtype)
-            X_dev = to_backend(X_ordered, backend)
-            gamma = resolve_gamma(self.gamma, X_dev[: train.size])  # the training rows come first
-            check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
-            rules = self._stopping_rules()
-            labels = np.searchsorted(classes, y[order])  # class positions, in X_dev's row order
-            self.nu_ = self._resolve_nu(X_dev, labels[: train.size], classes, gamma, seed, backend)
+            with nvtx.annotate("sbp.prepare", color="blue"):  # checks, the copy to the backend, gamma, nu
+                X, y = check_X_y(self, X, y, reset=True)
+                classes = self._classes_for_fit(y)
+                seed = seed_from_random_state(self.random_state)
+                train, holdout = self._split(y, classes, seed)
+                order = np.concatenate([train, holdout])
+                self.batch_size_ = resolve_batch_size(self.batch_size, train.size)
+                self._check_device_memory(X, classes.size, backend, self.batch_size_)
+                X_ordered = X[order]
+                if X_ordered.dtype != self.kernel_dtype:  # no copy=False: cupyx sparse astype lacks it before 14.2
+                    X_ordered = X_ordered.astype(self.kernel_dtype)
+                X_dev = to_backend(X_ordered, backend)
+                gamma = resolve_gamma(self.gamma, X_dev[: train.size])  # the training rows come first
+                check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
+                rules = self._stopping_rules()
+                labels = np.searchsorted(classes, y[order])  # class positions, in X_dev's row order
+                self.nu_ = self._resolve_nu(X_dev, labels[: train.size], classes, gamma, seed, backend)
             if self._trains_one_vs_one(classes):
                 results = self._fit_pairs(X, X_dev, order, train.size, labels, classes, gamma, seed, rules, backend)
             else:
@@ -652,6 +655,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             checkpoint_every,
         )
 
+    @nvtx_range("sbp.model", "red")
     def _set_pair_model(self, results, X, order, labels, classes, history):
         """Support vectors (the union of the pairs') and one coefficient row per pair."""
         pairs = class_pairs(classes.size)
@@ -750,6 +754,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                 message = worst.warning("cache_size", self.cache_size, "MB")
             warnings.warn(message, UserWarning, stacklevel=4)  # past fit and its _fit_context
 
+    @nvtx_range("sbp.model", "red")
     def _set_model(self, result, X, y, train, targets, classes):
         """Support vectors and coefficients of the averaged model, scaled to margin 1."""
         divisor = positive_level(result.level)

@@ -320,6 +320,25 @@ def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():
     assert payload["parameters"]["bandwidth_source"] == {"numpy": "measured copy on numpy"}
 
 
+def test_sbp_fit_phases_benchmark_quick_accounts_for_the_whole_fit():
+    """bench/sbp_fit_phases.py: each phase of a headline fit (the library's nvtx ranges)
+    with its own seconds, not counting the ranges inside it, so that with the time
+    outside them they add up to the fit."""
+    rows = run_bench("sbp_fit_phases.py", "--datasets", "adult")["results"]
+    phases = {r["phase"]: r for r in rows}
+    steps = ("sbp.water_level", "sbp.draw", "sbp.kernel_row", "sbp.update")
+    assert {"sbp.prepare", "sbp.stepper", "sbp.checkpoint", "sbp.model", *steps} <= set(phases)
+    assert phases["sbp.model"]["calls"] == phases["sbp.prepare"]["calls"] == 1
+    assert phases["sbp.checkpoint"]["calls"] >= 1
+    assert len({phases[name]["calls"] for name in steps}) == 1  # one of each a step
+    timed = phases["fit, ranges timed"]["seconds"]
+    parts = [r for r in rows if r["share"] is not None and r["phase"] != "fit, ranges timed"]
+    assert all(r["seconds"] >= 0 for r in parts)  # a nested range counted twice would leave "outside" below 0
+    assert sum(r["seconds"] for r in parts) == pytest.approx(timed, rel=1e-9)
+    assert sum(r["share"] for r in parts) == pytest.approx(1.0)
+    assert phases["fit, undisturbed"]["seconds"] > 0
+
+
 def test_sbp_step_benchmark_takes_a_cards_peak_bandwidth_by_its_name(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
     from sbp_step import peak_bandwidth, step_bandwidth

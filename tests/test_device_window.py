@@ -26,6 +26,7 @@ STEPS = [
     "headline-binary",
     "headline-ovo",
     "headline-letter",
+    "fit-phases",
     "headline-linear",
     "rest",
 ]

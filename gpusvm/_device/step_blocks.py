@@ -40,6 +40,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import nvtx
 
 from .cuda_modules import get_cuda_kernel
 
@@ -177,7 +178,7 @@ class StepBlocks:
         import cupy
 
         stream = cupy.cuda.Stream(non_blocking=True)
-        with stream:
+        with nvtx.annotate("step_blocks.capture", color="purple"), stream:
             stream.begin_capture()
             try:
                 self._issue(length, _launch)

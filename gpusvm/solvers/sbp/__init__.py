@@ -49,6 +49,7 @@ ICML 2012 (arXiv:1204.0566).
 from __future__ import annotations
 
 from ..._backend import on_device
+from ..._instrumentation import nvtx_range
 from ._numpy import NumpySBPSteps
 from ._pairs import (
     FIRST_WINDOW,
@@ -117,6 +118,7 @@ __all__ = [
 ]
 
 
+@nvtx_range("sbp.stepper", "yellow")  # the kernel matrix, or the cache, and the state
 def make_steps(problem, xp, *, kernel_cache, cache_bytes):
     """The steps of the binary and one-vs-rest ``problem`` on the array module ``xp``:
     :class:`NumpySBPSteps` (the reference; a host row cache of ``cache_bytes``) or
@@ -128,6 +130,7 @@ def make_steps(problem, xp, *, kernel_cache, cache_bytes):
     return NumpySBPSteps(problem, cache_bytes=cache_bytes)
 
 
+@nvtx_range("sbp.stepper", "yellow")
 def make_pair_steps(stack, xp, *, kernel_cache, cache_bytes, compiled):
     """The steps of the one-vs-one pairs of ``stack``, stepping together, on the array
     module ``xp``: on the host ``_pairs_compiled.CompiledPairSteps`` when ``compiled``
