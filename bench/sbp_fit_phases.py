@@ -53,8 +53,6 @@ from _common import TimeLimit, gpu_facts, report, synchronize_device, timed_fit,
 from sbp_kernel import SETTINGS, first_budget, load, sbp_model, svc_reference  # noqa: E402
 from sbp_step import peak_bandwidth  # noqa: E402
 
-from gpusvm import SBPClassifier  # noqa: E402
-
 BATCH_SIZE = 64
 CACHE_MB = 8000
 # Doublings of bench/sbp_kernel.py's first budget to its point that first reached SVC's
@@ -149,14 +147,12 @@ def measure(args, name, rows):
     doublings = min(2, TARGET_DOUBLINGS[name]) if args.quick else TARGET_DOUBLINGS[name]
     budget = first_budget(y, X.shape[0], BATCH_SIZE) * 2**doublings
     for backend in args.backends:
-        if backend == "cupy":  # the kernels compiled outside the timings, as the headline's warm-up
-            SBPClassifier(batch_size=BATCH_SIZE, max_iter=1, validation_fraction=0.0, backend="cupy").fit(
-                X[:300], y[:300]
-            )
-        make = lambda: sbp_model(setting, BATCH_SIZE, backend, 1000, budget, CACHE_MB, X.dtype)  # noqa: E731
-        first = timed_fit(make(), X, y, backend)
-        again = timed_fit(make(), X, y, backend)
-        model = make()
+        make = lambda budget: sbp_model(setting, BATCH_SIZE, backend, 1000, budget, CACHE_MB, X.dtype)  # noqa: E731
+        # The kernels of these settings (dtype, bias) compiled and loaded outside the timings
+        make(None).set_params(max_iter=1).fit(X[:300], y[:300])
+        first = timed_fit(make(budget), X, y, backend)
+        again = timed_fit(make(budget), X, y, backend)
+        model = make(budget)
         seconds, clock = recorded_fit(model, X, y, backend)
         record = model.history_[-1]
         common = {"dataset": name, "setting": setting["setting"], "backend": backend, "rows": X.shape[0]}
