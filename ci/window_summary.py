@@ -3,6 +3,10 @@
     python ci/window_summary.py add WORK --step NAME --status STATUS --seconds S --limit S [--detail TEXT]
     python ci/window_summary.py tests JUNIT...     one line: counts and the failing tests
     python ci/window_summary.py passed JUNIT...    exit 0 when every report exists and holds no failure
+    python ci/window_summary.py defaults-safe DEFAULTS DIRECT
+                                                   exit 0 when no test fails with the defaults
+                                                   (CUDA graphs, fused steps) that passes with
+                                                   direct launches; else names those tests
     python ci/window_summary.py render WORK OUT    WORK/steps.jsonl -> OUT/summary.md and OUT/summary.json
 
 ``WORK`` is the window's working folder (its archive's content); ``steps.jsonl`` there
@@ -50,6 +54,22 @@ def tests_line(paths):
         more = len(failing) - FAILURES_LISTED
         parts.append("failing: " + listed + (f"; and {more} more" if more > 0 else ""))
     return ". ".join(parts)
+
+
+def defaults_safe(defaults, direct):
+    """Whether the headlines may run with the defaults: both reports were written, the
+    defaults' has passes, and every test failing there fails with direct launches too (a
+    failure of both is not the graphs' or the fused steps'). Also the tests that failed
+    with the defaults alone."""
+    if junit_counts([defaults, direct])[2]:
+        return False, []
+    failing_direct = {case["test"] for case in outcomes(direct) if case["outcome"] in ("failed", "error")}
+    cases = outcomes(defaults)
+    only_defaults = [
+        case["test"] for case in cases if case["outcome"] in ("failed", "error") and case["test"] not in failing_direct
+    ]
+    passed = any(case["outcome"] == "passed" for case in cases)
+    return passed and not only_defaults, only_defaults
 
 
 def add(work, step, status, seconds, limit, detail):
@@ -111,6 +131,9 @@ def main(argv=None):
     adding.add_argument("--detail", default="")
     for name in ("tests", "passed"):
         commands.add_parser(name).add_argument("junit", nargs="+")
+    safe = commands.add_parser("defaults-safe")
+    safe.add_argument("defaults")
+    safe.add_argument("direct")
     rendering = commands.add_parser("render")
     rendering.add_argument("work")
     rendering.add_argument("out")
@@ -122,6 +145,11 @@ def main(argv=None):
     elif args.command == "passed":
         counts, _, missing = junit_counts(args.junit)
         return 0 if not missing and not counts["failed"] and not counts["error"] and counts["passed"] else 1
+    elif args.command == "defaults-safe":
+        safe, only_defaults = defaults_safe(args.defaults, args.direct)
+        if only_defaults:
+            print("failing with the defaults only: " + "; ".join(only_defaults))
+        return 0 if safe else 1
     else:
         render(args.work, args.out)
     return 0

@@ -127,3 +127,35 @@ def test_no_svc_reads_the_newest_cpu_record_of_the_same_problem(tmp_path, monkey
     found = sbp_kernel.recorded_svc("mnist10", setting, 60000)
     assert found["test_error"] == 0.01 and found["recorded_in"] == "sbp_kernel_mnist10-cpu-amd-epyc.json"
     assert sbp_kernel.recorded_svc("mnist10", setting, 2000) is None
+
+
+def junit_report(path, outcomes):
+    """A JUnit report of test ``name: outcome`` pairs ('passed', 'failure' or 'error')."""
+    cases = "".join(
+        f'<testcase classname="tests.t" name="{name}">'
+        + ("" if outcome == "passed" else f"<{outcome}/>")
+        + "</testcase>"
+        for name, outcome in outcomes.items()
+    )
+    path.write_text(f'<testsuites><testsuite name="pytest">{cases}</testsuite></testsuites>')
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "defaults, direct, safe",
+    [
+        ({"a": "passed", "b": "passed"}, {"a": "passed", "b": "passed"}, True),
+        ({"a": "passed", "b": "failure"}, {"a": "passed", "b": "failure"}, True),  # both: not the graphs'
+        ({"a": "passed", "b": "error"}, {"a": "passed", "b": "passed"}, False),  # the defaults' alone
+        ({"a": "failure"}, {"a": "failure"}, False),  # nothing passed
+    ],
+)
+def test_the_headlines_keep_the_defaults_unless_a_test_fails_with_them_alone(
+    tmp_path, monkeypatch, defaults, direct, safe
+):
+    monkeypatch.syspath_prepend(str(ROOT / "ci"))
+    from window_summary import main
+
+    reports = [junit_report(tmp_path / "defaults.xml", defaults), junit_report(tmp_path / "direct.xml", direct)]
+    assert (main(["defaults-safe", *reports]) == 0) is safe
+    assert main(["defaults-safe", reports[0], str(tmp_path / "missing.xml")]) == 1
