@@ -111,6 +111,17 @@ def test_steps_match_plain_algorithm(backend, rng, fit_intercept, batch_size, n_
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_steps_of_a_batch_past_the_staged_rows_match_plain_algorithm(backend, rng, fit_intercept):
+    """A batch over SBP_STAGED_ROWS (256, kernels/sbp.cu): the device's norm step and update
+    read the drawn rows from global memory instead of shared memory."""
+    problem, K, targets = make_problem(rng, backend, n_classes=3, batch_size=300, fit_intercept=fit_intercept)
+    got = run_steps(solver_steps(problem, backend), 6)
+    expected = reference_sbp(K, problem.n_train, targets, problem.nu, 300, fit_intercept, problem.seed, 6)
+    for name, a, b in zip(("alpha", "responses", "holdout"), got, expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
 @pytest.mark.parametrize("kernel_values", ["matrix", "cache", "products"])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_device_steps_in_blocks_match_the_plain_algorithm(rng, step_block_mode, kernel_values, sparse):
