@@ -281,7 +281,8 @@ __global__ void sbp_norm_step(
 // values of a kernel row) by SBP_UPDATE_ROW_GROUPS warps (threadIdx.y), each over every
 // SBP_UPDATE_ROW_GROUPS-th drawn row: a thread has B / 8 reads to wait on, not B, and all
 // of a step's rows are in flight at once even when the columns are too few to fill the
-// device. The groups' sums are added in a fixed order (the same on every run).
+// device; with the drawn rows staged in shared memory (SBP_STAGED_ROWS) a thread's reads
+// go out together. The groups' sums are added in a fixed order (the same on every run).
 template <typename real>
 __global__ void sbp_update(
         KERNEL_VALUE_PARAMETERS, SBP_COLUMN_PARAMETERS, const long long* __restrict__ drawn,
