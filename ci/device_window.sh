@@ -21,7 +21,8 @@
 #                  GPUSVM_FUSED_STEPS=0 (every launch direct); a per-test timeout, no -x (47 s)
 #   roofline 100   bench/roofline.py: Pegasos and FTRL seconds a step by batch size, direct,
 #                  graph and fused launches (7 s)
-#   sbp-step-direct, sbp-step-graphs  50 each   bench/sbp_step.py with graphs off, then on (40 s each)
+#   sbp-step-direct, sbp-step-graphs  50 each   bench/sbp_step.py (1e4 and 1e5 rows; 1, 10
+#                  and 26 classes) with graphs off, then on (40 s each without 26 classes)
 #   sbp-launches 40   bench/sbp_launches.py: each launch of the SBP step timed apart at 1e5
 #                  rows, 1 and 10 classes, and how often the level search fell back (12 s)
 #   headline-binary 150   bench/sbp_kernel.py --no-svc: SBPClassifier (batch 64) and
@@ -185,7 +186,7 @@ else
   # added to: the README is rebuilt when they are committed
   rest_tests="tests -k 'not (cupy or gpu or device or graph or replay or fused or staging or bench_readme)'"
   roofline_args="--backends cupy --rows 1000000 --stream-rows 1000000 --batch-sizes 64 256 1024 16384"
-  sbp_step_args="--backends cupy --rows 10000 100000 --classes 1 10 --data dense --kernel-values matrix"
+  sbp_step_args="--backends cupy --rows 10000 100000 --classes 1 10 26 --data dense --kernel-values matrix"
   launches_args="--rows 100000 --classes 1 10 --later 200"
   binary_args="--datasets adult mnist8 --settings 'no bias' --batch-sizes 64 --max-epochs 8"
   ovo_args="--datasets mnist10 --batch-sizes 64 --max-epochs 4"
