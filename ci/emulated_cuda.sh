@@ -46,6 +46,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-poly-False-2-1-True]"
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-linear-True-3-4-True]"
   "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-rbf-False-3-1-False]"      # one basin
+  "tests/test_sbp.py::test_steps_of_a_batch_past_the_staged_rows_match_plain_algorithm[cupy-False]"  # drawn rows unstaged
   "tests/test_sbp.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-True-products]"  # sparse rows
   "tests/test_sbp.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-False-cache]"  # device row cache
   "tests/test_sbp.py::test_device_row_cache_computes_a_large_miss_in_products_of_bounded_memory"  # ... in bounded products

@@ -750,6 +750,7 @@ __device__ inline void level_solve(
         const double* c = responses + p * row_stride;
         level_by_bisection(c, labels + p * label_stride, n, two_basins, basins, size, volume, &answer);
     }
+    __syncthreads();  // every thread has read answer.found before thread 0 sets it (a flat start)
     if (threadIdx.x == 0) level_next_round(state, &answer, plan, size, basins, volume, two_basins, rounds_left);
     __syncthreads();
     if (state->histogram)  // the next gather's counts and sums start at zero
