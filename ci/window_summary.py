@@ -2,7 +2,6 @@
 
     python ci/window_summary.py add WORK --step NAME --status STATUS --seconds S --limit S [--detail TEXT]
     python ci/window_summary.py tests JUNIT...     one line: counts and the failing tests
-    python ci/window_summary.py passed JUNIT...    exit 0 when every report exists and holds no failure
     python ci/window_summary.py defaults-safe DEFAULTS DIRECT
                                                    exit 0 when no test fails with the defaults
                                                    (CUDA graphs, fused steps) that passes with
@@ -129,8 +128,7 @@ def main(argv=None):
     adding.add_argument("--seconds", type=int, required=True)
     adding.add_argument("--limit", type=int, required=True)
     adding.add_argument("--detail", default="")
-    for name in ("tests", "passed"):
-        commands.add_parser(name).add_argument("junit", nargs="+")
+    commands.add_parser("tests").add_argument("junit", nargs="+")
     safe = commands.add_parser("defaults-safe")
     safe.add_argument("defaults")
     safe.add_argument("direct")
@@ -142,9 +140,6 @@ def main(argv=None):
         add(args.work, args.step, args.status, args.seconds, args.limit, args.detail)
     elif args.command == "tests":
         print(tests_line(args.junit))
-    elif args.command == "passed":
-        counts, _, missing = junit_counts(args.junit)
-        return 0 if not missing and not counts["failed"] and not counts["error"] and counts["passed"] else 1
     elif args.command == "defaults-safe":
         safe, only_defaults = defaults_safe(args.defaults, args.direct)
         if only_defaults:
