@@ -41,6 +41,7 @@ import argparse
 import contextlib
 import sys
 import time
+import traceback
 from collections import Counter, defaultdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -209,10 +210,22 @@ def main():
     parser.add_argument("--quick", action="store_true", help="2,000-3,000 rows, a quarter of the budget at most")
     parser.add_argument("--rows", type=int, default=None, help="at most this many training rows (a dry run's)")
     args = parser.parse_args()
-    rows = []
+    rows, failed = [], []
     with TimeLimit() as limit:
         for name in args.datasets:
-            measure(args, name, rows)
+            try:
+                measure(args, name, rows)
+            except Exception:  # the other data sets still run; the step fails at the end
+                traceback.print_exc()
+                failed.append(name)
+            write_report(args, rows, stopped=False)
+    write_report(args, rows, stopped=limit.reached)
+    if failed:
+        raise SystemExit(f"sbp_fit_phases: failed on {', '.join(failed)} (tracebacks above)")
+
+
+def write_report(args, rows, stopped):
+    """The results so far (``rows``), as :func:`_common.report` writes them."""
     for row in rows:
         row.setdefault("share", None)
         row.setdefault("note", None)
@@ -239,7 +252,7 @@ def main():
                 "rows": args.rows,
             },
             "results": rows,
-            "stopped_at_time_limit": limit.reached,
+            "stopped_at_time_limit": stopped,
         },
     )
 
