@@ -1,7 +1,7 @@
-"""Where the time of one headline SBPClassifier fit goes, phase by phase (issue 45).
+"""Where the time of one headline kernel SVM fit goes, phase by phase (issue 45).
 
 ``bench/sbp_kernel.py`` times fits whole; this splits the fit that first reached SVC's
-test error + 0.1 point there into the nvtx ranges the library opens:
+test error + 0.1 point there into the nvtx ranges the library opens. SBPClassifier's:
 
 * ``sbp.prepare``: the checks, the copy of X to the backend, gamma and nu;
 * ``sbp.stepper``: the solver's state, and with it ``kernel_matrix``, the whole kernel
@@ -11,6 +11,11 @@ test error + 0.1 point there into the nvtx ranges the library opens:
   on the host ``sbp.water_level``, ``sbp.draw``, ``sbp.kernel_row`` and ``sbp.update``;
 * ``sbp.checkpoint``: the averaged model's level, ten times an epoch;
 * ``sbp.model``: the support vectors and coefficients.
+
+KernelPegasosSVC's (on Adult and MNIST 8-vs-rest, where it reached the target):
+``kernel_pegasos.prepare``, ``kernel_pegasos.stepper`` (with ``kernel_matrix``),
+``step_blocks.capture``, ``kernel_pegasos.steps`` (on the host its margins, update and
+kernel rows) and ``kernel_pegasos.model``.
 
 For this, ``nvtx.annotate`` is replaced by a clock that synchronises the device as each
 range opens and closes (never inside a graph capture), so a range's seconds are its own
@@ -25,13 +30,15 @@ the same products as one dense GEMM by cuBLAS in the kernel values' dtype, and t
 matrix's bytes written once at the card's peak bandwidth.
 
 Settings: ``bench/sbp_kernel.py``'s first for each data set (Adult and MNIST 8-vs-rest
-without bias, letter and MNIST's ten digits with it, one-vs-one), batch 64, stopped at the
-budget of kernel evaluations of the point that reached the target on the H200
+without bias, letter and MNIST's ten digits with it, one-vs-one), batch 64. SBP stops at
+the budget of kernel evaluations of the point that reached the target on the H200
 (2026-11-27; letter's from the CPU record; ``--quick``: at most four times the first
-budget). A ``nu`` that the setting leaves to SVC comes from the CPU record of
-``bench/sbp_kernel.py`` (a quick run fits SVC if there is none).
+budget), KernelPegasosSVC after the epochs that reached it there (``--quick``: one). A
+``nu`` that the setting leaves to SVC comes from the CPU record of ``bench/sbp_kernel.py``
+(a quick run fits SVC if there is none).
 
     python bench/sbp_fit_phases.py [--datasets adult mnist8 mnist10 letter]
+                                   [--solvers sbp kernel_pegasos]
                                    [--backends cupy] [--quick] [--rows N]
 """
 
@@ -51,7 +58,7 @@ import nvtx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import TimeLimit, gpu_facts, report, synchronize_device, timed_fit, timed_run  # noqa: E402
-from sbp_kernel import SETTINGS, first_budget, load, sbp_model, svc_reference  # noqa: E402
+from sbp_kernel import SETTINGS, first_budget, kernel_pegasos_model, load, sbp_model, svc_reference  # noqa: E402
 from sbp_step import peak_bandwidth  # noqa: E402
 
 BATCH_SIZE = 64
@@ -60,7 +67,10 @@ CACHE_MB = 8000
 # test error + 0.1 point (bench/results/sbp_kernel_*-nvidia-h200.json; letter's from
 # sbp_kernel_letter-cpu-amd-epyc.json).
 TARGET_DOUBLINGS = {"adult": 5, "mnist8": 6, "mnist10": 4, "letter": 4}
+# KernelPegasosSVC's epochs to that target on the H200 (it reached it on the binary sets only).
+KERNEL_PEGASOS_EPOCHS = {"adult": 2, "mnist8": 4}
 CAPTURE = "step_blocks.capture"
+STEP_RANGES = ("sbp.steps", "kernel_pegasos.steps")
 
 
 class RangeClock:
@@ -137,68 +147,94 @@ def matrix_floors(X, dtype):
 
 
 def measure(args, name, rows):
+    """Each solver's fit on data set ``name`` (those with a target there), into ``rows``."""
     X, y, X_test, y_test = load(name, args.quick)
     X, y = X[: args.rows], y[: args.rows]
     setting = SETTINGS[name][0]
-    if setting["nu"] is None:
-        svc = svc_reference(
-            SimpleNamespace(no_svc=True, quick=args.quick, cache_mb=CACHE_MB), name, setting, X, y, X_test, y_test
-        )
-        setting = {**setting, "nu": svc["nu_from_svc"]}
-    doublings = min(2, TARGET_DOUBLINGS[name]) if args.quick else TARGET_DOUBLINGS[name]
-    budget = first_budget(y, X.shape[0], BATCH_SIZE) * 2**doublings
     for backend in args.backends:
-        make = lambda budget: sbp_model(setting, BATCH_SIZE, backend, 1000, budget, CACHE_MB, X.dtype)  # noqa: E731
-        # The kernels of these settings (dtype, bias) compiled and loaded outside the timings
-        make(None).set_params(max_iter=1).fit(X[:300], y[:300])
-        first = timed_fit(make(budget), X, y, backend)
-        again = timed_fit(make(budget), X, y, backend)
-        model = make(budget)
-        seconds, clock = recorded_fit(model, X, y, backend)
-        record = model.history_[-1]
-        common = {"dataset": name, "setting": setting["setting"], "backend": backend, "rows": X.shape[0]}
-        steps = model.t_
-        rows.append({**common, "phase": "fit, undisturbed (first at this size)", "calls": 1, "seconds": first})
-        rows.append({**common, "phase": "fit, undisturbed", "calls": 1, "seconds": again})
-        rows.append({**common, "phase": "fit, ranges timed", "calls": 1, "seconds": seconds, "share": 1.0})
-        for phase, own in sorted(clock.own.items(), key=lambda item: -item[1]):
-            note = None
-            if phase in ("sbp.steps", "sbp.pair_steps"):
-                note = f"{steps} steps, {1e3 * own / max(1, steps):.3f} ms a step"
-            rows.append(
-                {
-                    **common,
-                    "phase": phase,
-                    "calls": clock.calls[phase],
-                    "seconds": own,
-                    "share": own / seconds,
-                    "note": note,
-                }
-            )
-        outside = seconds - sum(clock.own.values())
-        rows.append(
-            {**common, "phase": "outside the ranges", "calls": None, "seconds": outside, "share": outside / seconds}
-        )
-        if backend == "cupy" and record["kernel_values_source"] == "matrix":
-            products, gemm, matrix_bytes = matrix_floors(X, model.kernel_dtype)
-            bandwidth = peak_bandwidth((gpu_facts() or {}).get("name", ""))
-            rows.append(
-                {**common, "phase": "floor: the matrix's inner products alone", "calls": None, "seconds": products}
-            )
-            rows.append(
-                {**common, "phase": "floor: the same products as dense GEMMs (cuBLAS)", "calls": None, "seconds": gemm}
-            )
-            if bandwidth:
-                rows.append(
-                    {
-                        **common,
-                        "phase": "floor: the matrix's bytes written at peak bandwidth",
-                        "calls": None,
-                        "seconds": matrix_bytes / bandwidth,
-                        "note": f"{matrix_bytes / 1e9:.2f} GB",
-                    }
+        if "sbp" in args.solvers:
+            if setting["nu"] is None:
+                svc = svc_reference(
+                    SimpleNamespace(no_svc=True, quick=args.quick, cache_mb=CACHE_MB),
+                    name,
+                    setting,
+                    X,
+                    y,
+                    X_test,
+                    y_test,
                 )
-        print(name, backend, f"{seconds:.3f} s with the ranges timed, {again:.3f} s undisturbed", flush=True)
+                setting = {**setting, "nu": svc["nu_from_svc"]}
+            doublings = min(2, TARGET_DOUBLINGS[name]) if args.quick else TARGET_DOUBLINGS[name]
+            budget = first_budget(y, X.shape[0], BATCH_SIZE) * 2**doublings
+
+            def make_sbp(budget=budget):  # None: the warm-up's, an epoch
+                return sbp_model(setting, BATCH_SIZE, backend, 1000 if budget else 1, budget, CACHE_MB, X.dtype)
+
+            common = {"dataset": name, "solver": "SBPClassifier", "backend": backend, "rows": X.shape[0]}
+            measure_fit(make_sbp, make_sbp(None), X, y, backend, common, rows)
+        if "kernel_pegasos" in args.solvers and name in KERNEL_PEGASOS_EPOCHS:
+            epochs = 1 if args.quick else KERNEL_PEGASOS_EPOCHS[name]
+            common = {"dataset": name, "solver": "KernelPegasosSVC", "backend": backend, "rows": X.shape[0]}
+            measure_fit(
+                lambda: kernel_pegasos_model(setting, backend, epochs),
+                kernel_pegasos_model(setting, backend, 1),
+                X,
+                y,
+                backend,
+                common,
+                rows,
+            )
+
+
+def measure_fit(make, warm_up, X, y, backend, common, rows):
+    """One solver's fit (``make()``, a new model), timed undisturbed twice and with its
+    ranges timed, after ``warm_up`` fitted on a few rows (the same kernels loaded)."""
+    warm_up.fit(X[:300], y[:300])
+    first = timed_fit(make(), X, y, backend)
+    again = timed_fit(make(), X, y, backend)
+    model = make()
+    seconds, clock = recorded_fit(model, X, y, backend)
+    rows.append({**common, "phase": "fit, undisturbed (first at this size)", "calls": 1, "seconds": first})
+    rows.append({**common, "phase": "fit, undisturbed", "calls": 1, "seconds": again})
+    rows.append({**common, "phase": "fit, ranges timed", "calls": 1, "seconds": seconds, "share": 1.0})
+    for phase, own in sorted(clock.own.items(), key=lambda item: -item[1]):
+        note = None
+        if phase == "sbp.pair_steps":  # the pairs step together: t_ sums their steps
+            note = f"{model.t_} steps summed over the pairs"
+        elif phase in STEP_RANGES:
+            note = f"{model.t_} steps, {1e3 * own / max(1, model.t_):.3f} ms a step"
+        rows.append(
+            {
+                **common,
+                "phase": phase,
+                "calls": clock.calls[phase],
+                "seconds": own,
+                "share": own / seconds,
+                "note": note,
+            }
+        )
+    outside = seconds - sum(clock.own.values())
+    rows.append(
+        {**common, "phase": "outside the ranges", "calls": None, "seconds": outside, "share": outside / seconds}
+    )
+    if backend == "cupy" and kernel_values_source(model) == "matrix":
+        products, gemm, matrix_bytes = matrix_floors(X, getattr(model, "kernel_dtype", X.dtype))
+        bandwidth = peak_bandwidth((gpu_facts() or {}).get("name", ""))
+        floors = [("inner products alone", products, None), ("same products as dense GEMMs (cuBLAS)", gemm, None)]
+        if bandwidth:
+            floors.append(("bytes written at peak bandwidth", matrix_bytes / bandwidth, f"{matrix_bytes / 1e9:.2f} GB"))
+        for what, floor, note in floors:
+            rows.append(
+                {**common, "phase": f"floor: the matrix's {what}", "calls": None, "seconds": floor, "note": note}
+            )
+    print(common, f"{seconds:.3f} s with the ranges timed, {again:.3f} s undisturbed", flush=True)
+
+
+def kernel_values_source(model):
+    """Where the fit read its kernel values ('matrix', 'cache' or 'products')."""
+    if hasattr(model, "kernel_values_source_"):  # KernelPegasosSVC
+        return model.kernel_values_source_
+    return model.history_[-1]["kernel_values_source"]
 
 
 def main():
@@ -207,6 +243,7 @@ def main():
         "--datasets", nargs="+", default=["adult", "mnist8", "mnist10", "letter"], choices=sorted(TARGET_DOUBLINGS)
     )
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
+    parser.add_argument("--solvers", nargs="+", default=["sbp", "kernel_pegasos"], choices=["sbp", "kernel_pegasos"])
     parser.add_argument("--quick", action="store_true", help="2,000-3,000 rows, a quarter of the budget at most")
     parser.add_argument("--rows", type=int, default=None, help="at most this many training rows (a dry run's)")
     args = parser.parse_args()
@@ -232,9 +269,10 @@ def write_report(args, rows, stopped):
     report(
         "sbp_fit_phases",
         args.backends,
-        title="## Where an SBP headline fit's time goes: its nvtx ranges, the device synchronised at their edges",
+        title="## Where a headline kernel SVM fit's time goes: its nvtx ranges, the device synchronised at their edges",
         columns=[
             ("data", "dataset", ""),
+            ("solver", "solver", ""),
             ("backend", "backend", ""),
             ("rows", "rows", ","),
             ("phase", "phase", ""),

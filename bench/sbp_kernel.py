@@ -271,15 +271,7 @@ def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs, points):
     ``points`` as each fit ends."""
     epochs = 1
     while epochs <= max_epochs:
-        model = KernelPegasosSVC(
-            C=setting["C"],
-            gamma=1 / (2 * setting["sigma2"]),
-            batch_size=LARGE_BATCH,
-            max_iter=epochs,
-            average=False,  # the violation count below is the last iterate's
-            random_state=0,
-            backend=backend,
-        )
+        model = kernel_pegasos_model(setting, backend, epochs)
         seconds = timed_fit(model, X, y, backend)
         violations = np.abs(model.dual_coef_).sum() * model.lam_ * model.t_ * LARGE_BATCH
         points.append(
@@ -294,6 +286,20 @@ def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs, points):
         )
         print(f"  KernelPegasos {backend}", points[-1], flush=True)
         epochs *= 2
+
+
+def kernel_pegasos_model(setting, backend, epochs):
+    """KernelPegasosSVC at a setting's C and gamma, batch 64, for ``epochs`` epochs, its
+    last iterate (the violation count of :func:`pegasos_curve` is the last iterate's)."""
+    return KernelPegasosSVC(
+        C=setting["C"],
+        gamma=1 / (2 * setting["sigma2"]),
+        batch_size=LARGE_BATCH,
+        max_iter=epochs,
+        average=False,
+        random_state=0,
+        backend=backend,
+    )
 
 
 def time_to_target(points, target):

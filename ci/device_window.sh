@@ -30,9 +30,10 @@
 #                  paper's settings without bias (44 s)
 #   headline-ovo    90   the same on all ten MNIST digits, one-vs-one beside ThunderSVM's (37 s)
 #   headline-letter 45   the same on KEEL letter (26 classes, 325 pairs), one-vs-one (not yet run)
-#   fit-phases 50  bench/sbp_fit_phases.py: where the time of the headlines' fits goes (the
-#                  library's nvtx ranges timed apart), the kernel matrix beside cuBLAS's
-#                  GEMM of the same shape and its bytes at peak bandwidth (not yet run)
+#   fit-phases 50  bench/sbp_fit_phases.py: where the time of the headlines' SBP and
+#                  KernelPegasosSVC fits goes (the library's nvtx ranges timed apart), the
+#                  kernel matrix beside cuBLAS's GEMM of the same shape and its bytes at peak
+#                  bandwidth (not yet run)
 #   headline-linear 70   bench/linear_objective.py on Adult: PegasosSVC (direct and fused) to
 #                  1% of the optimum beside LIBLINEAR (28 s)
 #   rest     what is left   the rest of the suite on CuPy (168 s)

@@ -8,6 +8,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import nvtx
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -621,14 +622,15 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         with restore_on_error(self):
             self.__dict__.pop("backend_", None)
             backend = self._fit_backend()
-            X, y = check_X_y(self, X, y, reset=True)
-            classes = self._classes_for_fit(y)
-            targets, weights = self._targets_and_weights(y, sample_weight, classes)
-            xp = get_namespace(backend)
-            self._check_device_memory(X, classes.size, backend)
-            X_dev = to_backend(X, backend)
-            gamma = resolve_gamma(self.gamma, X_dev)
-            check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
+            with nvtx.annotate("kernel_pegasos.prepare", color="blue"):  # checks, the copy to the backend, gamma
+                X, y = check_X_y(self, X, y, reset=True)
+                classes = self._classes_for_fit(y)
+                targets, weights = self._targets_and_weights(y, sample_weight, classes)
+                xp = get_namespace(backend)
+                self._check_device_memory(X, classes.size, backend)
+                X_dev = to_backend(X, backend)
+                gamma = resolve_gamma(self.gamma, X_dev)
+                check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
             lam = _regularization(self.lam, self.C, X.shape[0])
             problem = KernelPegasosProblem(
                 X=X_dev,
@@ -651,11 +653,18 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
                 kernel_cache=self.kernel_cache,
                 cache_size=self.cache_size,
             )
-            counts, stamps = to_numpy(counts), to_numpy(stamps)
-            support = np.flatnonzero((counts != 0).any(axis=0))
-            dual_coef = dual_coefficients(
-                counts[:, support], stamps[:, support], targets[support], lam, self.batch_size, n_steps, self.average
-            )
+            with nvtx.annotate("kernel_pegasos.model", color="red"):
+                counts, stamps = to_numpy(counts), to_numpy(stamps)
+                support = np.flatnonzero((counts != 0).any(axis=0))
+                dual_coef = dual_coefficients(
+                    counts[:, support],
+                    stamps[:, support],
+                    targets[support],
+                    lam,
+                    self.batch_size,
+                    n_steps,
+                    self.average,
+                )
             self.backend_, self.classes_, self.lam_, self.gamma_ = backend, classes, lam, gamma
             self.support_ = support
             self.support_vectors_ = to_numpy(X[support])

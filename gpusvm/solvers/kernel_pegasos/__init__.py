@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 
 from ..._backend import on_device
-from ..._instrumentation import progress_bar
+from ..._instrumentation import nvtx_range, progress_bar
 from ...kernel_functions import squared_row_norms
 from ..row_cache import cache_bytes
 from ._numpy import HostSteps
@@ -62,6 +62,7 @@ __all__ = [
 ]
 
 
+@nvtx_range("kernel_pegasos.stepper", "yellow")  # the kernel matrix and the state
 def make_steps(problem, xp, *, sq_norms, n_steps, kernel_cache="auto", cache_size="auto"):
     """The steps of ``problem`` on the array module ``xp``, which own the state they
     update: :class:`HostSteps` (the reference, which reads ``cache_size``) or
