@@ -57,7 +57,15 @@ import numpy as np
 import nvtx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, gpu_facts, report, synchronize_device, timed_fit, timed_run  # noqa: E402
+from _common import (  # noqa: E402
+    TimeLimit,
+    gpu_facts,
+    report,
+    sbp_kernel_values_source,
+    synchronize_device,
+    timed_fit,
+    timed_run,
+)
 from sbp_kernel import SETTINGS, first_budget, kernel_pegasos_model, load, sbp_model, svc_reference  # noqa: E402
 from sbp_step import peak_bandwidth  # noqa: E402
 
@@ -217,7 +225,9 @@ def measure_fit(make, warm_up, X, y, backend, common, rows):
     rows.append(
         {**common, "phase": "outside the ranges", "calls": None, "seconds": outside, "share": outside / seconds}
     )
-    if backend == "cupy" and kernel_values_source(model) == "matrix":
+    # KernelPegasosSVC says where it read its kernel values; SBP's history does
+    source = getattr(model, "kernel_values_source_", None) or sbp_kernel_values_source(model)
+    if backend == "cupy" and source == "matrix":
         products, gemm, matrix_bytes = matrix_floors(X, getattr(model, "kernel_dtype", X.dtype))
         bandwidth = peak_bandwidth((gpu_facts() or {}).get("name", ""))
         floors = [("inner products alone", products, None), ("same products as dense GEMMs (cuBLAS)", gemm, None)]
@@ -228,13 +238,6 @@ def measure_fit(make, warm_up, X, y, backend, common, rows):
                 {**common, "phase": f"floor: the matrix's {what}", "calls": None, "seconds": floor, "note": note}
             )
     print(common, f"{seconds:.3f} s with the ranges timed, {again:.3f} s undisturbed", flush=True)
-
-
-def kernel_values_source(model):
-    """Where the fit read its kernel values ('matrix', 'cache' or 'products')."""
-    if hasattr(model, "kernel_values_source_"):  # KernelPegasosSVC
-        return model.kernel_values_source_
-    return model.history_[-1]["kernel_values_source"]
 
 
 def main():
