@@ -25,7 +25,8 @@ timed undisturbed twice: the first fit at this size (which also grows CuPy's mem
 as the headline's first point does) and a second one, as the headline's later points.
 
 The kernel matrix is put beside its floors, on the same card in the same run: its
-blocks of inner products alone (the matrix adds the kernel function and a copy to them),
+blocks of inner products alone, on the layout the library computes them on (a dense copy
+of a CSR X that is dense and small enough; the matrix adds the kernel function and a copy),
 the same products as one dense GEMM by cuBLAS in the kernel values' dtype, and the
 matrix's bytes written once at the card's peak bandwidth.
 
@@ -125,16 +126,17 @@ def recorded_fit(model, X, y, backend):
 
 
 def matrix_floors(X, dtype):
-    """Seconds of the kernel matrix's inner products in its blocks, of the same products
-    as dense GEMMs by cuBLAS, and the bytes the matrix holds (the device, after one
+    """Seconds of the kernel matrix's inner products in its blocks (on
+    ``compute_layout(X)``, as the library's matrix), of the same products as dense GEMMs
+    by cuBLAS, and the bytes the matrix holds (the device, after one
     untimed block of each)."""
     import cupy
 
     from gpusvm._validation import to_backend
-    from gpusvm.kernel_functions import inner_products
+    from gpusvm.kernel_functions import compute_layout, inner_products
     from gpusvm.solvers._kernel_values_cuda import BLOCK_BYTES
 
-    X_dev = to_backend(X.astype(dtype), "cupy")
+    X_dev = compute_layout(to_backend(X.astype(dtype), "cupy"))
     dense = X_dev.toarray() if hasattr(X_dev, "toarray") else X_dev
     n, itemsize = X.shape[0], np.dtype(dtype).itemsize
     step = max(1, BLOCK_BYTES // (n * itemsize))

@@ -47,6 +47,9 @@
 #   ci/device_window.sh --dry-run   the Python steps under ../shared/tools/cuda-emu (or
 #                  WINDOW_EMULATOR), tiny sizes, a stub for the card's facts
 # Settings: WINDOW_BUDGET_S; WINDOW_CAP_<step> (a cap in seconds, '-' as '_' in the name);
+# WINDOW_STEPS (the steps to run, by name, separated by spaces; the others are skipped and
+# say so, setup always runs: a short second call reruns what a change needs measured;
+# without the tests step the headlines run with direct launches);
 # WINDOW_PYTHON (default python3); OUT (default .window-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -121,6 +124,13 @@ step() {  # NAME CAP LEAST COMMAND: run COMMAND (a bash string) under min(CAP, b
   cap=${!override:-$cap}
   local available
   available=$(left)
+  if [ -n "${WINDOW_STEPS:-}" ] && [[ " $WINDOW_STEPS " != *" $name "* ]]; then
+    echo "== $name: skipped, not in WINDOW_STEPS"
+    "$python" ci/window_summary.py add "$work" --step "$name" --status skipped --seconds 0 --limit 0 \
+      --detail "not in WINDOW_STEPS ($WINDOW_STEPS)"
+    archive
+    return
+  fi
   if (( available < least )); then
     echo "== $name: skipped, ${available} s of the budget left (needs ${least} s)"
     "$python" ci/window_summary.py add "$work" --step "$name" --status skipped --seconds 0 --limit 0 \

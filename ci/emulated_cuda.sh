@@ -32,6 +32,7 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_water_level.py::test_device_levels_read_each_problems_own_rows_and_skip_stopped_ones[True]"
   "tests/test_water_level.py::test_device_levels_sort_windows_of_every_width[True]"  # windows near LEVEL_WINDOW
   "tests/test_kernel_functions.py::test_kernel_block_matches_scikit_learn"            # kernel_functions.cu
+  "tests/test_kernel_functions.py::test_device_matrix_rows_of_a_csr_x_are_dense_products_where_it_is_dense_enough"
   "tests/test_reliability.py::test_sparse_inner_products_match_dense_ones"            # wide sparse products
   "tests/test_pegasos.py::test_matches_reference[cupy-True-True-7-3]"                 # pegasos.cu
   "tests/test_pegasos.py::test_no_intercept_matches_reference[cupy]"

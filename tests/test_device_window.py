@@ -159,3 +159,24 @@ def test_the_headlines_keep_the_defaults_unless_a_test_fails_with_them_alone(
     reports = [junit_report(tmp_path / "defaults.xml", defaults), junit_report(tmp_path / "direct.xml", direct)]
     assert (main(["defaults-safe", *reports]) == 0) is safe
     assert main(["defaults-safe", reports[0], str(tmp_path / "missing.xml")]) == 1
+
+
+@pytest.mark.skipif(not (EMULATOR / "run").exists(), reason="needs the CUDA emulator in ../shared/tools/cuda-emu")
+def test_dry_run_of_chosen_steps_skips_the_others_and_says_why(tmp_path):
+    env = {
+        **os.environ,
+        "OUT": str(tmp_path / "out"),
+        "WINDOW_PYTHON": sys.executable,
+        "WINDOW_BUDGET_S": "60",
+        "WINDOW_STEPS": "facts",
+    }
+    done = subprocess.run(
+        [str(ROOT / "ci" / "device_window.sh"), "--dry-run"], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    steps = json.loads((tmp_path / "out" / "summary.json").read_text())["steps"]
+    assert [s["step"] for s in steps] == STEPS
+    by_name = {s["step"]: s for s in steps}
+    assert by_name["setup"]["status"] == "ok" and by_name["facts"]["status"] != "skipped"
+    others = [s for s in steps if s["step"] not in ("setup", "facts")]
+    assert all(s["status"] == "skipped" and "not in WINDOW_STEPS" in s["detail"] for s in others)

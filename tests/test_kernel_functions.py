@@ -8,7 +8,9 @@ from sklearn.svm import SVC
 
 from gpusvm._backend import to_numpy
 from gpusvm._validation import to_backend
-from gpusvm.kernel_functions import kernel_block, resolve_gamma
+from gpusvm.kernel_functions import kernel_block, resolve_gamma, squared_row_norms
+
+from .conftest import needs_device
 
 ORACLES = {
     "linear": lambda X, Y, gamma, degree, coef0: linear_kernel(X, Y),
@@ -105,3 +107,35 @@ def test_a_kernel_model_on_huge_values_is_the_model_on_the_values_scaled(rng):
 def test_unknown_kernel_is_named():
     with pytest.raises(ValueError, match="kernel.*'sigmoid'"):
         kernel_block(np.ones((2, 2)), np.ones((2, 2)), kernel="sigmoid", gamma=1.0)
+
+
+@needs_device
+@pytest.mark.parametrize("density, dense_products", [(0.3, True), (0.01, False)])
+def test_device_matrix_rows_of_a_csr_x_are_dense_products_where_it_is_dense_enough(
+    rng, monkeypatch, density, dense_products
+):
+    """The resident matrix's and the row cache's kernel rows of a CSR X come from products
+    of a dense copy where X is dense and small enough (on an H200, Adult's matrix took ten
+    times as long by cuSPARSE as by cuBLAS's GEMMs), of its CSR rows otherwise; the same
+    values either way."""
+    import cupy
+
+    import gpusvm.kernel_functions as kernel_functions
+    from gpusvm._backend import issparse
+    from gpusvm.solvers._kernel_values_cuda import matrix_rows_function
+
+    X = sp.random(50, 12, density=density, format="csr", random_state=int(rng.integers(2**31)), dtype=np.float32)
+    X_dev = to_backend(X, "cupy")
+    layouts = []
+    products = kernel_functions.inner_products
+
+    def recorded(A, B):
+        layouts.append((issparse(A), issparse(B)))
+        return products(A, B)
+
+    monkeypatch.setattr(kernel_functions, "inner_products", recorded)
+    compute_rows = matrix_rows_function(X_dev, squared_row_norms(X_dev), "rbf", 0.5, 0.0, 3)
+    for rows in (np.arange(10, 30), np.array([49, 0, 7])):
+        got = to_numpy(compute_rows(cupy.asarray(rows)))
+        np.testing.assert_allclose(got, rbf_kernel(X[rows].toarray(), X.toarray(), gamma=0.5), rtol=1e-5, atol=1e-6)
+    assert layouts == [(not dense_products, not dense_products)] * 2

@@ -1169,7 +1169,9 @@ def fresh_compiled_steps_rule(monkeypatch):
     clear()
 
 
-def test_fits_run_on_the_numpy_steps_until_their_work_would_pay_for_the_compiled_ones(fresh_compiled_steps_rule):
+def test_fits_run_on_the_numpy_steps_until_their_work_would_pay_for_the_compiled_ones(
+    fresh_compiled_steps_rule, monkeypatch
+):
     """Unset switch: a process's fits take the NumPy steps while their work, with this
     fit's, stays under COMPILED_FROM_COLUMNS, then the compiled steps (where Numba imports),
     and every fit after the compiled steps' first use takes them."""
@@ -1180,7 +1182,9 @@ def test_fits_run_on_the_numpy_steps_until_their_work_would_pay_for_the_compiled
     assert fresh_compiled_steps_rule.work_so_far() == 2 * third
     assert rule.use_compiled_steps(third + 3) is numba_imports()  # the work would reach it
     assert not rule.use_compiled_steps(10)  # small again, the compiled steps not used yet
-    sys.modules[rule._COMPILED_MODULE] = rule  # their first use is paid (the fixture undoes it)
+    # their first use is paid; through monkeypatch, which removes it after the test: left in
+    # sys.modules, a later fit's import of the Numba functions got this module
+    monkeypatch.setitem(sys.modules, rule._COMPILED_MODULE, rule)
     assert rule.use_compiled_steps(10) is numba_imports()
     assert fresh_compiled_steps_rule.work_so_far() == 2 * third + 10
 

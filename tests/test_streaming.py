@@ -464,7 +464,10 @@ def test_read_ahead_keeps_the_order_and_raises_at_the_failing_item():
 
 def test_streamed_fit_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
     # Files of 4,000 and 64,000 rows x 10 nonzeros (0.5 and 7.7 MB as CSR), read 1,000 rows
-    # (0.1 MB) at a time: the peak is the same for both, and well under the larger file's CSR.
+    # (0.12 MB) at a time: the larger file's peak is within a few chunks of the smaller's,
+    # and well under its CSR. (About a quarter of a megabyte comes and goes between runs of
+    # the same file, a chunk or two held a little longer: a ratio of 1.1 on the ~2.7 MB peak
+    # failed on an H200's host, 2.38 against 2.69 MB, and passed here by 0.3%.)
     rng = np.random.default_rng(0)
     d, per_row = 2**14, 10
     peaks = {}
@@ -475,7 +478,10 @@ def test_streamed_fit_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
         path = tmp_path / f"rows{n}.svm"
         dump_svmlight_file(X, y, str(path), zero_based=True)
         whole_csr = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
-        for model in (FTRLClassifier(max_iter=1, random_state=0), PegasosSVC(max_iter=1, random_state=0)):
+        chunk_csr = whole_csr * 1_000 // n
+        # verbose=0: no bar, which shows once a fit has taken 5 s (the larger file's only)
+        quiet = dict(max_iter=1, random_state=0, verbose=0)
+        for model in (FTRLClassifier(**quiet), PegasosSVC(**quiet)):
             if n == 4_000:  # a first fit untraced: the imports and kernel loads a device fit does once
                 model.fit_chunks(SvmlightChunks(path, chunk_rows=1_000, n_features=d), classes=[0, 1])
             reader = SvmlightChunks(path, chunk_rows=1_000, n_features=d)
@@ -487,7 +493,7 @@ def test_streamed_fit_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
                 tracemalloc.stop()
     for name in ("FTRLClassifier", "PegasosSVC"):
         small, large = peaks[name, 4_000], peaks[name, 64_000]
-        assert large < 1.1 * small and large < whole_csr / 2, (name, small / 2**20, large / 2**20)
+        assert large < small + 4 * chunk_csr and large < whole_csr / 2, (name, small / 2**20, large / 2**20)
 
 
 def test_train_with_chunk_rows_on_the_command_line(tmp_path, capsys):

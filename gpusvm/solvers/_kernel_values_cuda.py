@@ -5,7 +5,8 @@ What the CUDA steps of kernel Pegasos and SBP share (``kernels/kernel_values.cuh
 
 When the whole kernel matrix fits in ``kernel_cache``, a step reads its drawn rows of the
 matrix (a few hundred kilobytes) instead of computing them from X (a pass over X): the
-matrix is computed once, in blocks of rows by matrix products, in X's dtype.  Otherwise
+matrix is computed once, in blocks of rows by matrix products, in X's dtype, on a dense
+copy of a CSR X that is dense and small enough (:func:`matrix_rows_function`).  Otherwise
 SBP keeps the rows it draws in a cache there (:class:`DeviceRowCache`) when it holds
 twice a step's rows, or a step computes its drawn rows' inner products with every row,
 and its fused kernel turns them into kernel values (:func:`kernel_values_source` decides,
@@ -14,12 +15,14 @@ and its fused kernel turns them into kernel values (:func:`kernel_values_source`
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import nvtx
 
 from .. import _backend
 from .._device.cuda_modules import get_cuda_kernel, row_view_arguments
-from ..kernel_functions import KERNEL_CODES, inner_products
+from ..kernel_functions import KERNEL_CODES, compute_layout, inner_products, kernel_rows
 from .row_cache import KernelRowCache
 
 _DENSE_ROW_THREADS = 256
@@ -66,6 +69,29 @@ def resident_kernel_matrix(compute_rows, n_rows, n_columns, dtype, budget):
             rows = cupy.arange(start, min(n_rows, start + rows_at_once))
             matrix[start : start + rows.size] = compute_rows(rows)
     return matrix
+
+
+def matrix_rows_function(X, sq_norms, kernel, gamma, coef0, degree):
+    """``compute_rows(rows)``: the kernel rows ``K(X[rows], X)`` (device indices), in X's
+    dtype, as the resident matrix and the row cache compute them: their products on
+    :func:`~gpusvm.kernel_functions.compute_layout` of X, a dense copy of a CSR X that is
+    dense and small enough, made at the first call and kept as long as the function.
+
+    On an H200 Adult's matrix (32,561 rows of 123 columns, 11% dense) took 0.112 s by
+    cuSPARSE products of the CSR rows, 88 ms of them the products, where cuBLAS GEMMs of
+    the same shape take 9 ms (``bench/results/sbp_fit_phases-nvidia-h200.md``): the
+    matrix was two thirds of the fit. A step never reads X when the matrix is resident,
+    so the copy lives only while the matrix is filled.
+    """
+
+    @functools.cache
+    def products_X():
+        return compute_layout(X)
+
+    def compute_rows(rows):
+        return kernel_rows(products_X(), rows, sq_norms, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
+
+    return compute_rows
 
 
 SOURCES = {"products": 0, "matrix": 1, "cache": 2}  # KERNEL_VALUES_FROM_* in kernel_values.cuh
@@ -198,9 +224,6 @@ class StepKernelValues:
     ----------
     X : cupy.ndarray or cupyx.scipy.sparse.csr_matrix
         Every row: the kernel matrix's columns.
-    compute_rows : callable
-        ``compute_rows(rows)``: the kernel rows of device indices, shape (len(rows),
-        X.shape[0]), X's dtype.
     n_rows : int
         Rows of the kernel matrix (the first rows of X: the training rows).
     kernel : tuple
@@ -221,11 +244,13 @@ class StepKernelValues:
         The launch arguments of ``KERNEL_VALUE_PARAMETERS``.
     """
 
-    def __init__(self, X, compute_rows, n_rows, kernel, budget, slots):
+    def __init__(self, X, n_rows, kernel, budget, slots):
         n_columns, dtype = X.shape[0], X.dtype
         self.source = kernel_values_source(n_rows, n_columns, dtype, budget, slots)
         self.matrix = self.row_cache = self.products = None
         store_rows = None
+        if self.source != "products":
+            compute_rows = matrix_rows_function(X, *kernel)
         if self.source == "matrix":
             self.matrix = values = resident_kernel_matrix(compute_rows, n_rows, n_columns, dtype, budget)
         elif self.source == "cache":

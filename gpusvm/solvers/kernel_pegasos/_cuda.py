@@ -20,7 +20,13 @@ import nvtx
 
 from ..._device import step_blocks
 from ..._device.cuda_modules import get_cuda_kernel
-from .._kernel_values_cuda import DrawnRowProducts, kernel_cache_bytes, kernel_value_arguments, resident_kernel_matrix
+from .._kernel_values_cuda import (
+    DrawnRowProducts,
+    kernel_cache_bytes,
+    kernel_value_arguments,
+    matrix_rows_function,
+    resident_kernel_matrix,
+)
 
 _THREADS = 256
 
@@ -56,9 +62,8 @@ class DeviceSteps:
         self.targets = cupy.ascontiguousarray(problem.targets, dtype=np.float64)
         self.sample_weight = cupy.ascontiguousarray(problem.sample_weight, dtype=np.float64)
         sq_norms = cupy.ascontiguousarray(sq_norms, dtype=X.dtype)
-        self.matrix = resident_kernel_matrix(
-            lambda rows: problem.kernel_values(rows, sq_norms), n, n, X.dtype, kernel_cache_bytes(kernel_cache)
-        )
+        compute_rows = matrix_rows_function(X, sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree)
+        self.matrix = resident_kernel_matrix(compute_rows, n, n, X.dtype, kernel_cache_bytes(kernel_cache))
         self.products = None if self.matrix is not None else DrawnRowProducts(X, batch)
         source, self.kernel_values_source = (
             (self.matrix, "matrix") if self.products is None else (self.products.dots, "products")

@@ -35,7 +35,6 @@ each step, which run cuBLAS or cuSPARSE and allocate, the launches stay direct.
 
 from __future__ import annotations
 
-import functools
 
 import cupy
 import numpy as np
@@ -265,7 +264,6 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
         class_sizes = [(int(p), n - int(p)) for p in n_positive]
         values = StepKernelValues(
             self.X,
-            functools.partial(problem.kernel_rows, sq_norms=self.sq_norms),
             n,
             (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree),
             kernel_cache_bytes(kernel_cache),

@@ -23,13 +23,12 @@ are long and a checkpoint is one search of every pair's level and one copy to th
 
 from __future__ import annotations
 
-import functools
 
 import cupy
 import numpy as np
 import nvtx
 
-from ...kernel_functions import kernel_rows, squared_row_norms
+from ...kernel_functions import squared_row_norms
 from ...water_level._sbp_level_cuda import ACTIVE_WORD, problem_table
 from .._kernel_values_cuda import StepKernelValues, kernel_cache_bytes, kernel_values_source
 from ._cuda import DeviceSBPLaunches
@@ -81,15 +80,6 @@ class CupyPairSteps(DeviceSBPLaunches):
         labels[np.arange(width) >= self.n_train[:, None]] = 0.0  # padding (never read)
         sq_norms = squared_row_norms(stack.X)
         self.eta0 = stack.first_step_sizes(cupy.asnumpy(sq_norms))
-        compute_rows = functools.partial(
-            kernel_rows,
-            stack.X,
-            sq_norms=sq_norms,
-            kernel=stack.kernel,
-            gamma=stack.gamma,
-            degree=stack.degree,
-            coef0=stack.coef0,
-        )
         n_rows, budget = stack.X.shape[0], kernel_cache_bytes(kernel_cache)
         if pair_kernel_values(n_fit_train, n_rows, stack.X.dtype, kernel_cache, n_pairs * batch) is None:
             raise ValueError(
@@ -99,7 +89,6 @@ class CupyPairSteps(DeviceSBPLaunches):
             )
         values = StepKernelValues(
             stack.X,
-            compute_rows,
             n_fit_train,
             (sq_norms, stack.kernel, stack.gamma, stack.coef0, stack.degree),
             budget,
