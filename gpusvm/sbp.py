@@ -56,9 +56,9 @@ STACK_STEP_COLUMNS = 40_000
 def _rows_on_backend(X, order, dtype, backend):
     """X's rows in ``order``, in ``dtype``, on ``backend``. A dense X is moved first and
     reordered there: NumPy's gather of MNIST's 60,000 x 784 float32 rows took 0.11 s on
-    the host, about two thirds of an H200 fit's preparation (``bench/sbp_fit_phases.py``),
-    where the device's takes a few milliseconds. A CSR X is reordered on the host, as
-    :func:`~gpusvm._validation.to_backend` makes it canonical for the device."""
+    a host, and on an H200 the fit's preparation went from 0.162 to 0.077 s
+    (``bench/results/sbp_fit_phases-nvidia-h200.md``). A CSR X is reordered on the host,
+    as :func:`~gpusvm._validation.to_backend` makes it canonical for the device."""
     if X.dtype != dtype:  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
         X = X.astype(dtype)
     if hasattr(X, "indptr"):

@@ -78,10 +78,9 @@ def matrix_rows_function(X, sq_norms, kernel, gamma, coef0, degree):
     dense and small enough, made at the first call and kept as long as the function.
 
     On an H200 Adult's matrix (32,561 rows of 123 columns, 11% dense) took 0.112 s by
-    cuSPARSE products of the CSR rows, 88 ms of them the products, where cuBLAS GEMMs of
-    the same shape take 9 ms (``bench/results/sbp_fit_phases-nvidia-h200.md``): the
-    matrix was two thirds of the fit. A step never reads X when the matrix is resident,
-    so the copy lives only while the matrix is filled.
+    cuSPARSE products of the CSR rows, two thirds of the SBP fit, and 0.021 s on the
+    dense copy (``bench/results/sbp_fit_phases-nvidia-h200.md``). A step never reads X
+    when the matrix is resident, so the copy lives only while the matrix is filled.
     """
 
     @functools.cache
