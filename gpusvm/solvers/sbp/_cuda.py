@@ -35,7 +35,6 @@ each step, which run cuBLAS or cuSPARSE and allocate, the launches stay direct.
 
 from __future__ import annotations
 
-
 import cupy
 import numpy as np
 import nvtx

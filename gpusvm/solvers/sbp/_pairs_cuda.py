@@ -23,7 +23,6 @@ are long and a checkpoint is one search of every pair's level and one copy to th
 
 from __future__ import annotations
 
-
 import cupy
 import numpy as np
 import nvtx
