@@ -1,17 +1,39 @@
-"""Where gpusvm writes a file (a model, predictions): checks made before the work, so
-that a long fit never ends in a path it cannot or must not write.
+"""Where and how gpusvm writes a file (a model, predictions).
 
-A file is replaced only when it is one gpusvm writes (``replaceable``: a model file,
-a predictions file) or empty, or when the caller asks (``overwrite``); never when it is
-one of the inputs, and never when it is read-only (no write permission for anyone, so
-that even root keeps it). A symbolic link is written through: the file it points to is
-the one checked and written.
+Checks made before the work, so that a long fit never ends in a path it cannot or must
+not write: a file is replaced only when it is one gpusvm writes (``replaceable``: a model
+file, a predictions file gpusvm marked) or empty, or when the caller asks
+(``overwrite``); never when it is one of the inputs, and never when it is read-only (no
+write permission for anyone, so that even root keeps it). A symbolic link is written
+through: the file it points to is the one checked and written.
+
+Writes go to a temporary file beside the target, ``.NAME.PID.XXXXXXXX.tmp`` (``NAME``
+shortened where the folder's limit on a name's length requires), which is flushed to disk
+and renamed over the target: a reader, an error or a Ctrl-C finds the old file or the new
+one, never half of one. A writer killed outright (SIGKILL, power loss) can leave its
+temporary file; the next write to the same path removes those whose process has ended.
+
+A file that carries no structure of its own (predictions: a label or numbers a line, as a
+file of the user's own labels is) is marked when written: an extended attribute,
+``user.gpusvm.output``, holds what it is and the SHA-256 of its bytes, so that a later
+write replaces it only while it is still, byte for byte, what gpusvm wrote. The mark
+changes nothing a reader sees; where the file system keeps no extended attributes (or a
+copy drops them), the file is not recognised and the caller's ``overwrite`` replaces it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
+import hashlib
 import os
+import tempfile
 from pathlib import Path
+
+MARK_ATTRIBUTE = "user.gpusvm.output"
+DEFAULT_NAME_MAX = 255  # bytes, where the folder does not say (os.pathconf)
+_TEMPORARY_SUFFIX = ".tmp"
+_RANDOM_CHARACTERS = 8  # what tempfile.mkstemp puts between its prefix and suffix
 
 
 def write_target(path):
@@ -73,6 +95,12 @@ def check_output_path(
             f"Cannot write {what} to {str(path)!r}: a path that ends with {os.sep!r} names a folder; give a file name."
         )
     path = Path(path)
+    length, longest = len(os.fsencode(path.name)), name_max(path.parent)
+    if length > longest:
+        raise OSError(
+            f"Cannot write {what} to {str(path)!r}: its file name is {length} bytes long, and the folder "
+            f"{str(path.parent)!r} takes names of at most {longest} bytes; give a shorter name."
+        )
     if path.is_dir():
         raise IsADirectoryError(
             f"The path {str(path)!r} for {what} is a folder; give a file name, e.g. {str(path / 'out')!r}."
@@ -105,10 +133,132 @@ def check_output_path(
             )
         if not overwrite and target.stat().st_size and not replaceable(target):
             raise FileExistsError(
-                f"{str(path)!r} exists and is not {kind}; not replacing it with {what} ({overwrite_hint} replaces it)."
+                f"{str(path)!r} exists and is not {kind}; not replacing it with {what}: "
+                f"pass {overwrite_hint} to replace it, or give another path."
             )
     return path
 
 
 class SameFileError(ValueError):
     """The output path names one of the inputs."""
+
+
+# --- writing: a temporary file beside the target, renamed over it --------------------
+
+
+def name_max(folder):
+    """The longest file name, in bytes, that ``folder`` takes."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or no answer
+        return DEFAULT_NAME_MAX
+
+
+def write_file(path, data, *, mark=None):
+    """Write the bytes ``data`` to ``path``: in place to an existing device or pipe
+    (``/dev/null``), else as :func:`write_atomically` does, with its ``mark``."""
+    target = write_target(path)
+    if target.exists() and not target.is_file():
+        with open(target, "wb") as handle:
+            handle.write(data)
+        return
+    write_atomically(target, lambda handle: handle.write(data), mark=mark)
+
+
+def write_atomically(path, write, *, mark=None):
+    """Write a file through ``write(handle)`` (a binary file object, seekable) into a
+    temporary file in ``path``'s folder, flush it to disk, and rename it over ``path``.
+
+    ``path`` is the file to replace (not a symbolic link: :func:`write_target`). On any
+    error or interrupt the temporary file is removed and ``path`` is as it was. ``mark``
+    (e.g. ``'gpusvm predictions'``) marks the new file as that kind, for :func:`has_mark`.
+    The new file has the mode a plain ``open(path, 'w')`` would give.
+    """
+    path = Path(path)
+    folder = path.resolve().parent
+    prefix = _temporary_prefix(folder, path.name)
+    _remove_orphans(folder, prefix)
+    temporary = None
+    try:
+        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=_TEMPORARY_SUFFIX)
+        with os.fdopen(descriptor, "w+b") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, _new_file_mode(path))
+        if mark is not None:
+            _set_mark(temporary, mark)
+        os.replace(temporary, path)
+    except BaseException:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def has_mark(path, kind):
+    """Whether ``path`` is a file :func:`write_atomically` wrote with ``mark=kind``, and
+    unchanged since: its mark names ``kind`` and the SHA-256 of its bytes as they are."""
+    try:
+        value = os.getxattr(path, MARK_ATTRIBUTE)
+    except (AttributeError, OSError):  # no extended attributes here, or no mark
+        return False
+    return value.startswith(f"{kind} sha256:".encode()) and value == _mark_value(path, kind)
+
+
+def _mark_value(path, kind):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return f"{kind} sha256:{digest.hexdigest()}".encode()
+
+
+def _set_mark(path, kind):
+    with contextlib.suppress(AttributeError, OSError):  # not kept here: the file is not recognised later
+        os.setxattr(path, MARK_ATTRIBUTE, _mark_value(path, kind))
+
+
+def _temporary_prefix(folder, name):
+    """``.NAME.PID.``: with mkstemp's random characters and ``.tmp``, a name the folder
+    takes, ``NAME`` cut (at a character) as its limit on names' length requires."""
+    pid = f"{os.getpid()}."
+    room = name_max(folder) - len(f"..{pid}") - _RANDOM_CHARACTERS - len(_TEMPORARY_SUFFIX)
+    encoded = os.fsencode(name)
+    if len(encoded) > room:  # a character the cut breaks is dropped
+        name = encoded[: max(room, 0)].decode("utf-8", "ignore")
+    return f".{name}.{pid}"
+
+
+def _remove_orphans(folder, prefix):
+    """Delete the temporary files (``prefix`` + ``PID.XXXXXXXX.tmp``... see
+    :func:`_temporary_prefix`) of writes to the same target whose process has ended
+    (killed mid-write); those of live processes, writing concurrently, stay.
+
+    Process ids are this machine's: in a folder shared with other machines, this can
+    remove a remote writer's temporary file, whose write then fails with an error (its
+    target stays whole).
+    """
+    stem = prefix[: -len(f"{os.getpid()}.")]  # ".NAME."
+    for leftover in folder.glob(f"{glob.escape(stem)}*{_TEMPORARY_SUFFIX}"):
+        pid = leftover.name[len(stem) :].split(".", 1)[0]
+        if pid.isdigit() and not _process_is_running(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _process_is_running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or a pid this system cannot check: keep the file
+    return True
+
+
+def _new_file_mode(path):
+    """The mode a plain ``open(path, 'w')`` would give (mkstemp makes files 0600)."""
+    if path.exists():
+        return path.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask

@@ -2,14 +2,19 @@
 
 Exit codes a script can rely on: 0 success; 1 a file, data or device problem (a missing
 or damaged file, data a model rejects, ``--backend cupy`` without a GPU); 2 a bad
-command line (unknown solver, unknown or misapplied option, bad option value).  Errors
-are one line on stderr, ``gpusvm: error: ...``; ``--debug`` shows the traceback instead.
+command line (unknown solver, unknown or misapplied option, bad option value); 130
+interrupted (Ctrl-C, SIGINT), every output left whole.  Errors are one line on stderr,
+``gpusvm: error: ...``; ``--debug`` shows the traceback instead.
+
+Outputs are written beside their path and renamed into place (``_output_files``), so an
+error or an interrupt leaves an earlier file whole. An existing file is replaced only when
+it is one gpusvm wrote (a model file; predictions that gpusvm marked and that are unchanged
+since), or with ``--force``.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import time
@@ -18,11 +23,15 @@ from pathlib import Path
 import numpy as np
 
 from ._backend import BACKENDS, ENV_VARIABLE
-from ._output_files import SameFileError, check_output_path
+from ._output_files import SameFileError, check_output_path, has_mark, write_file
 from ._registry import SOLVERS
 from .data_files import FORMATS, DataFileError, data_format, read_chunks, read_data
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 128 + 2  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+# The mark (see _output_files) by which predict knows the predictions files it wrote: a
+# file of one label a line (the user's own labels, say) reads the same as predictions.
+PREDICTIONS_MARK = "gpusvm predictions"
 # An RBF kernel SVM that takes C and trains one-vs-one, as svm-train's and ThunderSVM's
 # default: SBPClassifier() came within 0.2 points of SVC()'s test error on all eleven sets
 # of bench/sbp_defaults.py, in 0.13 to 1.5 times its fit; KernelPegasosSVC() up to 1.9
@@ -204,7 +213,7 @@ def build_parser():
     predict.add_argument(
         "--force",
         action="store_true",
-        help="replace OUT even when it exists and does not look like predictions (never MODEL or DATA)",
+        help="replace OUT even when it exists and is not a predictions file gpusvm wrote (never MODEL or DATA)",
     )
     kind = predict.add_mutually_exclusive_group()
     kind.add_argument(
@@ -245,6 +254,7 @@ def train_command(args, out):
         inputs=[("DATA", args.data)],
         overwrite_hint="--force",
     )
+    args.pending_output = ("the model", path)  # for the message of an interrupt before it is written
     if args.chunk_rows is not None:
         return _train_on_chunks(model, args, path, out)
     X, y, how = read_data(args.data, args.format, n_features=args.n_features)
@@ -254,6 +264,7 @@ def train_command(args, out):
     model.fit(X, y)
     seconds = time.perf_counter() - started
     save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds}, overwrite=args.force)
+    args.pending_output = None
     out(
         f"Trained {type(model).__name__} (--solver {args.solver}) on {X.shape[0]} rows x {X.shape[1]} features "
         f"with {model.backend_} in {seconds:.3f} s; {_training_accuracy(model, X, y)}."
@@ -300,6 +311,7 @@ def _train_on_chunks(model, args, path, out):
     model.fit_chunks(chunks)
     seconds = time.perf_counter() - started
     save(model, path, metadata={"data": {"file": str(args.data), **how}, "fit_seconds": seconds}, overwrite=args.force)
+    args.pending_output = None
     rows = chunks.n_rows * model.n_iter_
     out(
         f"Trained {type(model).__name__} (--solver {args.solver}) on {chunks.n_rows} rows x {chunks.n_features} "
@@ -313,7 +325,6 @@ def _train_on_chunks(model, args, path, out):
 def predict_command(args, out):
     from .model_io import load
 
-    model_file = functools.cache(lambda: load(args.model, backend=args.backend))  # read once
     if args.out == "-":
         args.out = None  # standard output, as the usual '-' says
     if args.out:  # before the work: OUT must not be an input, nor a file that predictions should not replace
@@ -322,15 +333,15 @@ def predict_command(args, out):
             check_output_path,
             args.out,
             what="the predictions",
-            kind="a predictions file",
-            # read only when OUT exists; a MODEL that does not load says so here
-            replaceable=lambda path: _looks_like_predictions(path, model_file()),
+            kind="a predictions file gpusvm wrote (unchanged since)",
+            replaceable=lambda path: has_mark(path, PREDICTIONS_MARK),
             overwrite=args.force,
             inputs=[("MODEL", args.model), ("DATA", args.data)],
             overwrite_hint="--force",
             special=True,
         )
-    model = model_file()
+        args.pending_output = ("the predictions", args.out)
+    model = load(args.model, backend=args.backend)
     data = model.metadata_.get("data", {}) if isinstance(model.metadata_, dict) else {}
     zero_based = data.get("zero_based", "auto") if data.get("format") == "svmlight" else "auto"
     X, y, _ = read_data(args.data, args.format, n_features=model.n_features_in_, zero_based=zero_based)
@@ -349,7 +360,8 @@ def predict_command(args, out):
         lines = [_label_text(label) for label in labels]
     text = "".join(line + "\n" for line in lines)
     if args.out:
-        Path(args.out).write_text(text)
+        write_file(args.out, text.encode("utf-8"), mark=PREDICTIONS_MARK)
+        args.pending_output = None
     else:
         sys.stdout.write(text)
     if y is not None:
@@ -379,34 +391,6 @@ def _checked_output(prog, check, path, **kwargs):
         return check(path, **kwargs)
     except SameFileError as error:
         raise UsageError(str(error), prog) from None
-
-
-def _looks_like_predictions(path, model, sample=1 << 16):
-    """Whether ``path`` reads as ``gpusvm predict`` writes for ``model``: on each line
-    one of its classes, or as many numbers as its decision values or its probabilities
-    have columns (a list of words, or a table of other numbers, is not replaced)."""
-    labels = {_label_text(label) for label in model.classes_}
-    widths = {np.shape(model.intercept_)[0], len(model.classes_)}
-    with open(path, "rb") as handle:
-        head = handle.read(sample + 1)
-    try:
-        text = head[:sample].decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    lines = text.splitlines()
-    if len(head) > sample and lines:
-        lines.pop()  # cut off by the sample
-    for line in lines:
-        fields = line.split()
-        if len(fields) == 1 and fields[0] in labels:
-            continue
-        try:
-            [float(field) for field in fields]
-        except ValueError:
-            return False
-        if len(fields) not in widths:
-            return False
-    return True
 
 
 def _number_lines(values):
@@ -490,6 +474,7 @@ def main(argv=None, out=print):
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv
+    args = None
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args, out)
@@ -497,13 +482,23 @@ def main(argv=None, out=print):
         print(f"{error.prog}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("gpusvm: interrupted", file=sys.stderr)
-        return 130
+        print(_interrupted(args), file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as error:
         if debug:
             raise
         print(f"gpusvm: error: {_one_line(error)}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _interrupted(args):
+    """The line an interrupt (Ctrl-C) ends the command with: what it was about to write, and where."""
+    prog = f"gpusvm {args.command}" if args is not None else "gpusvm"
+    pending = getattr(args, "pending_output", None)
+    if pending is None:
+        return f"{prog}: interrupted."
+    what, path = pending
+    return f"{prog}: interrupted before writing {what}; {str(path)!r} is left as it was."
 
 
 def _one_line(error):

@@ -18,23 +18,22 @@ only those types, so it never runs code from the file.
 
 Saving writes a temporary file beside the target and renames it, so an interrupted
 save leaves the previous file (or none), never half a model. A save killed outright
-(SIGKILL, power loss) can also leave its temporary file, ``.NAME.PID.XXXXXXXX.tmp``,
-beside the target; the next save to the same path removes those whose process has
-ended. Process ids are this machine's: in a folder shared with other machines, a save
-there can remove a remote writer's temporary file, and that writer's save then fails
-with an error (its target file stays whole).
+(SIGKILL, power loss) can also leave its temporary file, ``.NAME.PID.XXXXXXXX.tmp``
+(``NAME`` shortened where the folder's limit on a name's length requires), beside the
+target; the next save to the same path removes those whose process has ended. Process
+ids are this machine's: in a folder shared with other machines, a save there can remove
+a remote writer's temporary file, and that writer's save then fails with an error (its
+target file stays whole). :mod:`gpusvm._output_files` does this for every file gpusvm
+writes.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import math
 import numbers
-import os
 import re
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,7 +44,7 @@ import scipy.sparse as sp
 from ._backend import cupy_device_count, is_cupy_array, resolve_backend, to_numpy
 from ._estimator.base import checked_rows
 from ._estimator.model_checks import InconsistentModel, check_model_parts
-from ._output_files import check_output_path, write_target
+from ._output_files import check_output_path, write_atomically, write_target
 from ._registry import SOLVERS, solver_name
 from .sbp import kernel_dtype_before_the_parameter
 from .solvers.online_logistic import OnlineState
@@ -148,7 +147,7 @@ def save(model, path, *, metadata=None, overwrite=False):
         "user": user,
     }
     text = json.dumps(document, indent=1, allow_nan=False)
-    _write_atomically(write_target(path), text, arrays)
+    write_atomically(write_target(path), lambda handle: _write_archive(handle, text, arrays))
 
 
 def _is_dask_estimator(model):
@@ -373,57 +372,13 @@ def _encode_array(array, name, arrays):
     return {"$array": member, "dtype": array.dtype.str, "shape": list(array.shape)}
 
 
-def _write_atomically(path, text, arrays):
-    """Write the archive to a temporary file in the target's folder, then rename it.
-
-    The temporary file's name holds the writer's process id, so that a later save to
-    the same path can remove what a killed writer left (see :func:`_remove_orphans`).
-    """
-    folder = path.resolve().parent
-    _remove_orphans(folder, path.name)
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-                archive.writestr(METADATA_MEMBER, text)
-                for member, array in arrays.items():
-                    with archive.open(f"{member}.npy", "w", force_zip64=True) as stream:
-                        np.lib.format.write_array(stream, array, allow_pickle=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, _new_file_mode(path))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _remove_orphans(folder, name):
-    """Delete the temporary files of saves to ``folder/name`` whose process has ended
-    (killed mid-write); those of live processes, saving concurrently, stay."""
-    for leftover in folder.glob(f".{glob.escape(name)}.*.tmp"):
-        pid = leftover.name[len(name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and not _process_is_running(int(pid)):
-            leftover.unlink(missing_ok=True)
-
-
-def _process_is_running(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True  # another user's process, or a pid this system cannot check: keep the file
-    return True
-
-
-def _new_file_mode(path):
-    """The mode a plain ``open(path, 'w')`` would give (mkstemp makes files 0600)."""
-    if path.exists():
-        return path.stat().st_mode & 0o777
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+def _write_archive(handle, text, arrays):
+    """The model file's bytes, written to ``handle``: ``gpusvm.json``, then the arrays."""
+    with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(METADATA_MEMBER, text)
+        for member, array in arrays.items():
+            with archive.open(f"{member}.npy", "w", force_zip64=True) as stream:
+                np.lib.format.write_array(stream, array, allow_pickle=False)
 
 
 # --- decoding --------------------------------------------------------------------

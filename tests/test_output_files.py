@@ -60,7 +60,7 @@ def test_train_does_not_replace_a_file_that_is_not_a_model(files, capsys):
     code, _, err = train(capsys, files / "train.svm", test)  # a test file given as MODEL by mistake
     assert code == 1 and err.strip() == (
         f"gpusvm: error: {str(test)!r} exists and is not a gpusvm model file; "
-        "not replacing it with the model (--force replaces it)."
+        "not replacing it with the model: pass --force to replace it, or give another path."
     )
     assert test.read_text() == svmlight_text()
     assert train(capsys, "--force", files / "train.svm", test)[0] == 0  # asked for
@@ -94,24 +94,26 @@ def test_predict_never_writes_over_its_inputs_or_a_foreign_file(files, capsys):
     assert code == 0 and len(out_text.splitlines()) == 40 and not (files / "-").exists()
 
 
-def test_predict_replaces_only_what_reads_as_this_models_predictions(files, capsys):
-    """A file of single words (requirements.txt) or of other numbers than the model's
-    columns (a table of features) is not a predictions file: only --force replaces it."""
+def test_predict_replaces_only_predictions_it_wrote(files, capsys):
+    """A file of single words (requirements.txt), of other numbers than the model's
+    columns (a table of features), or of what predictions could be (the user's own labels
+    or scores) is not a predictions file gpusvm wrote: only --force replaces it."""
     model, data = files / "m.model", files / "test.svm"
     assert train(capsys, files / "train.svm", model)[0] == 0
     foreign = {
         "requirements.txt": "numpy\nscipy\nscikit-learn\n",
         "features.txt": "0.1 0.2 0.3\n1.5 2.5 3.5\n",
         "other-labels.txt": "cat\ndog\n",
+        "y_true.txt": "1\n-1\n1\n",  # the model's classes, a line each
+        "scores.txt": "0.25\n-1.5\n",  # its decision values' width
     }
     for name, text in foreign.items():
         (files / name).write_text(text)
         code, _, err = run(capsys, "predict", model, data, files / name)
         assert code == 1 and "exists and is not a predictions file" in err, name
         assert (files / name).read_text() == text
-    for text in ("1\n-1\n1\n", "0.25\n-1.5\n"):  # its labels, its decision values
-        (files / "old.txt").write_text(text)
-        assert run(capsys, "predict", model, data, files / "old.txt")[0] == 0
+    (files / "empty.txt").write_text("")  # nothing to lose
+    assert run(capsys, "predict", model, data, files / "empty.txt")[0] == 0
 
 
 def test_a_read_only_file_is_never_replaced(files, capsys, model):
@@ -148,7 +150,10 @@ def test_save_writes_through_a_symbolic_link(files, model):
 
 def test_save_leaves_a_file_that_is_not_a_model_unless_asked(files, model):
     data = files / "train.svm"
-    with pytest.raises(FileExistsError, match="exists and is not a gpusvm model file.*overwrite=True replaces it"):
+    with pytest.raises(
+        FileExistsError,
+        match="exists and is not a gpusvm model file.*pass overwrite=True to replace it, or give another path",
+    ):
         save(model, data)
     assert data.read_text() == svmlight_text()
     save(model, data, overwrite=True)
