@@ -29,8 +29,9 @@ they are importable, and are reported as missing otherwise (``bench/_peers.py``)
 
 * ``--float32``: SBP also runs at batch 64 on float32 copies of float64 data (its kernel
   values in float32, the responses and level in float64); MNIST is float32 throughout.
-  Every SBP fit here sets ``kernel_dtype`` to its X's dtype (the default is float32
-  whatever X's), so that the two curves compare float64 and float32 kernel values.
+  Every SBP fit here sets ``kernel_dtype`` to its X's dtype (the default, 'auto', is
+  float32 wherever float32 keeps the digits, whatever X's), so that the two curves
+  compare float64 and float32 kernel values.
 
 * ``--no-svc``: SVC's test error, fit seconds and ``nu`` are read from the newest result of
   this script on a CPU machine for the same data set, setting and training rows (a

@@ -13,12 +13,26 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._backend import is_cupy_array, issparse, namespace_of, to_numpy
 
 FLOAT_DTYPES = (np.float64, np.float32)
+
+
+class IntervalNotBool(Interval):
+    """scikit-learn's ``Interval`` constraint, refusing booleans: to Python ``True`` is the
+    Integral 1, so ``Interval(Real, 0, None)`` takes it (``cache_size=True`` a 1 MB cache),
+    where it is a mistake. scikit-learn's own constraints accept booleans as numbers (for
+    ``verbose`` it lists them on purpose); this one names them as refused."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+    def __str__(self):
+        return f"{super().__str__()}, not a bool"
 
 
 def _check_cupy_X(estimator, X, reset):
@@ -195,6 +209,38 @@ def one_vs_rest_targets(y, classes):
     return targets
 
 
+# The host memory a linear model takes a feature (column of X), at its peak: a scratch int64
+# of the steps, and for each of its one-vs-rest models about seven float64 arrays (the state's
+# two, the coefficients and their temporaries, the fitted coef_; FTRL, TG, FOBOS, RDA and
+# PegasosSVC measured 46 to 56 bytes a model with tracemalloc).
+LINEAR_BYTES_PER_FEATURE = 8
+LINEAR_BYTES_PER_FEATURE_AND_MODEL = 56
+
+
+def check_linear_model_width(n_features, n_models, available_bytes):
+    """Refuse, before any of it is allocated, a linear model whose dense arrays over X's
+    ``n_features`` columns and an intercept (``n_models`` one-vs-rest models) would take
+    more than the ``available_bytes`` this process may still allocate (None: unknown, no
+    check). A sparse X of 2^31 columns and three entries a row is small; its model is not,
+    and its fit grew until the kernel killed it, with no message.
+
+    Raises
+    ------
+    MemoryError
+        Naming ``n_features``, the bytes needed and those available, and feature hashing.
+    """
+    needed = (n_features + 1) * (LINEAR_BYTES_PER_FEATURE + n_models * LINEAR_BYTES_PER_FEATURE_AND_MODEL)
+    if available_bytes is None or needed <= available_bytes:
+        return
+    raise MemoryError(
+        f"X has n_features={n_features} columns: the linear model keeps dense arrays over them for its "
+        f"{n_models} one-vs-rest model(s), about {needed} bytes ({needed / 2**30:.3g} GiB), more than the "
+        f"{available_bytes} bytes ({available_bytes / 2**30:.3g} GiB) this process may still allocate. Hash the "
+        "features to fewer columns (sklearn.feature_extraction.FeatureHasher(n_features=2**20), or "
+        "HashingVectorizer), or number only the columns that hold values."
+    )
+
+
 INT32_LIMIT = 2**31 - 1
 
 
@@ -250,8 +296,10 @@ def to_backend(X, xp_name):
 
 
 __all__ = [
+    "IntervalNotBool",
     "canonical_csr",
     "check_int32_indexable",
+    "check_linear_model_width",
     "check_X",
     "check_X_y",
     "check_classes",

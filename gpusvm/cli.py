@@ -505,8 +505,3 @@ def _one_line(error):
     lines = str(error).strip().splitlines() or [type(error).__name__]
     more = " (--debug shows more)" if len(lines) > 1 else ""
     return lines[0] + more
-
-
-def main_exit():
-    """The ``gpusvm`` console script: :func:`main`, its result as the exit status."""
-    sys.exit(main())

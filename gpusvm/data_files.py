@@ -23,7 +23,10 @@ not parse, NaN or infinity, an index the model does not take).
 Files larger than memory: :class:`SvmlightChunks` and :class:`NpzChunks` read them
 ``chunk_rows`` rows at a time, for the streamed ``fit_chunks`` of the linear and online
 estimators (:func:`read_chunks` picks the reader by format).  :class:`SvmlightChunks`
-parses plain lines through pyarrow where it is installed (the same arrays, faster).
+parses plain lines through pyarrow where it is installed (the same arrays, faster).  A
+fit reads such a file several times, so a reader refuses, naming it, a file that has
+changed since the reader first opened it (truncated, rewritten, relabelled: see
+``gpusvm._stream.readers.FileFingerprint``): make a new reader for the new file.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ hyperparameters and its own docstring.  The rules themselves live in
 from __future__ import annotations
 
 import functools
+import itertools
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,7 +19,8 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ._backend import get_namespace, namespace_of, resolve_backend, to_numpy
 from ._stream.pipeline import prepared_chunk, ready_chunks
-from ._stream.chunks import ChunkSource, aligned_chunks
+from ._stream.chunks import ChunkSource, aligned_chunks, check_chunk_X_y, check_partial_fit_lengths, errors_named
+from ._stream.label_order import LabelRuns
 from ._estimator.base import GPUClassifierMixin, restore_on_error
 from ._estimator.convergence import warn_if_no_better_than_a_constant
 from ._instrumentation import EpochBars
@@ -96,7 +99,9 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
     def partial_fit(self, X, y, classes=None):
         """Learn from one more chunk of a stream, in the order given.
 
-        A call that raises leaves the model as it was.
+        A call that raises leaves the model as it was.  The rows are learned in the
+        order given, so a stream's chunks should come shuffled: on a stream sorted by
+        label the model leans toward the classes seen last (see :meth:`fit_chunks`).
 
         Parameters
         ----------
@@ -111,6 +116,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         self
         """
         self._validate_params()  # scikit-learn checks them at the first call only, set_params may follow
+        check_partial_fit_lengths(X, y)
         with restore_on_error(self):
             self._train(X, y, classes=self._partial_fit_classes(classes), n_epochs=1, shuffle=False)
         return self
@@ -130,6 +136,20 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         FTRL, else 256), as ``fit`` does from 16 times that many rows up, while a first
         ``partial_fit`` sizes it by its own rows; give an int to compare with a smaller
         ``fit`` or with ``partial_fit``.
+
+        The stream should be shuffled: the rows are taken in the order given, so a
+        stream sorted or grouped by label (a file written class by class) makes a model
+        that leans toward the classes seen last, far below ``fit`` on the same rows.
+        When most of the first epoch's rows come in stretches of one class, far more
+        than in a random order, the fit warns (a ``UserWarning``; the test is
+        ``gpusvm._stream.label_order``'s).  RDA suffers most: its weights follow the
+        mean of every gradient it has seen, each taken at the weights of its moment, and
+        the mean keeps the gradients of a sorted start for good.
+
+        A chunk that cannot be trained on (a label missing for a row, a value that is
+        not finite, a label outside ``classes``...) is named in the error by its number
+        and, from a file reader, by the file and lines it came from; the model is then
+        left as it was.
 
         On the cupy backend the next chunk is read and checked on a worker thread while
         the current one trains, then copied to the device from pinned host memory, on a
@@ -169,12 +189,16 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             backend = resolve_backend(self.backend)
             xp = get_namespace(backend)
             batch_size = self._batch_size_for(None)  # a stream: its length is not known before it ends
+            checked = itertools.count()  # the first chunk checked sets n_features_in_
             epochs = (
                 (epoch, chunk)
                 for epoch in range(self.max_iter)
-                for chunk in aligned_chunks(source.passes(f"max_iter={self.max_iter}"), batch_size)
+                for chunk in aligned_chunks(
+                    self._checked_chunks(source.passes(f"max_iter={self.max_iter}"), classes, checked), batch_size
+                )
             )
-            prepare = functools.partial(self._prepared_chunk, classes=classes, backend=backend)
+            label_runs = LabelRuns(classes.shape[0])  # the first epoch's runs of one class
+            prepare = functools.partial(self._prepared_chunk, backend=backend, label_runs=label_runs)
             seed, n_models = seed_from_random_state(self.random_state), 1 if classes.shape[0] == 2 else classes.shape[0]
             state, stepper, chunk, losses, rows = None, None, None, [], 0
             with ready_chunks(epochs, prepare, backend) as ready:
@@ -212,14 +236,31 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
                 self.feature_names_in_ = source.feature_names
         if class_counts is not None:
             warn_if_no_better_than_a_constant(self, self.loss_curve_[-1], class_counts, stacklevel=2)
+        sorted_stream = label_runs.warning(type(self).__name__, f"stretches of {label_runs.window_rows} rows")
+        if sorted_stream:
+            warnings.warn(sorted_stream, UserWarning, stacklevel=2)
         return self
 
-    def _prepared_chunk(self, item, number, *, classes, backend):
-        """One streamed chunk checked and made ready (see ``fit_chunks``); the first one
-        sets the number of features."""
-        epoch, (X, y) = item
-        X, y = check_X_y(self, X, y, reset=number == 0)
-        return prepared_chunk(X, {"labels": class_positions(y, classes).astype(np.int32)}, backend, epoch)
+    def _checked_chunks(self, chunks, classes, checked):
+        """The chunks of a pass with rows, each checked on its own (so that an error names
+        it: see ``errors_named``), as ``(X, class positions)``; the first of the fit
+        (``next(checked) == 0``) sets the number of features."""
+        for chunk in chunks:
+            if chunk[0].ndim and not chunk[0].shape[0]:
+                continue  # a chunk without rows (ChunkSource has checked that it has no labels)
+            with errors_named(chunk):
+                X, y = check_chunk_X_y(self, *chunk, reset=next(checked) == 0)
+                labels = class_positions(y, classes).astype(np.int32)
+            yield X, labels
+
+    def _prepared_chunk(self, item, number, *, backend, label_runs):
+        """One streamed chunk made ready (see ``fit_chunks``; checked by
+        ``_checked_chunks``).  The first epoch's chunks count in ``label_runs`` (chunks
+        are prepared in order, one at a time)."""
+        epoch, (X, labels) = item
+        if epoch == 0:
+            label_runs.add(labels)
+        return prepared_chunk(X, {"labels": labels}, backend, epoch)
 
     def _train(self, X, y, *, classes, n_epochs, shuffle):
         first = not hasattr(self, "classes_")

@@ -260,7 +260,7 @@ def load(path, *, backend=None):
     ]
     if unfit:
         raise ModelFileError(f"{path} sets {unfit[0]!r}, which is not a fitted attribute of {cls.__name__}.")
-    model.__dict__.update(attributes)
+    model.__setstate__({**model.__dict__, **attributes})  # as a pickle's: attributes added since filled in
     model.metadata_ = user
     _check_model(model, path, classes, document["n_features_in"])
     model.backend_ = _loaded_backend(model, backend)

@@ -14,14 +14,15 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import get_namespace, is_cupy_array, on_device, to_numpy
-from ._estimator.auto_nu import nu_of_margins, pilot_nu, pilot_subsample
+from ._estimator.auto_nu import PILOT_MIN_ROWS, PILOT_TIME_SHARE, fit_pilot, nu_of_margins, pilot_subsample
 from ._estimator.base import GPUClassifierMixin, restore_on_error
+from ._estimator.convergence import warn_if_far_from_centre, warn_if_level_not_positive, warn_if_pilot_unsettled
 from ._estimator.kernel_model import KernelModelMixin
 from ._estimator.one_vs_one import class_pairs, ovr_scores, pair_seed, share
 from ._instrumentation import nvtx_range
 from ._random import seed_from_random_state
-from ._validation import check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
-from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
+from ._validation import IntervalNotBool, check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
+from .kernel_functions import KERNELS, check_kernel_range, kernel_training_copy, resolve_gamma, row_statistics
 from .solvers import row_cache
 from .solvers.sbp import (
     PairStack,
@@ -53,14 +54,11 @@ AUTO_STEPS_PER_EPOCH = 64
 STACK_STEP_COLUMNS = 40_000
 
 
-def _rows_on_backend(X, order, dtype, backend):
-    """X's rows in ``order``, in ``dtype``, on ``backend``. A dense X is moved first and
-    reordered there: NumPy's gather of MNIST's 60,000 x 784 float32 rows took 0.11 s on
-    a host, and on an H200 the fit's preparation went from 0.162 to 0.077 s
-    (``bench/results/sbp_fit_phases-nvidia-h200.md``). A CSR X is reordered on the host,
-    as :func:`~gpusvm._validation.to_backend` makes it canonical for the device."""
-    if X.dtype != dtype:  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
-        X = X.astype(dtype)
+def _rows_on_backend(X, order, backend):
+    """X's rows in ``order`` on ``backend``, in X's dtype. A dense X is moved first and
+    reordered there (NumPy's gather of MNIST's rows is slower than the copy); a CSR X is
+    reordered on the host, as :func:`~gpusvm._validation.to_backend` makes it canonical
+    for the device."""
     if hasattr(X, "indptr"):
         return to_backend(X[order], backend)
     X_dev = to_backend(X, backend)
@@ -95,19 +93,38 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     the pilot's ``nu`` is at or below that of ``SVC(C)`` on all the rows; on the
     benchmarks' data that side gave test errors at or below SVC's
     (``bench/sbp_nu.py``). The pilot runs on the host whatever the backend (the
-    same ``nu`` on both) and its time is part of the fit's. To match a given SVC,
-    read ``nu`` off it (:func:`nu_from_svc`) and set it: a ``nu`` set by hand is used
-    as it is, and ``C`` is then unused.
+    same ``nu`` on both) and its time is part of the fit's: it stops after
+    ``auto_nu.pilot_max_iter`` iterations (1,000 a row, at least 10^6, far above what
+    ordinary pilots take) and within a quarter of ``time_budget`` when one is set. A pilot
+    that stops so before converging (a kernel whose values are badly conditioned, such as
+    a polynomial of features near 1e4) gives the ``nu`` of its last iterate, with a
+    ``ConvergenceWarning``; one of fewer than 20 training rows, a ``UserWarning``: both
+    say to set ``nu`` by hand. To match a given SVC, read ``nu`` off it
+    (:func:`nu_from_svc`) and set it: a ``nu`` set by hand is used as it is, and ``C``
+    is then unused.
 
-    **Kernel values in float32.** By default (``kernel_dtype='float32'``) the training
-    copy of X is cast to float32 whatever X's dtype, so the kernel values (the row cache,
-    a device's kernel matrix, cache or products) are float32: the cache holds twice the
-    rows, which are computed and read at half the bytes, in single-precision products
-    (timings: ``bench/sbp_kernel.py --float32``). A step's sum of its drawn rows is summed in
-    float32 on the host, in float64 on a GPU; the responses, the water level, the
-    averages and the coefficients stay float64, so the rounding of the kernel values
-    (about 1e-7 of each) moves the model far less than the stopping rules do.
-    'float64' keeps them in float64. Prediction uses ``support_vectors_``, X's own rows.
+    **A model that does not separate.** With ``nu > 0`` the optimum's water level is at
+    least ``nu`` (the zero predictor's), so a model whose level is at or below 0 has not
+    gone far enough (SBP is slow on features far from 0: centre and scale them); with
+    ``nu = 0`` (no slack) the level also stays there where the classes do not separate.
+    ``tol`` never stops such a model, and a fit that ends with one (on ``max_iter``,
+    ``time_budget`` or ``max_kernel_evals``) warns (``ConvergenceWarning``), saying what
+    to change.
+
+    **Kernel values in float32 where they keep their digits.** By default
+    (``kernel_dtype='auto'``) the training copy of X, and so the kernel values (the row
+    cache, a device's kernel matrix, cache or products), are float32 unless float32
+    would lose the digits that tell the rows apart: the cache then holds twice the rows,
+    which are computed and read at half the bytes (timings: ``bench/sbp_kernel.py
+    --float32``). For rbf a dense X is centred first (the kernel is invariant to
+    translation, so the model is the same), which keeps float32 accurate on rows far
+    from the origin; for the linear and poly kernels, and sparse X, a bound on float32's
+    relative error (:mod:`gpusvm.kernel_functions._precision`) above 1e-4 picks float64.
+    A step's sum of its drawn rows is summed in float32 on the host, in float64 on a
+    GPU; the responses, the water level, the averages and the coefficients stay float64.
+    'float32' and 'float64' force the dtype ('float32' warns where the bound is above
+    1e-4); the dtype used is ``kernel_dtype_``. Prediction uses ``support_vectors_``, X's
+    own rows.
 
     Parameters
     ----------
@@ -186,7 +203,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         stopping, here relative). Its size counts as at least 0.03 times the largest
         response of a unit-norm model (1 for the rbf kernel): a level near zero, of
         classes that barely separate at this ``nu``, would otherwise never gain little
-        enough relative to itself and run every epoch. None runs ``max_iter`` epochs.
+        enough relative to itself and run every epoch. It waits while a model's level
+        is at or below 0 (not yet a separator: see above). None runs ``max_iter`` epochs.
         Unused with a holdout. In a one-vs-one model each pair stops on its own objective. The default is by
         measurement (KEEL magic, one run each): 2e-2 stopped 0.38 points above SVC's test
         error, 1e-2 0.13 points above at 0.9 times SVC's fit time, 5e-3 0.08 points under
@@ -195,7 +213,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         Stop after this many seconds (checked after every step; on cupy, after every
         block of up to 128 steps, which are issued together): anytime training. In a
         one-vs-one model, the pairs (on the host, the stacks of pairs stepping together)
-        share the time left in turn, by rows.
+        share the time left in turn, by rows. The pilot of ``nu='auto'`` takes at most
+        a quarter of it, and SBP's steps what the pilot leaves.
     max_kernel_evals : int, default=None
         Stop before the step that would pass this many kernel evaluations, counted as
         the algorithm asks for them: ``problems * batch_size_ * n`` per step, with ``n``
@@ -225,7 +244,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         ``cache_size``. SBP draws from the few examples below the level, so most rows
         are reused; when all rows fit this is the full kernel matrix, filled lazily.
         'auto': a quarter of the memory available when the fit starts (psutil's reading,
-        else Linux's ``MemAvailable``, else ``os.sysconf``'s free pages, else 1024 MB),
+        else Linux's ``MemAvailable``, else ``os.sysconf``'s free pages, else 1024 MB,
+        and at most what the process's ``ulimit -v`` and cgroup memory limit leave it),
         at most the whole kernel matrix (``n_train * n_rows * itemsize`` of
         ``kernel_dtype``): a cache that holds every row computes each row once, and
         three quarters stay for X, the steps and the rest of the machine. Whatever the
@@ -265,9 +285,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         training rows by all its rows (the same rule, with the cache holding twice the
         rows all pairs draw in a step); with neither they train one after another, each
         with its own.
-    kernel_dtype : {'float32', 'float64'}, default='float32'
+    kernel_dtype : {'auto', 'float32', 'float64'}, default='auto'
         The dtype of the kernel values (the training copy of X is cast to it); see
-        **Kernel values in float32** above.
+        **Kernel values in float32 where they keep their digits** above.
     random_state : int, RandomState or None, default=None
         Seeds the shared random stream: the same int draws the same examples on the
         numpy and cupy backends.
@@ -294,7 +314,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     n_support_ : ndarray of shape (n_classes,)
         Support vectors of each class.
     water_level_ : ndarray of shape (n_models,)
-        The level (margin of the unit-norm predictor) of the returned model.
+        The level (margin of the unit-norm predictor) of the returned model; at or below
+        0, the model does not separate its training rows, and ``fit`` warned.
     history_ : list of dict
         One record per checkpoint: ``steps``, ``kernel_evals``, ``kernel_rows_computed``
         (rows actually computed, after the cache), ``kernel_values_source`` (where the
@@ -343,13 +364,13 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         "max_kernel_evals": [Interval(Integral, 1, None, closed="left"), None],
         "multi_class": [StrOptions({"ovo", "ovr"})],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
-        "cache_size": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "cache_size": [StrOptions({"auto"}), IntervalNotBool(Real, 0, None, closed="neither")],
         "kernel_cache": [
             StrOptions({"auto"}),
             Interval(Real, 0, 1, closed="both"),
             Interval(Integral, 0, None, closed="left"),
         ],
-        "kernel_dtype": [StrOptions({"float32", "float64"})],
+        "kernel_dtype": [StrOptions({"auto", "float32", "float64"})],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
         "verbose": GPUClassifierMixin._verbose_constraint,
@@ -376,7 +397,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         decision_function_shape="ovr",
         cache_size="auto",
         kernel_cache="auto",
-        kernel_dtype="float32",
+        kernel_dtype="auto",
         random_state=None,
         backend="auto",
         verbose="auto",
@@ -429,12 +450,25 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                 order = np.concatenate([train, holdout])
                 self.batch_size_ = resolve_batch_size(self.batch_size, train.size)
                 self._check_device_memory(X, classes.size, backend, self.batch_size_)
-                X_dev = _rows_on_backend(X, order, self.kernel_dtype, backend)
-                gamma = resolve_gamma(self.gamma, X_dev[: train.size])  # the training rows come first
-                check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
-                rules = self._stopping_rules()
+                X_rows = _rows_on_backend(X, order, backend)
+                gamma = resolve_gamma(self.gamma, X_rows[: train.size])  # the training rows come first
+                if self.kernel != "rbf":  # past fit and its _fit_context
+                    warn_if_far_from_centre(self, row_statistics(X_rows[: train.size]), stacklevel=3)
+                X_dev, kernel_dtype = kernel_training_copy(
+                    X_rows, kernel_dtype=self.kernel_dtype, **self._kernel_settings(gamma)
+                )
+                del X_rows  # a device's memory holds one copy of X's rows
+                self.kernel_dtype_ = kernel_dtype.name
+                check_kernel_range(
+                    X_dev,
+                    **self._kernel_settings(gamma),
+                    gamma_setting=self.gamma,
+                    dtype_parameter="kernel_dtype",
+                )
                 labels = np.searchsorted(classes, y[order])  # class positions, in X_dev's row order
+                pilot_started = time.perf_counter()
                 self.nu_ = self._resolve_nu(X_dev, labels[: train.size], classes, gamma, seed, backend)
+                rules = self._rules_after_pilot(self._stopping_rules(), time.perf_counter() - pilot_started)
             if self._trains_one_vs_one(classes):
                 results = self._fit_pairs(X, X_dev, order, train.size, labels, classes, gamma, seed, rules, backend)
             else:
@@ -450,10 +484,13 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         return self
 
     def __setstate__(self, state):
-        """Pickles from before ``kernel_dtype`` get the one their fit used (X's dtype);
-        from before ``C``, SVC's 1.0 (their ``nu`` is a number, so ``C`` is unused)."""
+        """Pickles from before ``kernel_dtype`` get the one their fit used (X's dtype),
+        and fitted ones from before ``kernel_dtype_`` that of their ``kernel_dtype``; from
+        before ``C``, SVC's 1.0 (their ``nu`` is a number, so ``C`` is unused)."""
         if "kernel_dtype" not in state:
             state = {**state, "kernel_dtype": kernel_dtype_before_the_parameter(state)}
+        if "support_vectors_" in state and "kernel_dtype_" not in state:  # fitted before 'auto': as it was set
+            state = {**state, "kernel_dtype_": state["kernel_dtype"]}
         state = {"C": 1.0, **state}
         super().__setstate__(state)
 
@@ -468,20 +505,35 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             return float(self.nu)
         rows = pilot_subsample(train_labels, seed)
         X_pilot = to_numpy(X_dev[get_namespace(backend).asarray(rows)])
-        return self._pilot_nu(X_pilot, train_labels[rows], train_labels.size, classes, gamma)
+        # its warnings point past fit and its _fit_context
+        return self._pilot_nu(X_pilot, train_labels[rows], train_labels.size, classes, gamma, stacklevel=5)
 
-    def _pilot_nu(self, X_pilot, pilot_labels, n_train, classes, gamma):
-        """``nu='auto'``'s ``nu`` from the pilot's rows (on the host)."""
-        nu, _ = pilot_nu(
+    def _pilot_nu(self, X_pilot, pilot_labels, n_train, classes, gamma, stacklevel=2):
+        """``nu='auto'``'s ``nu`` from the pilot's rows (on the host), within
+        ``PILOT_TIME_SHARE`` of ``time_budget``; its warnings (a pilot that did not
+        converge, or of too few rows) point at the frame ``stacklevel`` up, this method
+        being 1 (as for ``warnings.warn``)."""
+        time_limit = None if self.time_budget is None else PILOT_TIME_SHARE * self.time_budget
+        pilot = fit_pilot(
             X_pilot,
             pilot_labels,
             n_train,
             classes.size,
             one_vs_one=self._trains_one_vs_one(classes),
             C=self.C,
+            max_seconds=time_limit,
             **self._kernel_settings(gamma),
         )
-        return nu
+        warn_if_pilot_unsettled(self, pilot, PILOT_MIN_ROWS, time_limit, stacklevel=stacklevel)
+        return pilot.nu
+
+    @staticmethod
+    def _rules_after_pilot(rules, spent):
+        """``rules`` with the ``spent`` seconds of ``nu='auto'``'s pilot taken out of
+        ``time_budget``: the pilot's time is the fit's."""
+        if rules.time_budget is None or not spent:
+            return rules
+        return dataclasses.replace(rules, time_budget=max(1e-9, rules.time_budget - spent))
 
     def _kernel_settings(self, gamma):
         """The kernel's parameters, ``gamma`` resolved."""
@@ -686,7 +738,12 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         self.history_ = history
         self.n_support_ = np.bincount(labels[support], minlength=classes.size)
         self.t_ = sum(result.n_steps for _, result in results)
-        self.n_iter_ = max(result.n_steps / max(1, -(-rows.size // self.batch_size_)) for rows, result in results)
+        epochs = [result.n_steps / max(1, -(-rows.size // self.batch_size_)) for rows, result in results]
+        self.n_iter_ = max(epochs)
+        names = classes.tolist()  # Python's values: 1, not np.int64(1)
+        named = [f"the pair of classes {names[a]!r} and {names[b]!r}" for a, b in pairs]
+        # past nvtx_range, _fit_pairs, fit and its _fit_context
+        warn_if_level_not_positive(self, self.water_level_, epochs, named, X=X, stacklevel=6)
 
     def decision_function(self, X):
         """Scores of the rows of X: for two classes and one-vs-rest models,
@@ -777,15 +834,19 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         self.water_level_ = result.level
         self.history_ = result.history
         self.n_support_ = np.bincount(np.searchsorted(classes, y[self.support_]), minlength=classes.size)
+        epochs = result.n_steps / max(1, -(-train.size // self.batch_size_))
+        named = ["the model"] if classes.size == 2 else [f"class {c!r} against the rest" for c in classes.tolist()]
+        # past nvtx_range, fit and its _fit_context
+        warn_if_level_not_positive(self, result.level, [epochs] * len(named), named, X=X, stacklevel=5)
 
 
 def kernel_dtype_before_the_parameter(attributes):
     """The ``kernel_dtype`` of a model saved before the parameter existed, from its fitted
     ``attributes``: its kernel values were in X's dtype, which ``support_vectors_`` keeps
-    ('float32' for an unfitted model: the default)."""
+    ('auto' for an unfitted model: the default)."""
     support_vectors = attributes.get("support_vectors_")
     if support_vectors is None:
-        return "float32"
+        return "auto"
     return "float32" if support_vectors.dtype == np.float32 else "float64"
 
 

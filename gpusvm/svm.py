@@ -14,17 +14,26 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import get_namespace, to_numpy
 from ._stream.pipeline import prepared_chunk, ready_chunks
-from ._stream.chunks import ChunkSource
+from ._stream.chunks import ChunkSource, check_chunk_X_y, check_partial_fit_lengths, errors_named
+from ._stream.label_order import LabelRuns
 from ._estimator.base import GPUClassifierMixin, restore_on_error
 from ._estimator.convergence import warn_if_worse_than_zero_weights
 from ._instrumentation import EpochBars
 from ._estimator.kernel_model import KernelModelMixin
 from ._estimator.linear_model import LinearModelMixin
 from ._random import seed_from_random_state
-from ._validation import check_X_y, to_backend
-from .kernel_functions import KERNELS, check_kernel_range, resolve_gamma
+from ._validation import (
+    IntervalNotBool,
+    check_linear_model_width,
+    check_X_y,
+    class_positions,
+    one_vs_rest_targets,
+    to_backend,
+)
+from .kernel_functions import KERNELS, check_kernel_range, kernel_training_copy, resolve_gamma
 from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
 from .solvers.online_logistic import shuffled_order
+from .solvers.row_cache import memory_headroom_bytes
 from .solvers.pegasos import (
     NoImprovementStop,
     PegasosProblem,
@@ -220,6 +229,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         self
         """
         self._validate_params()  # scikit-learn checks them at the first call only, set_params may follow
+        check_partial_fit_lengths(X, y)
         with restore_on_error(self):
             self._train(X, y, sample_weight, classes=self._partial_fit_classes(classes), n_epochs=1, tol=None)
         return self
@@ -231,11 +241,19 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
 
         An epoch visits every chunk once and takes ``ceil(rows / batch_size)`` steps in
         each, drawn (uniformly, with replacement) from that chunk's rows alone: the
-        sampling of Pegasos within each chunk, not over all ``n`` rows. When the source
+        sampling of Pegasos within each chunk, not over all ``n`` rows. A chunk of fewer
+        rows than ``batch_size`` takes one step whose batch is its rows, each once
+        (drawing ``batch_size`` rows from fewer would repeat them, at the cost of a full
+        batch), so that a chunk costs in proportion to its rows. When the source
         can read a chunk on its own (a list, :class:`gpusvm.data_files.SvmlightChunks`,
         :class:`~gpusvm.data_files.NpzChunks`), the chunks come in a fresh random order
-        every epoch (from the shared random stream); otherwise in the order given, so
-        that sorted data wants shuffled chunks. Chunks without rows are skipped. ``lam``
+        every epoch (from the shared random stream); otherwise in the order given.
+        Either way a step sees one chunk, so the rows should be shuffled before they are
+        cut into chunks: chunks of one class each (a file sorted by label) make steps of
+        one class, and a model far below a fit on the same rows shuffled.  When most of
+        the first epoch's rows come in chunks (or runs of small chunks) of one class, far
+        more than in a random order, the fit warns (a ``UserWarning``; see
+        ``gpusvm._stream.label_order``).  Chunks without rows are skipped. ``lam``
         is ``1 / (C n)`` over all the rows, and ``class_weight='balanced'`` weighs each
         class by ``n / (n_classes * rows of the class)`` over the whole stream, as a fit
         on the concatenated chunks would (both counted in a first pass when needed).
@@ -257,6 +275,11 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         turn); the host reads the device once an epoch (the progressive objective's two
         sums).  On the numpy backend the chunks are read in turn, in the caller's thread
         (the parser and the steps both hold Python's GIL).
+
+        A chunk that cannot be trained on (a label missing for a row, a value that is
+        not finite, a label outside ``classes``...) is named in the error by its number
+        and, from a file reader, by the file and lines it came from; a file that changes
+        while the fit reads it is refused.  Either way the model is left as it was.
 
         Parameters
         ----------
@@ -308,8 +331,14 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                 (epoch, chunk) for epoch in range(self.max_iter) for chunk in self._epoch_chunks(source, epoch, seed)
             )
             dtype = {}  # the first chunk's, which later chunks are cast to
+            label_runs = LabelRuns(classes.shape[0])  # the first epoch's chunks of one class
             prepare = functools.partial(
-                self._prepared_chunk, classes=classes, class_weight=class_weight, dtype=dtype, backend=backend
+                self._prepared_chunk,
+                classes=classes,
+                class_weight=class_weight,
+                dtype=dtype,
+                backend=backend,
+                label_runs=label_runs,
             )
             state, chunk, progress, objectives = None, None, None, []
             stop = NoImprovementStop(self.tol, self.n_iter_no_change)
@@ -322,6 +351,8 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                             break
                         progress = None
                     if state is None:
+                        n_models = chunk.rows["targets"].shape[1]
+                        check_linear_model_width(chunk.X.shape[1], n_models, memory_headroom_bytes())
                         state = PegasosState.zeros(
                             chunk.rows["targets"].shape[1],
                             chunk.X.shape[1] + int(self.fit_intercept),
@@ -333,10 +364,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                     targets, sample_weight = chunk.rows["targets"], chunk.rows["sample_weight"]
                     # No read from the device: the next chunk's copy overlaps this chunk's measure and steps.
                     progress.add(chunk.X, targets, sample_weight, state)
-                    problem = self._problem(
-                        chunk.X, targets, sample_weight, lam, seed, mean_weight=chunk.facts["mean_weight"]
-                    )
-                    pegasos_stepper(problem, state, backend).run_steps(steps_per_epoch(chunk.n_rows, self.batch_size))
+                    self._chunk_steps(chunk, targets, sample_weight, lam, seed, state, backend)
                     bars.update(chunk.epoch, chunk.n_rows)
                 else:
                     if progress is not None:
@@ -351,7 +379,25 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                 self.feature_names_in_ = source.feature_names
         # (the zero weights' objective with unit sample weights: the classes' count)
         warn_if_worse_than_zero_weights(self, self.objective_curve_, self.coef_.shape[0], None, stacklevel=2)
+        sorted_stream = label_runs.warning(
+            type(self).__name__, f"chunks, or runs of chunks of at least {label_runs.window_rows} rows,"
+        )
+        if sorted_stream:
+            warnings.warn(sorted_stream, UserWarning, stacklevel=2)
         return self
+
+    def _chunk_steps(self, chunk, targets, sample_weight, lam, seed, state, backend):
+        """The steps of one streamed chunk: ``ceil(rows / batch_size)`` drawn from its rows,
+        or, for a chunk of fewer rows than a batch, one step of its rows, each once (the
+        given rows of ``GivenBatches``), which costs in proportion to them."""
+        n_rows, batch_size = chunk.n_rows, int(self.batch_size)
+        mean_weight = chunk.facts["mean_weight"]
+        if n_rows >= batch_size:
+            problem = self._problem(chunk.X, targets, sample_weight, lam, seed, mean_weight=mean_weight)
+            pegasos_stepper(problem, state, backend).run_steps(steps_per_epoch(n_rows, batch_size))
+            return
+        problem = self._problem(chunk.X, targets, sample_weight, lam, seed, mean_weight=mean_weight, batch_size=n_rows)
+        pegasos_stepper(problem, state, backend, given_from=state.step + 1).run_steps(1)
 
     @staticmethod
     def _stream_class_weight(classes, stream_classes, counts):
@@ -367,14 +413,21 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         n_rows = sum(rows[label] for label in classes.tolist())
         return {label: n_rows / (len(classes) * rows[label]) for label in classes.tolist()}
 
-    def _prepared_chunk(self, item, number, *, classes, class_weight, dtype, backend):
+    def _prepared_chunk(self, item, number, *, classes, class_weight, dtype, backend, label_runs):
         """One streamed chunk checked and made ready (see ``fit_chunks``): the first one
-        sets the number of features and the dtype, later ones follow."""
-        epoch, (X, y) = item
-        X, y = check_X_y(self, X, y, reset=number == 0)
-        if X.dtype != dtype.setdefault("X", X.dtype):  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
-            X = X.astype(dtype["X"])
-        targets, weights = self._targets_and_weights(y, None, classes, class_weight=class_weight)
+        sets the number of features and the dtype, later ones follow.  The first epoch's
+        chunks count in ``label_runs`` (chunks are prepared in order, one at a time)."""
+        epoch, chunk = item
+        with errors_named(chunk):
+            X, y = check_chunk_X_y(self, *chunk, reset=number == 0)
+            if X.dtype != dtype.setdefault("X", X.dtype):  # no copy=False: cupyx sparse lacks it before CuPy 14.2
+                X = X.astype(dtype["X"])
+            if class_weight is None:  # check_weights(None)'s ones, without its call (a third of a small chunk's cost)
+                targets, weights = one_vs_rest_targets(y, classes), np.ones(y.shape[0])
+            else:
+                targets, weights = self._targets_and_weights(y, None, classes, class_weight=class_weight)
+        if epoch == 0:
+            label_runs.add(class_positions(y, classes), whole=True)  # steps draw from the chunk in any order
         return prepared_chunk(
             X,
             {"targets": targets.astype(X.dtype), "sample_weight": weights.astype(X.dtype)},
@@ -393,7 +446,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             )
         else:
             chunks = source.passes(f"max_iter={self.max_iter}")
-        yield from ((X, y) for X, y in chunks if X.shape[0] or len(y))  # chunks without rows are skipped
+        yield from (chunk for chunk in chunks if chunk[0].shape[0] or len(chunk[1]))  # chunks without rows are skipped
 
     def _train(self, X, y, sample_weight, *, classes, n_epochs, tol):
         first = not hasattr(self, "classes_")
@@ -408,6 +461,8 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                 X = X.astype(self._state.v.dtype)
         targets, weights = self._targets_and_weights(y, sample_weight, classes)
         self._check_device_memory(X, targets.shape[1], backend)
+        if first:  # before the weights over X's columns are allocated
+            check_linear_model_width(X.shape[1], targets.shape[1], memory_headroom_bytes())
         lam = _regularization(self.lam, self.C, X.shape[0]) if first else self.lam_
         seed = seed_from_random_state(self.random_state) if first else self._seed
         xp = get_namespace(backend)
@@ -432,14 +487,15 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         self.n_iter_, self.objective_curve_ = epochs, objectives
         return X, n_classes * float(np.mean(weights))  # the checked X, the zero weights' objective
 
-    def _problem(self, X, targets, sample_weight, lam, seed, mean_weight=None):
-        """The :class:`PegasosProblem` of X and its one-vs-rest targets and weights, on X's backend."""
+    def _problem(self, X, targets, sample_weight, lam, seed, mean_weight=None, batch_size=None):
+        """The :class:`PegasosProblem` of X and its one-vs-rest targets and weights, on X's
+        backend (with ``batch_size`` in place of the estimator's when given)."""
         return PegasosProblem(
             X=X,
             targets=targets,
             sample_weight=sample_weight,
             lam=lam,
-            batch_size=int(self.batch_size),  # True is 1, as scikit-learn takes it
+            batch_size=int(self.batch_size if batch_size is None else batch_size),  # True is 1, as scikit-learn has it
             fit_intercept=self.fit_intercept,
             projection=self.projection,
             average_start=None if self.average is False else int(self.average),
@@ -570,7 +626,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
             Interval(Real, 0, 1, closed="both"),
             Interval(Integral, 0, None, closed="left"),
         ],
-        "cache_size": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "cache_size": [StrOptions({"auto"}), IntervalNotBool(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "backend": GPUClassifierMixin._backend_constraint,
         "verbose": GPUClassifierMixin._verbose_constraint,
@@ -630,7 +686,10 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
                 self._check_device_memory(X, classes.size, backend)
                 X_dev = to_backend(X, backend)
                 gamma = resolve_gamma(self.gamma, X_dev)
-                check_kernel_range(X_dev, kernel=self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0)
+                kernel = {"kernel": self.kernel, "gamma": gamma, "degree": self.degree, "coef0": self.coef0}
+                # in X's dtype, centred for rbf (float32 distances keep their digits far from the origin)
+                X_dev, _ = kernel_training_copy(X_dev, kernel_dtype=X.dtype.name, parameter=None, **kernel)
+                check_kernel_range(X_dev, **kernel, gamma_setting=self.gamma)
             lam = _regularization(self.lam, self.C, X.shape[0])
             problem = KernelPegasosProblem(
                 X=X_dev,

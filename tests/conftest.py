@@ -21,6 +21,18 @@ def backend(request):
 needs_device = pytest.mark.skipif(cupy_device_count() == 0, reason=NO_DEVICE)
 
 
+def numba_imports():
+    """Whether Numba, which the compiled one-vs-one steps need, imports here."""
+    try:
+        import numba  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+needs_numba = pytest.mark.skipif(not numba_imports(), reason="the compiled pair steps need Numba")
+
+
 def to_host(value):
     """A NumPy copy of a CuPy array; anything else as it is."""
     return to_numpy(value) if is_cupy_array(value) else value

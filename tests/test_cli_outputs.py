@@ -19,16 +19,12 @@ from gpusvm import load, save
 from gpusvm._output_files import _temporary_prefix, name_max
 from gpusvm.cli import EXIT_INTERRUPTED, main
 
+from .test_output_files import run
+
 REFUSED = "exists and is not a predictions file gpusvm wrote (unchanged since); not replacing it with the predictions"
 # The console script, with Python's own Ctrl-C handler even where the test runner was started
 # with SIGINT ignored (a background job of a shell), which a child would inherit.
-CONSOLE = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); from gpusvm.cli import main_exit; "
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+CONSOLE = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); from gpusvm._console import main; "
 
 
 @pytest.fixture
@@ -128,7 +124,9 @@ def test_predict_refusal_from_the_console_is_one_line(files):
 
 # Sends the process SIGINT at the first line it runs once it has opened, for writing, a
 # file in the folder of the output (argv[1]): a Ctrl-C in the middle of writing it.
-INTERRUPT_WHILE_WRITING = CONSOLE.replace("from gpusvm.cli", "import tempfile; from gpusvm.cli") + textwrap.dedent(
+INTERRUPT_WHILE_WRITING = CONSOLE.replace(
+    "from gpusvm._console", "import tempfile; from gpusvm._console"
+) + textwrap.dedent(
     """
     import os, sys
 
@@ -154,7 +152,7 @@ INTERRUPT_WHILE_WRITING = CONSOLE.replace("from gpusvm.cli", "import tempfile; f
             sys.settrace(interrupt)
 
     sys.addaudithook(on_open)
-    main_exit()
+    main()
     """
 )
 
@@ -184,7 +182,7 @@ def test_ctrl_c_during_a_fit_ends_train_with_one_line_and_status_130(files):
     model = files / "m.model"
     before = model.read_bytes()
     child = subprocess.Popen(
-        [sys.executable, "-c", CONSOLE + "main_exit()", "train", "--solver", "ftrl", "--max-iter", "100000", "-v"]
+        [sys.executable, "-c", CONSOLE + "main()", "train", "--solver", "ftrl", "--max-iter", "100000", "-v"]
         + [str(files / "data.svm"), str(model)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -203,6 +201,24 @@ def test_ctrl_c_during_a_fit_ends_train_with_one_line_and_status_130(files):
     assert child.returncode == EXIT_INTERRUPTED and "Traceback" not in err, err
     assert err.endswith(f"\ngpusvm train: interrupted before writing the model; {str(model)!r} is left as it was.\n")
     assert model.read_bytes() == before and out == b""
+
+
+def test_ctrl_c_while_the_command_starts_ends_with_one_line_and_status_130(files):
+    # the sweep's traceback (rc -2): a Ctrl-C in the seconds that importing scikit-learn takes
+    raise_at_sklearn = (
+        "import signal, sys; "
+        "sys.addaudithook(lambda event, args: event == 'import' and args[0] == 'sklearn' "
+        "and signal.raise_signal(signal.SIGINT)); "
+        "from gpusvm._console import main; main()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", raise_at_sklearn, "train", str(files / "data.svm"), str(files / "other.model")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXIT_INTERRUPTED and result.stderr.count("\n") == 1, result.stderr
+    assert "interrupted" in result.stderr and not (files / "other.model").exists()
 
 
 # --- 4: a long file name the folder takes ----------------------------------------------

@@ -246,6 +246,19 @@ def test_sbp_float32_kernel_values_and_scale_gamma(client, dtype):
     assert (model.predict(X) == local.predict(X)).mean() > 0.995
 
 
+@pytest.mark.parametrize("kernel, shift, expected", [("rbf", 1e4, "float32"), ("linear", 100.0, "float64")])
+def test_sbp_kernel_copies_as_the_single_node_fit_makes_them(client, kernel, shift, expected):
+    """Rows far from the origin: the workers centre theirs on the collection's means (rbf),
+    or all take float64 where float32 loses the digits (linear), as the single-node fit."""
+    X, y = overlapping(2)
+    X = X + shift
+    params = dict(nu=0.05, max_iter=2, random_state=0, backend="numpy", kernel=kernel)
+    model = gd.SBPClassifier(**params).fit(*chunked(X, y, chunks=(1000, 1000)))
+    local = gpusvm.SBPClassifier(**params).fit(X, y)
+    assert model.kernel_dtype_ == local.kernel_dtype_ == expected
+    assert (model.predict(X) == local.predict(X)).mean() > 0.995
+
+
 @needs_device
 def test_cupy_chunks_give_the_single_node_models(client):
     """CuPy chunks, backend resolved on the workers: Pegasos and FTRL as their single-node

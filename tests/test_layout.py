@@ -25,6 +25,7 @@ docstring line names the ``.cu`` file it launches.
 """
 
 import ast
+import importlib
 import pickle
 from pathlib import Path
 
@@ -179,7 +180,30 @@ def top_level_names(tree):
 
 
 TREES = {name: parsed(path) for name, path in MODULES.items()}
-BOUND = {name: top_level_names(tree) for name, tree in TREES.items()}
+
+
+def lazy_names(tree):
+    """Names a package binds at their first use (PEP 562 in gpusvm/__init__.py): its
+    ``_PUBLIC`` dict's keys."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", None) == "_PUBLIC" for target in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+BOUND = {name: top_level_names(tree) | lazy_names(tree) for name, tree in TREES.items()}
+
+
+def test_every_public_name_comes_from_the_module_it_names():
+    import gpusvm
+
+    for name, module in gpusvm._PUBLIC.items():
+        assert name in BOUND[f"gpusvm.{module}"], f"gpusvm.{module} has no {name}"
+        assert getattr(gpusvm, name) is getattr(importlib.import_module(f"gpusvm.{module}"), name)
+    # names that are neither public nor a submodule: an AttributeError, as hasattr and getattr's default need
+    assert not hasattr(gpusvm, "foo.bar") and getattr(gpusvm, ".sbp", None) is None
+    assert getattr(gpusvm, "datasets.x", 1) == 1 and not hasattr(gpusvm, "no_such_module")
+    assert "importlib" not in dir(gpusvm) and set(gpusvm.__all__) <= set(dir(gpusvm))
 
 
 def package_edges():

@@ -569,17 +569,37 @@ def test_an_sbp_file_from_before_kernel_dtype_loads_with_the_dtype_it_was_fitted
     path = tmp_path / "sbp.gpusvm"
     save(model, path)
 
-    def without_kernel_dtype(doc):
-        del doc["params"]["kernel_dtype"]
+    def without_kernel_dtype(doc):  # nor kernel_dtype_, which came later still
+        del doc["params"]["kernel_dtype"], doc["attributes"]["kernel_dtype_"]
 
     old = load(rewrite(path, tmp_path / "old.gpusvm", document=without_kernel_dtype))
-    assert old.kernel_dtype == np.dtype(dtype).name
+    assert old.kernel_dtype == old.kernel_dtype_ == np.dtype(dtype).name
     np.testing.assert_array_equal(old.decision_function(X), model.decision_function(X))
     state = model.__getstate__()
-    del state["kernel_dtype"]
+    del state["kernel_dtype"], state["kernel_dtype_"]
     pickled = SBPClassifier.__new__(SBPClassifier)
     pickled.__setstate__(state)
-    assert pickled.kernel_dtype == np.dtype(dtype).name and pickled.get_params()["max_iter"] == 2
+    assert pickled.kernel_dtype == pickled.kernel_dtype_ == np.dtype(dtype).name
+    assert pickled.get_params()["max_iter"] == 2
+
+
+def test_an_sbp_file_from_before_kernel_dtype_auto_has_the_dtype_it_was_set_to(rng, tmp_path):
+    """Files and pickles from before kernel_dtype='auto' hold no ``kernel_dtype_``: the
+    fitted attribute is then the ``kernel_dtype`` they were fitted with."""
+    X, y = make_data(rng)
+    model = SBPClassifier(max_iter=2, random_state=0, kernel_dtype="float32").fit(X, y)
+    path = tmp_path / "sbp.gpusvm"
+    save(model, path)
+
+    def without_the_attribute(doc):
+        del doc["attributes"]["kernel_dtype_"]
+
+    assert load(rewrite(path, tmp_path / "old.gpusvm", document=without_the_attribute)).kernel_dtype_ == "float32"
+    state = model.__getstate__()
+    del state["kernel_dtype_"]
+    pickled = SBPClassifier.__new__(SBPClassifier)
+    pickled.__setstate__(state)
+    assert pickled.kernel_dtype_ == "float32"
 
 
 def test_a_multiclass_sbp_file_from_before_one_vs_one_loads_as_one_vs_rest(rng, tmp_path):

@@ -7,6 +7,14 @@ and of the online learners far too large for their scale: Pegasos' objective end
 that of the zero weights (wine: a third of the training rows right, against LinearSVC's
 91%), and the online learners' loss above that of a constant (breast cancer: every row
 given one class). Scaled, the same fits settle.
+
+SBP's model is a separator of the training rows once its water level is above 0: with
+``nu > 0`` the optimum's level is at least ``nu`` (the zero predictor's), so a level at or
+below 0 is a fit that has not gone far enough; with ``nu = 0`` (no slack) it is also
+where the classes do not separate. Features far from 0 slow SBP down (on features near
+100 a linear kernel's level was still -0.4 to -1 after an epoch: test accuracy 0.35 to
+0.39 against SVC's 0.9). ``nu='auto'``'s pilot SVC warns when it stopped on its caps
+before converging, or read ``nu`` off too few rows.
 """
 
 from __future__ import annotations
@@ -83,5 +91,105 @@ def warn_if_no_better_than_a_constant(estimator, loss, class_counts, *, stacklev
         f"{type(estimator).__name__}'s last epoch's log loss, {loss:.4g}, is above that of predicting "
         f"the class frequencies, {constant:.4g}: its steps diverged or did not move the weights. {advice}",
         ConvergenceWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def warn_if_pilot_unsettled(estimator, pilot, min_rows, time_limit, *, stacklevel):
+    """``nu='auto'``'s warnings about its ``pilot`` (an ``auto_nu.Pilot``): a
+    ConvergenceWarning when an SVC of it stopped on its iteration cap or ``time_limit``
+    (seconds, or None) before converging, and a UserWarning when it had fewer than
+    ``min_rows`` training rows. Both say to set ``nu`` by hand."""
+    name = type(estimator).__name__
+    if not pilot.converged:
+        limit = f"its cap of {pilot.max_iter} iterations"
+        if pilot.n_iter < pilot.max_iter:
+            limit = f"{pilot.n_iter} iterations, all that its share of time_budget ({time_limit:.3g} s) allowed"
+        warnings.warn(
+            f"{name}(nu='auto'): the pilot SVC that nu is read off did not converge within {limit} "
+            f"({pilot.seconds:.3g} s), so nu_={pilot.nu:.4g} is read off its last iterate and may be far "
+            "from the nu that matches SVC(C). Set nu by hand (gpusvm.nu_from_svc reads it off a fitted SVC), "
+            "or centre and scale the features (e.g. with sklearn.preprocessing.StandardScaler).",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
+    if pilot.n_rows < min_rows:
+        warnings.warn(
+            f"{name}(nu='auto') read nu_={pilot.nu:.4g} off a pilot SVC of {pilot.n_rows} training rows, "
+            f"fewer than {min_rows}: too few margins to tell the slack the data needs. Set nu by hand.",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+# a feature value above this suggests features that were not scaled (StandardScaler's are
+# a few units at most), which the level warning then names
+UNSCALED_FEATURES = 10.0
+
+
+def warn_if_level_not_positive(estimator, levels, epochs, problems, *, X=None, stacklevel):
+    """A ConvergenceWarning when an SBP model ends with a water level at or below 0 in
+    one of its binary problems: ``levels`` and ``epochs`` (the epochs each ran), one per
+    problem named in ``problems`` (e.g. "the pair of classes 0 and 1"). The advice fits
+    the likelier cause: ``nu = 0`` on classes that do not separate, or a fit stopped too
+    early (``max_iter``, or ``time_budget`` and ``max_kernel_evals``), on features far
+    from 0 or kernel values forced to float32 (``kernel_dtype='float32'``). ``X``
+    (or None) gives the largest feature value to quote."""
+    levels, epochs = np.asarray(levels, dtype=np.float64), np.asarray(epochs, dtype=np.float64)
+    low = np.flatnonzero(levels <= 0)
+    if not low.size:
+        return
+    worst = low[np.argmin(levels[low])]
+    name = type(estimator).__name__
+    which = f"{name}'s model"
+    if levels.size > 1:
+        which = f"{low.size} of {name}'s {levels.size} binary models (the lowest, {problems[worst]}'s)"
+    message = (
+        f"{which} ended with a water level of {levels[worst]:.3g} <= 0 after {epochs[worst]:.3g} "
+        "epochs: not yet a separator of the training rows, so its predictions are unreliable. "
+    )
+    if estimator.nu_ == 0:
+        message += (
+            "With nu=0 there is no slack, and the level stays at or below 0 where the classes do not separate "
+            "with this kernel: set nu > 0 (nu='auto' reads one off SVC). "
+        )
+    if epochs[worst] >= estimator.max_iter:
+        message += f"It ran all max_iter={estimator.max_iter} epochs: a larger max_iter lets it go on. "
+    else:
+        message += "It stopped on time_budget or max_kernel_evals: a larger budget lets it go on. "
+    largest = None if X is None else largest_absolute_value(X)
+    if largest is None or largest > UNSCALED_FEATURES:
+        scale = "" if largest is None else f" (the largest |x| here is {largest:.3g})"
+        message += f"Features far from 0{scale} slow SBP down: centre and scale them (e.g. StandardScaler). "
+    if getattr(estimator, "kernel_dtype", None) == "float32":  # forced ('auto' takes float32 where it is accurate)
+        message += (
+            "Kernel values forced to float32 may add to it: kernel_dtype='auto' or 'float64' keeps their digits. "
+        )
+    warnings.warn(message.rstrip(), ConvergenceWarning, stacklevel=stacklevel + 1)
+
+
+# largest squared row norm over the rows' mean squared distance from their mean above
+# which a linear or poly SBP fit warns (standardized features: a few; features near 10
+# with unit spread: about 100)
+FAR_FROM_CENTRE = 100.0
+
+
+def warn_if_far_from_centre(estimator, statistics, *, stacklevel):
+    """A UserWarning when the rows of a linear or poly kernel SBP fit sit far from their
+    mean compared with their spread (``statistics``: the rows'
+    :class:`~gpusvm.kernel_functions.RowStatistics`). These kernels change under
+    translation, so the rows cannot be centred for the fit; SBP's step size follows the
+    largest norm (``1 / sqrt(max K(x, x))``), so on such rows the level grows slowly and
+    the model can stay far from SVC's at ``max_iter`` (features near 100 with unit spread,
+    linear kernel: 0.60 test accuracy against SVC's 0.71, with no other sign)."""
+    ratio = statistics.largest_raw / statistics.spread if statistics.spread > 0 else 0.0
+    if estimator.kernel == "rbf" or not ratio > FAR_FROM_CENTRE:
+        return
+    warnings.warn(
+        f"{type(estimator).__name__}(kernel={estimator.kernel!r}): the rows sit far from their mean compared with "
+        f"their spread (largest squared norm {statistics.largest_raw:.3g}, {ratio:.3g} times their mean squared "
+        f"distance from the mean). SBP's steps are sized by the largest norm, so it converges slowly here and "
+        "its model can stay far from SVC's: centre the features (e.g. sklearn.preprocessing.StandardScaler).",
+        UserWarning,
         stacklevel=stacklevel + 1,
     )

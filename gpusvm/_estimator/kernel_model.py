@@ -7,7 +7,7 @@ import numpy as np
 from .._backend import check_device_memory, issparse
 from .._instrumentation import nvtx_range
 from .._validation import to_backend
-from ..kernel_functions import compute_layout, kernel_block, squared_row_norms
+from ..kernel_functions import compute_layout, kernel_block, prediction_centre, squared_row_norms
 from .base import scores_like_input
 
 _PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
@@ -51,9 +51,13 @@ class KernelModelMixin:
         """
         xp, X_dev, X = self._prediction_input(X)
         name = "cupy" if xp is not np else "numpy"
-        support_vectors = compute_layout(to_backend(self.support_vectors_.astype(X.dtype), name))
+        support_vectors = compute_layout(to_backend(self.support_vectors_, name))
         if not issparse(support_vectors):  # dense support vectors: dense blocks of X too, for BLAS
             X_dev = compute_layout(X_dev)
+        # rbf on dense rows: both sides centred on the vectors' mean, so that rows far from
+        # the origin keep their distances' digits (the kernel is invariant to translation)
+        centre = prediction_centre(support_vectors, self.kernel) if not issparse(X_dev) else None
+        support_vectors = _shifted(support_vectors, centre, X.dtype)
         dual_coef = xp.asarray(self.dual_coef_)
         intercept = xp.asarray(self.intercept_)
         scores = xp.empty((X.shape[0], dual_coef.shape[0]))
@@ -64,7 +68,7 @@ class KernelModelMixin:
             chunk = max(1, _PREDICT_BLOCK_ELEMENTS // support_vectors.shape[0])
             for start in range(0, X.shape[0], chunk):
                 block = kernel_block(
-                    X_dev[start : start + chunk],
+                    _shifted(X_dev[start : start + chunk], centre, X.dtype),
                     support_vectors,
                     kernel=self.kernel,
                     gamma=self.gamma_,
@@ -74,3 +78,11 @@ class KernelModelMixin:
                 )
                 scores[start : start + chunk] = block @ dual_coef.T + intercept
         return scores_like_input(scores, X)
+
+
+def _shifted(rows, centre, dtype):
+    """``rows - centre`` (subtracted in float64) in ``dtype``; ``rows`` in ``dtype`` when
+    ``centre`` is None."""
+    if centre is None:
+        return rows if rows.dtype == dtype else rows.astype(dtype)
+    return (rows.astype(np.float64) - centre).astype(dtype)

@@ -6,15 +6,24 @@ A chunk source is any iterable of ``(X, y)`` pairs (NumPy, SciPy CSR, CuPy or cu
 :class:`gpusvm.data_files.SvmlightChunks`. A *re-iterable* one (``iter`` gives a fresh
 pass each time: a list, a reader) can be read more than once, for several epochs or to
 count its rows and classes first; a one-shot iterator is read once.
+
+Every chunk read through :class:`ChunkSource` is a :class:`NamedChunk`: an error found
+in it, when it is read or later when a trainer checks it (:func:`errors_named`), names
+it by its number and, for a file reader, by the file and lines it came from.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import _get_feature_names
+from sklearn.utils.validation import _get_feature_names, _num_samples
 
 from .._backend import is_cupy_array, issparse, namespace_of, to_numpy
+from .._validation import check_feature_scale, check_X_y
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class ChunkSource:
@@ -92,6 +101,9 @@ class ChunkSource:
                     f"Chunk {number} has labels that are {kind}, but chunk {first_kind[1]}'s are {first_kind[0]}: "
                     "every chunk's labels must be of one kind."
                 )
+            if kind == "numbers" and not np.isfinite(y).all():  # NaN would pass np.unique as a class
+                bad = "NaN" if np.isnan(y).any() else "infinity"
+                raise ValueError(f"{_capitalized(self.describe(number))}: Input y contains {bad}.")
             chunk_labels, chunk_counts = np.unique(y, return_counts=True)
             labels.append(chunk_labels)
             counts.append(chunk_counts)
@@ -116,10 +128,22 @@ class ChunkSource:
     def chunk(self, index):
         return self._checked(self.chunks[index], index)
 
+    def describe(self, number):
+        """``chunk 3``, with the file and lines it came from when the source is a file
+        reader (its ``chunk_origin``): what an error about the chunk names."""
+        origin = getattr(self.chunks, "chunk_origin", None)
+        return f"chunk {number} ({origin(number)})" if callable(origin) else f"chunk {number}"
+
     def _checked(self, chunk, number):
-        """:func:`check_chunk`, and the same width as the first chunk (rows or none), and
-        the same column names in the same order where both have names."""
+        """:func:`check_chunk`, as many labels as rows, the same width as the first chunk
+        (rows or none), and the same column names in the same order where both have
+        names: a :class:`NamedChunk`."""
         X, y, names = check_chunk(chunk, number)
+        if X.ndim and y.ndim and X.shape[0] != y.shape[0]:
+            raise ValueError(
+                f"{_capitalized(self.describe(number))} has {X.shape[0]} rows in X but {y.shape[0]} labels in y: "
+                "every row of a chunk needs one label."
+            )
         if self._names is None:
             self._names = (names, number)
         elif names is not None and self._names[0] is not None and not np.array_equal(names, self._names[0]):
@@ -137,7 +161,38 @@ class ChunkSource:
                     f"Chunk {number} has {X.shape[1]} features, but chunk {first} has {width}: "
                     "every chunk must have the same features."
                 )
-        return X, y
+        return NamedChunk(X, y, self, number)
+
+
+class NamedChunk(tuple):
+    """An ``(X, y)`` pair (it unpacks as one) that knows where it came from: chunk
+    ``number`` of ``source`` (a :class:`ChunkSource`); ``name`` is what an error about
+    it says."""
+
+    def __new__(cls, X, y, source, number):
+        chunk = super().__new__(cls, (X, y))
+        chunk.source, chunk.number = source, number
+        return chunk
+
+    @property
+    def name(self):
+        return self.source.describe(self.number)
+
+
+@contextlib.contextmanager
+def errors_named(chunk):
+    """A ValueError raised in the block (checking ``chunk``) begins with the chunk's
+    name when it is a :class:`NamedChunk`: ``Chunk 3 (data.svm, lines 301-400): ...``."""
+    try:
+        yield
+    except ValueError as error:
+        if isinstance(chunk, NamedChunk) and error.args and isinstance(error.args[0], str):
+            error.args = (f"{_capitalized(chunk.name)}: {error.args[0]}", *error.args[1:])
+        raise
+
+
+def _capitalized(text):
+    return text[:1].upper() + text[1:]
 
 
 def check_chunk(chunk, number):
@@ -149,10 +204,47 @@ def check_chunk(chunk, number):
         raise ValueError(f"Chunk {number} is not an (X, y) pair: got a {type(chunk).__name__}.") from None
     if y is None:
         raise ValueError(f"Chunk {number} has no labels (y is None); training needs them.")
-    names = _get_feature_names(X)
-    if not (issparse(X) or is_cupy_array(X)):
+    if type(X) is np.ndarray or issparse(X) or is_cupy_array(X):
+        names = None  # no columns to name (scikit-learn's probe for a DataFrame costs a tenth of a millisecond)
+    else:
+        names = _get_feature_names(X)
         X = np.asarray(X)
     return X, np.asarray(to_numpy(y)), names
+
+
+def check_chunk_X_y(estimator, X, y, *, reset):
+    """:func:`gpusvm._validation.check_X_y` of a streamed chunk, at a cost in proportion
+    to the chunk.
+
+    scikit-learn's ``validate_data`` costs about a millisecond a call whatever the rows
+    (its probes for DataFrames and the like): more than the steps of a chunk of a few
+    rows.  A chunk that needs nothing from it, a C-order float32 or float64 NumPy array
+    or a SciPy CSR matrix of finite values, as wide as the estimator's first chunk, with
+    one numeric, finite label a row, is checked here in one pass over its values; any
+    other chunk, and the first (which sets ``n_features_in_``), goes through
+    ``check_X_y``, whose conversions and errors (scikit-learn's wording) apply.
+    """
+    if reset or not _plain_chunk(X, y, getattr(estimator, "n_features_in_", None)):
+        return check_X_y(estimator, X, y, reset=reset)
+    check_feature_scale(X)
+    return X, y
+
+
+def _plain_chunk(X, y, width):
+    """Whether ``(X, y)`` passes ``check_X_y`` unchanged (see :func:`check_chunk_X_y`)."""
+    if type(y) is not np.ndarray or y.ndim != 1 or y.dtype.kind not in "biuf":
+        return False
+    if X.ndim != 2 or X.shape[0] != y.shape[0] or not X.shape[0] or X.shape[1] != width or X.dtype not in _FLOATS:
+        return False
+    if type(X) is np.ndarray:
+        values = X if X.flags.c_contiguous else None
+    elif isinstance(X, (sp.csr_matrix, sp.csr_array)):
+        values = X.data
+    else:
+        return False
+    return (
+        values is not None and bool(np.isfinite(values).all()) and (y.dtype.kind != "f" or bool(np.isfinite(y).all()))
+    )
 
 
 def _listed(names, shown=6):
@@ -186,3 +278,17 @@ def _stack(top, bottom):
             return cusparse.vstack([cusparse.csr_matrix(top), cusparse.csr_matrix(bottom)]).tocsr()
         return sp.vstack([sp.csr_matrix(top), sp.csr_matrix(bottom)]).tocsr()
     return namespace_of(top).concatenate([top, namespace_of(top).asarray(bottom)])
+
+
+def check_partial_fit_lengths(X, y):
+    """Refuse a ``partial_fit`` chunk whose X and y differ in rows, saying so (scikit-learn's
+    "inconsistent numbers of samples" names neither); odd inputs are left to ``check_X_y``."""
+    try:
+        n_rows, n_labels = _num_samples(X), _num_samples(y)
+    except TypeError:
+        return
+    if n_rows != n_labels:
+        raise ValueError(
+            f"partial_fit got a chunk of {n_rows} rows in X but {n_labels} labels in y: every row of a chunk "
+            "needs one label. The chunk was not learned from; the model is as it was."
+        )

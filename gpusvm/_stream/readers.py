@@ -5,6 +5,10 @@ every ``iter``), with ``len``, ``n_rows``, ``n_features`` and random access by c
 index (``reader[i]``), which the streamed trainers use to visit chunks in a random order.
 Memory is bounded by one chunk plus one integer per chunk, whatever the file's size (and,
 for a compressed ``.npz``, the checkpoints of its decompression: see :class:`NpzChunks`).
+
+A fit reads its file several times (for the classes and rows, then every epoch), so each
+reader keeps a :class:`FileFingerprint` of what it read first and refuses, naming the file,
+a file that has changed since: a fit would otherwise train on whatever a later pass finds.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import bisect
 import bz2
 import contextlib
+import datetime
 import functools
 import gzip
 import io
@@ -40,6 +45,77 @@ def _check_chunk_rows(chunk_rows):
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows!r}.")
 
 
+class FileFingerprint:
+    """What a reader saw of its file, so that it refuses the file once it has changed.
+
+    A streamed fit reads its file more than once (to find the classes and count the
+    rows, then once an epoch) and trains on what each pass reads: a file truncated, cut
+    in the middle of a line, rewritten or relabelled between two passes would be trained
+    on as it then is, or fail with an error about something else.  The fingerprint is
+    the file's size and modification time when it was first opened, checked at every
+    later opening (one ``os.stat``), the CRC-32 of each chunk's bytes when the chunk was
+    first read, checked whenever it is read again (a small part of the cost of parsing
+    them), and the number of chunks of the first pass that reached the end, checked at
+    the end of every later one (a ``.npz`` reader checks the first only: its members
+    carry CRC-32s of their own).  Together they catch a change between
+    passes, and a change in the middle of one that touches a chunk still to be read.
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self.seen = None  # (size, modification time in ns) at the first opening
+        self.crcs = {}  # chunk number -> CRC-32 of its bytes
+        self.n_chunks = None
+
+    def opened(self):
+        """Check the file's size and modification time against the first opening's."""
+        stat = os.stat(self.path)
+        now = (stat.st_size, stat.st_mtime_ns)
+        if self.seen is None:
+            self.seen = now
+        elif now != self.seen:
+            (size, modified), (new_size, new_modified) = self.seen, now
+            what = (
+                f"its size went from {size:,} to {new_size:,} bytes"
+                if size != new_size
+                else f"it was modified ({_when(modified)}, then {_when(new_modified)})"
+            )
+            self._refuse(what)
+
+    def chunk(self, number, data, where):
+        """Check chunk ``number``'s bytes against the first read of it; ``where`` names
+        its lines."""
+        crc = zlib.crc32(data)
+        first = self.crcs.setdefault(number, crc)
+        if crc != first:
+            self._refuse(f"{where} (chunk {number}) hold other bytes than when they were first read")
+
+    def ended(self, n_chunks):
+        """Check the number of chunks of a pass that reached the end of the file."""
+        if self.n_chunks is None:
+            self.n_chunks = n_chunks
+        elif n_chunks != self.n_chunks:
+            self._refuse(f"it now ends after {n_chunks} chunks, where it held {self.n_chunks}")
+
+    def _refuse(self, what):
+        raise ValueError(
+            f"{self.path} changed after it was first read: {what}. A streamed fit reads its file once for "
+            "the classes and rows and again every epoch, and would train on the changed file; it must "
+            "not change until the fit ends (train on a copy that stays as it is). To read the new file, "
+            "make a new reader."
+        )
+
+
+def _line_count(block):
+    """The lines in a block of a text file's bytes (a last line may lack its newline)."""
+    return block.count(b"\n") + (bool(block) and not block.endswith(b"\n"))
+
+
+def _when(nanoseconds):
+    """A modification time as an error message shows it."""
+    return datetime.datetime.fromtimestamp(nanoseconds / 1e9).isoformat(sep=" ", timespec="microseconds")
+
+
 class SvmlightChunks:
     """A LIBSVM/svmlight file as chunks of ``chunk_rows`` rows.
 
@@ -60,7 +136,9 @@ class SvmlightChunks:
 
     Errors name the file and the line: a line that does not parse, and a value or label
     that is NaN or infinite (which every gpusvm estimator refuses; scikit-learn's
-    wording), found by the scan or when the chunk is read.
+    wording), found by the scan or when the chunk is read.  A file that changes after
+    the reader first opened it is refused (see :class:`FileFingerprint`): make a new
+    reader to read the new file.
 
     Parameters
     ----------
@@ -95,15 +173,20 @@ class SvmlightChunks:
         self.path, self.chunk_rows, self.dtype, self.parser = Path(path), int(chunk_rows), dtype, parser
         self._n_features, self._zero_based = n_features, zero_based
         self._offsets = None
+        self._n_lines = None  # known once scanned
+        self._chunk_lines = {}  # chunk number -> its lines, once read (the last chunk's may be fewer)
+        self._fingerprint = FileFingerprint(self.path)
 
     def _scan(self):
         if self._offsets is not None:
             return
-        offsets, n_rows, lowest, highest = [], 0, None, -1
-        with open_svmlight(self.path) as handle:
+        offsets, n_rows, lowest, highest, n_lines = [], 0, None, -1, 0
+        with self._open() as handle:
             for number, (offset, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
                 offsets.append(offset)
                 first_line = 1 + number * self.chunk_rows
+                self._fingerprint.chunk(number, block, self._lines_of(number, block))
+                n_lines += _line_count(block)
                 X, y = _parse(
                     block, self.path, first_line, zero_based=True, n_columns=None, dtype=self.dtype, parser=self.parser
                 )
@@ -113,6 +196,7 @@ class SvmlightChunks:
                 if X.nnz:
                     lowest = min(lowest if lowest is not None else X.indices.min(), X.indices.min())
                     highest = max(highest, X.indices.max())
+        self._fingerprint.ended(len(offsets))
         if self._zero_based == "auto":  # (zero_based=False with index 0: refused above, at its line)
             self._zero_based = bool(lowest == 0)
         width = highest + 1 - (0 if self._zero_based else 1)
@@ -126,7 +210,28 @@ class SvmlightChunks:
                     )
                     self._check_indices(X, block, 1 + number * self.chunk_rows)
             raise ValueError(f"{self.path} has {width} features, more than n_features={self._n_features}.")
-        self._offsets, self._n_rows = offsets, n_rows
+        self._offsets, self._n_rows, self._n_lines = offsets, n_rows, n_lines
+
+    def _open(self):
+        """The file opened (see :func:`open_svmlight`), once it is checked unchanged since the first opening."""
+        self._fingerprint.opened()
+        return open_svmlight(self.path)
+
+    def _lines_of(self, number, block=None):
+        """``lines A-B``: the lines of chunk ``number`` (the chunk's ``block`` of bytes, or
+        the file's last line once the file has been scanned, caps them)."""
+        start, stop = 1 + number * self.chunk_rows, (number + 1) * self.chunk_rows
+        if block is not None:
+            self._chunk_lines[number] = _line_count(block)
+        if number in self._chunk_lines:  # read: an error about it comes after
+            stop = min(stop, start - 1 + self._chunk_lines[number])
+        if self._n_lines is not None:
+            stop = min(stop, self._n_lines)
+        return f"line {start}" if stop <= start else f"lines {start}-{stop}"
+
+    def chunk_origin(self, number):
+        """Where chunk ``number`` comes from: the file and its lines, for an error about it."""
+        return f"{self.path}, {self._lines_of(number)}"
 
     @property
     def n_rows(self):
@@ -156,16 +261,22 @@ class SvmlightChunks:
     def __getitem__(self, index):
         self._scan()
         number = range(len(self._offsets))[index]  # an IndexError past the end; negative from the end
-        with open_svmlight(self.path) as handle:
+        with self._open() as handle:
             handle.seek(self._offsets[number])
-            return self._chunk(b"".join(itertools.islice(handle, self.chunk_rows)), 1 + number * self.chunk_rows)
+            block = b"".join(itertools.islice(handle, self.chunk_rows))
+        self._fingerprint.chunk(number, block, self._lines_of(number, block))
+        return self._chunk(block, 1 + number * self.chunk_rows)
 
     def __iter__(self):
         if self._offsets is None and (self._n_features is None or self._zero_based == "auto"):
             self._scan()  # the width or the index base is not known yet
-        with open_svmlight(self.path) as handle:  # one sequential pass: no scan needed when width and base are given
+        n_chunks = 0
+        with self._open() as handle:  # one sequential pass: no scan needed when width and base are given
             for number, (_, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
+                self._fingerprint.chunk(number, block, self._lines_of(number, block))
+                n_chunks += 1
                 yield self._chunk(block, 1 + number * self.chunk_rows)
+        self._fingerprint.ended(n_chunks)
 
     def _chunk(self, block, first_line):
         shift = 0 if self._zero_based else 1
@@ -461,7 +572,9 @@ class NpzChunks:
     member by seeking, a compressed one from the nearest of the checkpoints of its
     decompression, one every MiB of its bytes (zlib's state, 39 KiB each, kept once
     made: memory of 4% of the compressed members' uncompressed size, once a pass has
-    read them).  Each member's CRC-32 is checked whenever a read reaches its end.
+    read them).  Each member's CRC-32 is checked whenever a read reaches its end, and a
+    file whose size or modification time has changed since it was first opened is
+    refused (see :class:`FileFingerprint`).
 
     Parameters
     ----------
@@ -507,6 +620,12 @@ class NpzChunks:
         shard, start = self._chunks[index]
         return shard.rows(start, min(start + self.chunk_rows, shard.shape[0]))
 
+    def chunk_origin(self, number):
+        """Where chunk ``number`` comes from: the file and its rows (from 1), for an error about it."""
+        self._scan()
+        shard, start = self._chunks[number]
+        return f"{shard.path}, rows {start + 1}-{min(start + self.chunk_rows, shard.shape[0])}"
+
     def __iter__(self):
         self._scan()
         for shard, start in self._chunks:
@@ -526,7 +645,9 @@ class _NpzShard:
 
     def __init__(self, path):
         self.path, self.lock = path, threading.Lock()
+        self.fingerprint = FileFingerprint(path)
         try:
+            self.fingerprint.opened()
             with open(path, "rb") as handle:
                 with zipfile.ZipFile(handle) as archive:
                     infos = {info.filename: info for info in archive.infolist()}
@@ -576,7 +697,12 @@ class _NpzShard:
 
     def rows(self, start, stop):
         """Rows ``start .. stop - 1`` as ``(X, y)``."""
-        with self.lock, open(self.path, "rb") as handle:
+        with self.lock:
+            self.fingerprint.opened()
+            return self._rows(start, stop)
+
+    def _rows(self, start, stop):
+        with open(self.path, "rb") as handle:
             y = self.y.values(handle, start, stop) if self.y is not None else None
             if not self.sparse:
                 width = self.shape[1]

@@ -55,6 +55,7 @@ from .._backend import resolve_backend
 from .._estimator.auto_nu import pilot_subsample
 from .._instrumentation import PhaseClock
 from .._random import random_positions, seed_from_random_state
+from ..kernel_functions import RowMoments, float32_or_float64, statistics_of
 from ..solvers.sbp import (
     PREFETCH_MAX_COVERED,
     RENORMALIZE_BELOW,
@@ -421,7 +422,9 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
                 actors = [future.result() for future in actor_futures]
                 shards.release()  # the actors hold the rows now (one copy, not two)
                 gamma = _cluster_gamma(self.gamma, actors, shards.n_features)
-                eta0 = step_size_for(max(call_all(actors, "prepare", gamma)))
+                centre, kernel_dtype = self._cluster_kernel_dtype(actors, gamma)
+                self.kernel_dtype_ = kernel_dtype.name
+                eta0 = step_size_for(max(call_all(actors, "prepare", gamma, centre, kernel_dtype)))
                 train_labels = np.searchsorted(classes, y[train])
                 self.nu_ = self._cluster_nu(actors, train_labels, classes, gamma, seed)
                 problem = ClusterSBPProblem(
@@ -443,6 +446,21 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
         self.t_ = result.n_steps
         self.n_iter_ = result.n_steps / max(1, -(-train.size // self.batch_size_))
         self._check_finite_model(self.support_vectors_)
+
+    def _cluster_kernel_dtype(self, actors, gamma):
+        """``(centre, dtype)`` of the workers' kernel copies, as the single-node fit's
+        :func:`~gpusvm.kernel_functions.kernel_training_copy` picks them for all the rows."""
+        moments = RowMoments.total(call_all(actors, "row_moments"))
+        kernel = {"kernel": self.kernel, "gamma": gamma, "degree": self.degree, "coef0": self.coef0}
+        centre = moments.column_means() if self.kernel == "rbf" and not moments.sparse else None
+        if self.kernel_dtype == "float64":
+            return centre, np.dtype(np.float64)
+        about_mean = None
+        if not moments.sparse:
+            parts = call_all(actors, "centred_moments", moments.column_means())
+            about_mean = (sum(part[0] for part in parts), max(part[1] for part in parts))
+        statistics = statistics_of(moments, about_mean, centre is not None)
+        return centre, float32_or_float64(statistics, self.kernel_dtype, **kernel)
 
     def _cluster_nu(self, actors, train_labels, classes, gamma, seed):
         """``nu`` as set, or for ``nu='auto'`` read off the pilot SVC of the single-node

@@ -20,7 +20,14 @@ import numpy as np
 
 from .._backend import namespace_of, to_numpy
 from .._validation import one_vs_rest_targets, to_backend
-from ..kernel_functions import check_kernel_range, kernel_block, squared_row_norms
+from ..kernel_functions import (
+    RowMoments,
+    centred_moments,
+    check_kernel_range,
+    kernel_block,
+    kernel_copy,
+    squared_row_norms,
+)
 from ..solvers.row_cache import KernelRowCache, cache_bytes
 from ..solvers.sbp import largest_self_kernel, predicted_classes
 from ._shards import stack_rows
@@ -122,10 +129,9 @@ class SBPShardState:
         if held.size and held[0] < train.size:  # training columns first, as the single-node X
             order = np.concatenate([train, held])
             X = X[order if namespace_of(X) is np else namespace_of(X).asarray(order)]
-        # kernel values in kernel_dtype (a copy when X's differs; no copy=False: cupyx sparse astype
-        # lacks it before CuPy 14.2); the support vectors keep X's rows
-        kernel_X = X if X.dtype == settings.kernel_dtype else X.astype(settings.kernel_dtype)
-        self.X, self.given_X, self.xp = kernel_X, X, namespace_of(X)
+        # X's rows until prepare() makes the kernel's copy (centred for rbf, in the kernel's
+        # dtype); the support vectors keep X's rows
+        self.X, self.given_X, self.xp = X, X, namespace_of(X)
         self.backend = "numpy" if self.xp is np else "cupy"
         self.n_train = train.size
         # a training row's key: its place among the collection's training rows
@@ -145,7 +151,7 @@ class SBPShardState:
         self.signs = xp.asarray(signs)
         self.R, self.R_sum = xp.zeros((k, X.shape[0])), xp.zeros((k, X.shape[0]))
         self.store = RowStore()
-        self.cache, self.gamma, self.sq_norms = None, None, None
+        self.cache, self.gamma, self.sq_norms, self.centre = None, None, None, None
 
     # --- before the steps ---------------------------------------------------------------
 
@@ -162,11 +168,24 @@ class SBPShardState:
         X = self.X[: self.n_train]
         return float(((X - mean) ** 2).sum())
 
-    def prepare(self, gamma):
-        """Check the kernel on these rows, set up the row cache; returns ``max K(x_i, x_i)``
-        over the training rows here."""
+    def row_moments(self):
+        """:class:`~gpusvm.kernel_functions.RowMoments` of the rows here (training and held out)."""
+        return RowMoments.of(self.given_X)
+
+    def centred_moments(self, centre):
+        """:func:`~gpusvm.kernel_functions.centred_moments` of the rows here (dense X)."""
+        return centred_moments(self.given_X, centre)
+
+    def prepare(self, gamma, centre, dtype):
+        """Make the kernel's copy of the rows here (less ``centre`` unless None, in ``dtype``),
+        check the kernel on it, set up the row cache; returns ``max K(x_i, x_i)`` over the
+        training rows here."""
         s = self.settings
-        check_kernel_range(self.X, kernel=s.kernel, gamma=gamma, degree=s.degree, coef0=s.coef0)
+        self.centre = None if centre is None else self.xp.asarray(centre)
+        self.X = kernel_copy(self.given_X, self.centre, dtype)
+        check_kernel_range(
+            self.X, kernel=s.kernel, gamma=gamma, degree=s.degree, coef0=s.coef0, dtype_parameter="kernel_dtype"
+        )
         self.gamma = gamma
         self.sq_norms = squared_row_norms(self.X)
         if self.backend == "numpy":  # on a device, rows are computed each step (no device cache here yet)
@@ -248,7 +267,7 @@ class SBPShardState:
 
     def _compute_rows(self, keys):
         """``K(x_key, X here)`` for each key, from the stored X rows, in X's dtype."""
-        rows = self.store.rows(keys).astype(self.X.dtype, copy=False)
+        rows = kernel_copy(self.store.rows(keys), self.centre, self.X.dtype)  # as the rows here
         s = self.settings
         return kernel_block(
             rows,

@@ -19,6 +19,18 @@ import numbers
 import numpy as np
 
 from .._backend import issparse, namespace_of
+from ._precision import (
+    FLOAT32_KERNEL_TOLERANCE,
+    RowMoments,
+    centred_moments,
+    float32_kernel_error,
+    float32_or_float64,
+    kernel_copy,
+    kernel_training_copy,
+    prediction_centre,
+    row_statistics,
+    statistics_of,
+)
 
 KERNELS = ("linear", "rbf", "poly")
 KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2}
@@ -102,22 +114,30 @@ def _scale_gamma(X):
     return gamma
 
 
-def check_kernel_range(X, *, kernel, gamma, degree=3, coef0=0.0):
+def check_kernel_range(X, *, kernel, gamma, degree=3, coef0=0.0, gamma_setting=None, dtype_parameter=None):
     """Refuse kernel settings whose values overflow X's dtype on X, before training.
 
     By Cauchy-Schwarz ``|<x, y>| <= m`` with ``m`` the largest squared row norm, so
     ``|K| <= (gamma m + |coef0|) ** degree`` for 'poly', ``m`` for 'linear', and the rbf
     distances are at most ``4 m``: when that bound is finite, every kernel value is. An
-    rbf ``gamma`` above X's dtype's range is refused too: ``gamma * 0`` would be NaN.
+    rbf or poly ``gamma`` above X's dtype's range is refused too: ``gamma * 0`` would be NaN.
+
+    ``gamma_setting``: the estimator's ``gamma`` when it is 'scale' or 'auto', named in
+    the message; ``dtype_parameter``: the estimator's parameter that picks the kernel's
+    dtype, named as the remedy when X is float32.
     """
     if not np.isfinite(coef0):
         raise ValueError(f"coef0 must be a finite number, got {coef0!r}.")
     largest = float(squared_row_norms(X).max()) if X.shape[0] else 0.0
     limit = float(np.finfo(X.dtype).max)
-    if kernel == "rbf" and not gamma <= limit:
+    gamma_text = f"gamma={gamma!r}" + (f" (from gamma={gamma_setting!r})" if isinstance(gamma_setting, str) else "")
+    float64 = dtype_parameter is not None and X.dtype == np.float32  # the remedy when X fits float64
+    float64_remedy = f"{dtype_parameter}='float64'" if float64 else ""
+    if kernel in ("rbf", "poly") and not gamma <= limit:  # gamma * 0 would be NaN
         raise ValueError(
-            f"gamma={gamma!r} overflows {X.dtype} (above {limit:.3g}), the dtype the 'rbf' kernel is computed in "
-            "on this X. Lower gamma."
+            f"{gamma_text} overflows {X.dtype} (above {limit:.3g}), the dtype the {kernel!r} kernel is computed in "
+            f"on this X. Use {float64_remedy or 'a lower gamma'}, or scale the features (e.g. "
+            "sklearn.preprocessing.StandardScaler)."
         )
     if kernel == "poly":
         base = gamma * largest + abs(coef0)
@@ -126,10 +146,10 @@ def check_kernel_range(X, *, kernel, gamma, degree=3, coef0=0.0):
         bound = largest if kernel == "linear" else 4.0 * largest
     if not bound <= limit:
         raise ValueError(
-            f"The {kernel!r} kernel overflows {X.dtype} on this X (gamma={gamma!r}, coef0={coef0!r}, "
+            f"The {kernel!r} kernel overflows {X.dtype} on this X ({gamma_text}, coef0={coef0!r}, "
             f"degree={degree!r}; the largest squared row norm is {largest:.3g}): its values reach about "
-            f"{bound:.3g}, above {limit:.3g}. Scale the features (e.g. sklearn.preprocessing.StandardScaler) "
-            "or lower gamma."
+            f"{bound:.3g}, above {limit:.3g}. Scale the features (e.g. sklearn.preprocessing.StandardScaler)"
+            f"{', use ' + float64_remedy + ',' if float64 else ''} or lower gamma."
         )
 
 
@@ -261,3 +281,28 @@ def kernel_rows(X, rows, sq_norms, *, kernel, gamma, degree=3, coef0=0.0):
         X_sq_norms=sq_norms[rows],
         Y_sq_norms=sq_norms,
     )
+
+
+__all__ = [
+    "DENSIFY_MAX_BYTES",
+    "DENSIFY_MIN_DENSITY",
+    "FLOAT32_KERNEL_TOLERANCE",
+    "KERNELS",
+    "KERNEL_CODES",
+    "RowMoments",
+    "centred_moments",
+    "check_kernel_range",
+    "compute_layout",
+    "float32_kernel_error",
+    "float32_or_float64",
+    "inner_products",
+    "kernel_block",
+    "kernel_copy",
+    "kernel_rows",
+    "kernel_training_copy",
+    "prediction_centre",
+    "resolve_gamma",
+    "row_statistics",
+    "squared_row_norms",
+    "statistics_of",
+]

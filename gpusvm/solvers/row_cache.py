@@ -32,8 +32,9 @@ BLOCK_BYTES = 8 * 2**20
 # Rows prefetched in all stay within twice those of them used since, plus this many: a
 # wasted prefetch costs at most about as much as the rows it served.
 PREFETCH_START = 16
-# cache_size='auto': this share of the host's available memory, and the megabytes assumed
-# available when neither psutil nor sysconf can tell.
+# cache_size='auto': this share of the memory the process may still take (the host's available
+# memory, at most what its address-space and cgroup limits leave), and the megabytes assumed
+# available when neither psutil nor sysconf can tell the host's.
 AUTO_CACHE_SHARE = 0.25
 AVAILABLE_MEMORY_UNKNOWN_MB = 1024
 # A cache thrashes when it computed its rows more than this many times over on average.
@@ -295,10 +296,141 @@ class RowCacheUse:
 
 
 def available_memory_bytes():
-    """The host's available memory (:func:`read_available_memory_bytes`), else
-    ``AVAILABLE_MEMORY_UNKNOWN_MB``."""
-    available = read_available_memory_bytes()
-    return AVAILABLE_MEMORY_UNKNOWN_MB * 2**20 if available is None else available
+    """:func:`memory_headroom_bytes`, with ``AVAILABLE_MEMORY_UNKNOWN_MB`` for the host's
+    available memory where it cannot be read. Every automatic cache is sized from this: the
+    host's memory alone let a process under a limit size a cache it could not allocate
+    (``MemoryError``), or one that got it killed."""
+    host = read_available_memory_bytes()
+    return _least(AVAILABLE_MEMORY_UNKNOWN_MB * 2**20 if host is None else host, *_process_headrooms())
+
+
+def memory_headroom_bytes():
+    """The memory this process may still take: the least of the host's available memory
+    (:func:`read_available_memory_bytes`), its address-space headroom
+    (:func:`address_space_headroom_bytes`: ``ulimit -v``) and its control group's
+    (:func:`cgroup_headroom_bytes`: a container's memory limit); None when none can be read."""
+    return _least(read_available_memory_bytes(), *_process_headrooms())
+
+
+def _process_headrooms():
+    """What this process's own limits leave it: its address space's, its cgroup's (None: no limit)."""
+    return address_space_headroom_bytes(), cgroup_headroom_bytes()
+
+
+def _least(*readings):
+    """The least of the readings that are known (not None), at least 0; None when none is."""
+    known = [reading for reading in readings if reading is not None]
+    return max(0, min(known)) if known else None
+
+
+def address_space_headroom_bytes():
+    """What ``RLIMIT_AS`` (``ulimit -v``) leaves this process: the limit less its virtual
+    size now (Linux's ``/proc/self/statm``, else psutil's), or None without a limit (or
+    where ``resource`` is missing). An allocation fails past the limit however much memory
+    is free, and a process's virtual size counts what it maps, touched or not."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    limit, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if limit == resource.RLIM_INFINITY or limit < 0:
+        return None
+    size = _virtual_size_bytes()
+    return limit if size is None else limit - size
+
+
+def _virtual_size_bytes(path="/proc/self/statm"):
+    """This process's virtual memory size: the first field of Linux's ``statm`` (pages),
+    else psutil's ``vms``, else None."""
+    try:
+        with open(path) as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.Process().memory_info().vms)
+
+
+# A cgroup v1 limit at least this large is no limit ("unlimited" reads as 2^63 rounded to pages).
+CGROUP_NO_LIMIT = 2**60
+
+
+def cgroup_headroom_bytes(root="/sys/fs/cgroup", membership="/proc/self/cgroup"):
+    """What this process's control group, and every group above it, leaves it: the least of
+    each memory limit less the group's usage (less its inactive file pages, which the
+    kernel reclaims before it fails an allocation), from cgroup v2's ``memory.max`` and
+    ``memory.current`` or v1's ``memory.limit_in_bytes`` and ``memory.usage_in_bytes``
+    under ``root``; None without a limit, or off Linux. The group's path in
+    ``membership`` is looked up under ``root``, then, where a container shows only its own
+    part of the tree, ``root`` itself."""
+    try:
+        with open(membership) as lines:
+            entries = [line.rstrip("\n").split(":", 2) for line in lines]
+    except OSError:
+        return None
+    headrooms = []
+    for entry in entries:
+        if len(entry) != 3:
+            continue
+        _, controllers, path = entry
+        if controllers == "":  # cgroup v2: the unified tree
+            files = (root, "memory.max", "memory.current", "inactive_file")
+        elif "memory" in controllers.split(","):  # cgroup v1: the memory controller's tree
+            files = (
+                os.path.join(root, "memory"),
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+                "total_inactive_file",
+            )
+        else:
+            continue
+        headrooms += _cgroup_tree_headrooms(path, *files)
+    return min(headrooms) if headrooms else None
+
+
+def _cgroup_tree_headrooms(path, tree, limit_name, usage_name, inactive_name):
+    """The headroom (limit less working set) of each limited group from ``path`` up to the
+    top of ``tree``; the top alone when ``path`` is not found there."""
+    directory = os.path.join(tree, path.lstrip("/"))
+    if not os.path.isdir(directory):
+        directory = tree
+    headrooms = []
+    while True:
+        limit = _read_cgroup_number(os.path.join(directory, limit_name))
+        usage = _read_cgroup_number(os.path.join(directory, usage_name))
+        if limit is not None and limit < CGROUP_NO_LIMIT and usage is not None:
+            inactive = _cgroup_stat(os.path.join(directory, "memory.stat"), inactive_name) or 0
+            headrooms.append(limit - max(0, usage - inactive))
+        parent = os.path.dirname(directory)
+        if os.path.normpath(directory) == os.path.normpath(tree) or parent == directory:
+            return headrooms
+        directory = parent
+
+
+def _read_cgroup_number(path):
+    """The number in a cgroup file; None for 'max' (no limit) or when it cannot be read."""
+    try:
+        with open(path) as file:
+            text = file.read().strip()
+        return None if text == "max" else int(text)
+    except (OSError, ValueError):
+        return None
+
+
+def _cgroup_stat(path, name):
+    """The value of ``name`` in a cgroup's ``memory.stat``, or None."""
+    try:
+        with open(path) as stat:
+            for line in stat:
+                key, _, value = line.partition(" ")
+                if key == name:
+                    return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def read_available_memory_bytes():
@@ -356,8 +488,8 @@ def _meminfo_available_bytes(path="/proc/meminfo"):
 
 def cache_bytes(cache_size, full_bytes):
     """Bytes of a host row cache for ``cache_size``: megabytes (a number, as SVC's
-    ``cache_size``), or 'auto': ``AUTO_CACHE_SHARE`` of the available memory
-    (:func:`available_memory_bytes`, read now), at most ``full_bytes``, all the rows
+    ``cache_size``), or 'auto': ``AUTO_CACHE_SHARE`` of the memory this process may still
+    take (:func:`available_memory_bytes`, read now), at most ``full_bytes``, all the rows
     the cache could ever hold. A quarter leaves the rest to X, the steps' arrays and
     the other processes, while a cache that holds every row computes each once."""
     if cache_size == "auto":

@@ -10,6 +10,8 @@ import numpy as np
 
 from ..._backend import to_numpy
 from ..._random import random_bits
+from ..._validation import check_linear_model_width
+from ..row_cache import memory_headroom_bytes
 
 
 RULES = ("ftrl", "tg", "fobos", "rda")
@@ -141,7 +143,12 @@ class OnlineState:
 
     @classmethod
     def zeros(cls, n_classes, n_features, xp=np):
-        """A fresh model; column ``n_features`` is the intercept."""
+        """A fresh model; column ``n_features`` is the intercept. Refused (``MemoryError``)
+        before anything is allocated when the model's arrays over the features, with the
+        steps' and the coefficients' on the host, would not fit in the memory the process
+        may still take (:func:`~gpusvm._validation.check_linear_model_width`): the fitted
+        coefficients are host arrays on either backend."""
+        check_linear_model_width(n_features, n_classes, memory_headroom_bytes())
         shape = (n_classes, n_features + 1)
         return cls(xp.zeros(shape), xp.zeros(shape))
 

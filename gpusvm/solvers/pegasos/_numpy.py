@@ -37,8 +37,11 @@ class BatchBlocks:
     """The batches of consecutive steps, drawn and gathered a block of steps at a time.
 
     Same rows as drawing step by step (see ``random_index_block``); gathering many
-    batches at once saves the per-call overhead that dominates small CPU steps.  Sparse
-    batches carry the bias as an explicit entry in column ``n_features``.
+    batches at once saves the per-call overhead that dominates small CPU steps.  A block
+    stops at the last step planned (:meth:`plan`), so that a call of a few steps (a
+    small chunk of a streamed fit) gathers the batches of those steps only, not
+    ``MAX_BLOCK_STEPS``.  Sparse batches carry the bias as an explicit entry in column
+    ``n_features``.
     """
 
     MAX_BLOCK_STEPS = 64
@@ -50,11 +53,16 @@ class BatchBlocks:
         k, d = problem.batch_size, problem.n_features
         by_size = self.MAX_BLOCK_ELEMENTS // (k * (1 if self.sparse else d))
         self.block_steps = int(min(self.MAX_BLOCK_STEPS, max(1, by_size)))
-        self.first_step, self.rows = None, None
+        self.first_step, self.gathered, self.rows = None, 0, None
+        self.last_planned = None  # the last step of the current run_steps call, or None
+
+    def plan(self, last_step):
+        """The steps up to ``last_step`` are the ones to come (None: unknown)."""
+        self.last_planned = last_step
 
     def batch(self, step):
         """``(rows, batch)`` of ``step``: CSR entries ``(row_of, columns, values)`` or dense rows."""
-        if self.first_step is None or not 0 <= step - self.first_step < self.block_steps:
+        if self.first_step is None or not 0 <= step - self.first_step < self.gathered:
             self._gather(step)
         s = step - self.first_step
         if not self.sparse:
@@ -62,24 +70,29 @@ class BatchBlocks:
         a, b = self.bounds[s], self.bounds[s + 1]
         return self.rows[s], (self.row_of[a:b] - s * self.problem.batch_size, self.columns[a:b], self.values[a:b])
 
-    def _draw(self, step):
-        """The rows of steps ``step .. step + block_steps - 1``, shape (block_steps, batch_size)."""
-        return random_index_block(
-            self.problem.seed, step, self.block_steps, self.problem.batch_size, self.problem.n_samples
-        )
+    def _block_length(self, step):
+        """The steps to gather from ``step`` on: a block, cut at the last step planned."""
+        if self.last_planned is None or self.last_planned < step:
+            return self.block_steps
+        return min(self.block_steps, self.last_planned - step + 1)
+
+    def _draw(self, step, n_steps):
+        """The rows of steps ``step .. step + n_steps - 1``, shape (n_steps, batch_size)."""
+        return random_index_block(self.problem.seed, step, n_steps, self.problem.batch_size, self.problem.n_samples)
 
     def _gather(self, step):
         problem = self.problem
         k = problem.batch_size
-        self.first_step = step
-        self.rows = self._draw(step)
+        n_steps = self._block_length(step)
+        self.first_step, self.gathered = step, n_steps
+        self.rows = self._draw(step, n_steps)
         flat = self.rows.ravel()
         if self.sparse:
             bias = problem.n_features if problem.fit_intercept else None
             self.row_of, self.columns, self.values = csr_batch(problem.X, flat, bias)
             self.bounds = np.searchsorted(self.row_of, np.arange(0, flat.size + 1, k))
         else:
-            self.dense = problem.X[flat].reshape(self.block_steps, k, problem.n_features)
+            self.dense = problem.X[flat].reshape(n_steps, k, problem.n_features)
 
 
 class GivenBatches(BatchBlocks):
@@ -92,11 +105,14 @@ class GivenBatches(BatchBlocks):
         self.given_from = given_from
         self.block_steps = problem.n_samples // problem.batch_size
 
-    def _draw(self, step):
+    def _block_length(self, step):
+        return self.block_steps  # every given row at once: they are in memory already
+
+    def _draw(self, step, n_steps):
         if step != self.given_from:
             raise ValueError(f"The gathered rows start at step {self.given_from}; step {step} was asked for.")
         k = self.problem.batch_size
-        return np.arange(self.block_steps * k, dtype=np.int64).reshape(self.block_steps, k)
+        return np.arange(n_steps * k, dtype=np.int64).reshape(n_steps, k)
 
 
 class NumpyPegasosSteps:
@@ -142,9 +158,14 @@ class NumpyPegasosSteps:
         state.step = t
 
     def run_steps(self, n_steps):
-        """Advance the model by ``n_steps`` mini-batch steps."""
-        for _ in range(n_steps):
-            self.step()
+        """Advance the model by ``n_steps`` mini-batch steps (gathering the batches of
+        these steps only)."""
+        self.batches.plan(self.state.step + n_steps)
+        try:
+            for _ in range(n_steps):
+                self.step()
+        finally:
+            self.batches.plan(None)
 
     def _dots(self, batch, k):
         """``<v_c, x_i>`` (plus the bias weight) for the batch rows, float64, shape (k, n_classes)."""

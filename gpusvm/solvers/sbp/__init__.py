@@ -79,7 +79,7 @@ from ._problem import (
     predicted_classes,
     step_size_for,
 )
-from ._run import checkpoint, history_record, run_sbp, run_step_block, step_schedule
+from ._run import checkpoint, history_record, run_sbp, run_step_block, separates, step_schedule
 
 __all__ = [
     "CHECKPOINTS_PER_EPOCH",
@@ -112,6 +112,7 @@ __all__ = [
     "run_pair_stack",
     "run_sbp",
     "run_step_block",
+    "separates",
     "step_schedule",
     "step_size_for",
     "use_compiled_steps",

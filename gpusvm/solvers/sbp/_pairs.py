@@ -32,6 +32,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import threading
 import time
 
 import numpy as np
@@ -189,7 +190,7 @@ class ClassBlockCache(KernelRowCache):
         outside :meth:`NumpyPairSteps.host_threads`)."""
         if self.blas_threads is None:
             return contextlib.nullcontext()
-        return _blas_controller().limit(limits=self.blas_threads, user_api="blas")
+        return _blas_thread_limit().all_threads()
 
     def _fill(self, keys, slots):
         stack = self.stack
@@ -473,22 +474,99 @@ def _blas_controller():
     return _BLAS_CONTROLLERS[pid]
 
 
+class _BlasThreadLimit:
+    """BLAS on one thread while any stack's steps run in this process, counted process-wide:
+    BLAS's threads are a setting of the process, not of a thread, so fits that overlap (in
+    threads: a grid search's jobs, two models trained at once) share one limit. The first
+    to enter limits BLAS to one thread and records the threads it had; the last to leave
+    restores them (each fit restoring what it found left BLAS on one thread for the rest of
+    the process when two fits overlapped). Large fills (``all_threads``) likewise: the first
+    sets BLAS back to the recorded threads, the last to one again while steps still run.
+    Each change is made by :func:`_set_blas_threads`, from whichever thread enters or leaves."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.holders = 0  # stacks stepping in this process
+        self.widening = 0  # large fills running on all of BLAS's threads
+        self.threads = None  # BLAS's threads when the first holder entered
+        self.limiter = None  # threadpoolctl's limit of the first holder: it restores the threads
+
+    @contextlib.contextmanager
+    def one_thread(self):
+        """BLAS on one thread while this context and any other's overlapping it last;
+        yields the threads BLAS had before the first of them."""
+        with self.lock:
+            if self.holders == 0:
+                blas = [info["num_threads"] for info in _blas_controller().info() if info["user_api"] == "blas"]
+                self.threads = max(blas, default=1)
+                self.limiter = _set_blas_threads(1)
+            self.holders += 1
+        try:
+            yield self.threads
+        finally:
+            with self.lock:
+                self.holders -= 1
+                if self.holders == 0:
+                    _set_blas_threads(None, self.limiter)
+                    self.limiter = None
+
+    @contextlib.contextmanager
+    def all_threads(self):
+        """BLAS on the threads it had before the steps (inside :meth:`one_thread`)."""
+        with self.lock:
+            if self.widening == 0:
+                _set_blas_threads(self.threads)
+            self.widening += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.widening -= 1
+                if self.widening == 0 and self.holders:
+                    _set_blas_threads(1)
+
+
+def _set_blas_threads(threads, limiter=None):
+    """BLAS on ``threads`` threads (threadpoolctl's limit, returned), or ``limiter``'s
+    original threads again; then no thread holds OpenBLAS's limit. threadpoolctl (3.8) lets
+    only the thread that last set OpenBLAS's limit set it again while that thread lives,
+    unless it releases it: a fit's thread that limited BLAS would keep any other thread,
+    the last fit to leave among them, from restoring it. A limit a thread holds in a
+    ``threadpool_limits`` context (the caller's own) still wins: ours are then ignored."""
+    if limiter is None:
+        limiter = _blas_controller().limit(limits=threads, user_api="blas")
+    else:
+        limiter.restore_original_limits()
+    from threadpoolctl import OpenBLASController
+
+    release = getattr(OpenBLASController, "clear_controlling_thread", None)  # threadpoolctl < 3.8: no holder
+    if release is not None:
+        release()  # only when this thread holds it
+    return limiter
+
+
+_BLAS_THREADS = {}  # process id -> its _BlasThreadLimit (a forked process counts its own fits)
+
+
+def _blas_thread_limit():
+    """This process's :class:`_BlasThreadLimit`."""
+    return _BLAS_THREADS.setdefault(os.getpid(), _BlasThreadLimit())
+
+
 @contextlib.contextmanager
 def _one_blas_thread(cache):
-    """BLAS on one thread while a stack's steps run, and ``cache.blas_threads`` set to
-    the threads BLAS had before, for its large fills. A fill is mostly a few drawn rows
-    by one class (often two rows by a thousand), a product too small to share out, and
-    BLAS's threads, which wait for work spinning, then take the cores from the step's
-    own work and from other processes (on a 2-core machine shared with other work, the
-    fills then cost many times their arithmetic)."""
-    controller = _blas_controller()
-    threads = [info["num_threads"] for info in controller.info() if info["user_api"] == "blas"]
-    cache.blas_threads = max(threads, default=1)
-    try:
-        with controller.limit(limits=1, user_api="blas"):
+    """BLAS on one thread while a stack's steps run (:class:`_BlasThreadLimit`, shared by
+    the process's fits), and ``cache.blas_threads`` set to the threads BLAS had before, for
+    its large fills. A fill is mostly a few drawn rows by one class (often two rows by a
+    thousand), a product too small to share out, and BLAS's threads, which wait for work
+    spinning, then take the cores from the step's own work and from other processes (on a
+    2-core machine shared with other work, the fills then cost many times their arithmetic)."""
+    with _blas_thread_limit().one_thread() as threads:
+        cache.blas_threads = threads
+        try:
             yield
-    finally:
-        cache.blas_threads = None
+        finally:
+            cache.blas_threads = None
 
 
 def pair_checkpoint_steps(n_train, batch_size):
@@ -591,7 +669,7 @@ def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=N
                 if rules.tol is not None:
                     looked = ~held_out & (objectives.counts[due] > back)
                     before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
-                    stop |= looked & rules.gained_too_little(before, level[due], 1 / steps.eta0[due])
+                    stop |= looked & (level[due] > 0) & rules.gained_too_little(before, level[due], 1 / steps.eta0[due])
                 active = np.setdiff1d(active, due[stop])
     histories = [[] for _ in range(n_pairs)]
     cache_use = row_cache_use(steps)  # the stack's, shared by its pairs

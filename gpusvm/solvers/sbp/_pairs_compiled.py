@@ -19,7 +19,9 @@ model bit for bit (``tests/test_sbp.py``); the NumPy step stays the reference.
 
 Costs outside the steps (``bench/sbp_first_fit.py``): the first use in a process imports
 Numba and loads the compiled functions from Numba's cache (about half a second on the
-machine measured); the first use after an install compiles them into that cache (about 5 s).
+machine measured); the first use after an install compiles them into that cache (about 5 s),
+and so does every process's first use where Numba can keep no cache, or cannot read it
+(``_pairs_numba._compiled``: compiled in memory, with a warning, never a failed fit).
 Those would make a one-off small fit, which takes a few tenths of a second on the NumPy
 steps, several times slower, so :func:`use_compiled_steps` decides, fit by fit: a
 process's fits run on the NumPy steps until their work adds up to about what the first

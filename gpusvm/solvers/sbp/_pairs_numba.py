@@ -6,20 +6,98 @@ what :class:`~gpusvm.solvers.sbp._pairs.NumpyPairSteps` does row-wise, operation
 operation, so that the models agree bit for bit. A pair's columns are its first class's
 block (training columns ``0 .. train_first``, then its holdout), its second class's block
 from ``first_width`` (training columns first), then padding.
+
+Numba's cache is a convenience, never a cause of failure (:func:`_compiled`): where it has
+no writable directory (a read-only install, no writable home, ``NUMBA_CACHE_DIR`` read-only)
+the functions compile in memory at each process's first use, and an entry that cannot be
+read (a file cut short, or corrupt) is compiled again and written anew; each with one
+warning a process.
 """
 
 from __future__ import annotations
 
+import functools
+import warnings
+
 import numpy as np
 from numba import njit
 
-_OPTIONS = dict(cache=True, nogil=True, boundscheck=False)
+_OPTIONS = dict(nogil=True, boundscheck=False)
 # The lowest values of a class are sorted by insertion up to this many (a few dozen, most
 # steps), else by NumPy's sort.
 INSERTION_SORT_MAX = 64
+_WARNED = set()  # the kinds of cache trouble warned about in this process
 
 
-@njit(**_OPTIONS)
+def _warn_once(kind, message):
+    """Warn ``message`` the first time this process meets cache trouble of this ``kind``."""
+    if kind not in _WARNED:
+        _WARNED.add(kind)
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
+@functools.cache
+def _forgiving_cache_class():
+    """Numba's function cache, forgiving (defined once, on first use: it subclasses a class
+    of ``numba.core.caching``, whose layout may change between Numba versions, and a change
+    then costs the cache, not the import)."""
+    from numba.core.caching import FunctionCache
+
+    class ForgivingCache(FunctionCache):
+        """Numba's cache of a function's machine code, where an entry that cannot be read
+        is compiled again (its index emptied, so that the new entry replaces it) and one
+        that cannot be written stays in memory, each with a warning; Numba's own cache
+        fails the call (``UnpicklingError`` from a file cut short)."""
+
+        def load_overload(self, sig, target_context):
+            try:
+                return super().load_overload(sig, target_context)
+            except Exception as error:  # a truncated or corrupt .nbi or .nbc file
+                _warn_once(
+                    "read",
+                    f"Numba's cache of gpusvm's compiled SBP steps in {self.cache_path!r} could not be read "
+                    f"({type(error).__name__}: {error}); they are compiled again (a few seconds) and the cache "
+                    "written anew.",
+                )
+                try:
+                    self.flush()  # an empty index: the entry compiled now takes the broken one's place
+                except Exception:  # not writable either: save_overload warns
+                    pass
+                return None
+
+        def save_overload(self, sig, data):
+            try:
+                super().save_overload(sig, data)
+            except Exception as error:  # the directory became read-only, or the disk is full
+                _warn_once(
+                    "write",
+                    f"Numba's cache of gpusvm's compiled SBP steps in {self.cache_path!r} could not be written "
+                    f"({type(error).__name__}: {error}); the steps compiled now are kept in memory only.",
+                )
+
+    return ForgivingCache
+
+
+def _compiled(function):
+    """``function`` compiled by Numba (without the GIL, without bounds checks) on first call,
+    its machine code kept in a forgiving cache (``_forgiving_cache_class``) where Numba finds
+    a writable directory for it, else compiled in memory with a warning (where
+    ``njit(cache=True)`` raises ``RuntimeError: cannot cache function ...: no locator
+    available``). The cache is set as ``Dispatcher.enable_caching`` sets Numba's own."""
+    dispatcher = njit(**_OPTIONS)(function)
+    try:
+        dispatcher._cache = _forgiving_cache_class()(function)
+    except Exception as error:  # no locator, or a Numba whose cache is laid out otherwise
+        _warn_once(
+            "locate",
+            f"Numba cannot cache gpusvm's compiled SBP steps here ({type(error).__name__}: {error}); they are "
+            "compiled in memory at each process's first use (a few seconds). Set NUMBA_CACHE_DIR to a writable "
+            "directory to keep them.",
+        )
+    return dispatcher
+
+
+@_compiled
 def _select_lowest(values, count):
     """Reorder ``values`` so that its first ``count`` are its lowest (in no order): a
     quickselect with a median-of-three pivot."""
@@ -51,7 +129,7 @@ def _select_lowest(values, count):
             break
 
 
-@njit(**_OPTIONS)
+@_compiled
 def _heap_sort(values, count, out):
     """``values[:count]`` sorted ascending into ``out[:count]`` (a heapsort: compiled in a
     fraction of the time Numba takes for ``np.sort``; the sorted values are the same)."""
@@ -64,7 +142,7 @@ def _heap_sort(values, count, out):
         _sift_down(out, 0, end)
 
 
-@njit(**_OPTIONS)
+@_compiled
 def _sift_down(heap, root, end):
     """Move ``heap[root]`` down the max-heap ``heap[:end]`` to its place."""
     while True:
@@ -79,7 +157,7 @@ def _sift_down(heap, root, end):
         root = child
 
 
-@njit(**_OPTIONS)
+@_compiled
 def _gather_below(values, cut, room):
     """The values at or below ``cut`` into ``room`` (without a branch); their count and
     the lowest of all the values."""
@@ -92,7 +170,7 @@ def _gather_below(values, cut, room):
     return n, low
 
 
-@njit(**_OPTIONS)
+@_compiled
 def _sorted_lowest(values, count, cut, room, out):
     """The ``count`` lowest of ``values`` (at most all of them), sorted, into
     ``out[:count]``, +inf after it, as ``levels_of_rows``'s ``_sorted_lowest`` reads a row
@@ -139,7 +217,7 @@ def _sorted_lowest(values, count, cut, room, out):
     return next_cut
 
 
-@njit(**_OPTIONS)
+@_compiled
 def _gather_train(R, pair, train_first, train_second, first_width, into):
     """Pair ``pair``'s training responses (its first class's, then its second's) into
     ``into``; their count."""
@@ -151,7 +229,7 @@ def _gather_train(R, pair, train_first, train_second, first_width, into):
     return a + b
 
 
-@njit(**_OPTIONS)
+@_compiled
 def pair_levels(
     R, active, train_first, train_second, first_width, volumes, ranks, intercept, edges, counts, cuts, levels, biases
 ):
@@ -220,7 +298,7 @@ def pair_levels(
         edges[pair, 1] = min(max(total - g_plus, m_k), m_next)
 
 
-@njit(**_OPTIONS)
+@_compiled
 def pair_draws(
     R,
     active,
@@ -284,7 +362,7 @@ def pair_draws(
     return n
 
 
-@njit(**_OPTIONS)
+@_compiled
 def pair_update(
     store,
     slots,
