@@ -39,7 +39,7 @@ QUESTIONS = [
         ["online_adult", "online_throughput", "online_defaults"],
         None,
     ),
-    ("5. How cost grows with n and d", ["scaling"], None),
+    ("5. How cost grows with n and d", ["scaling", "sbp_scale"], None),
     ("6. Probabilities from the SVMs: Platt scaling against SVC(probability=True)", ["probability"], None),
     ("7. Data larger than memory: streamed training", ["streaming", "svmlight_reading", "streamed_throughput"], None),
     ("8. On a dask cluster: gpusvm.dask against single-node, and data larger than a worker", ["dask_scaling"], None),
@@ -49,6 +49,7 @@ QUESTIONS = [
         None,
     ),
     ("The linear and online solvers against the memory roofline, by batch size", ["roofline"], None),
+    ("Kernel values in float32: where they keep their digits", ["kernel_precision"], None),
 ]
 
 

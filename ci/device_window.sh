@@ -19,6 +19,10 @@
 #                  ~400 tests) twice at once: with the defaults (CUDA graphs on, fused
 #                  Pegasos steps up to batch 64) and with GPUSVM_CUDA_GRAPHS=0
 #                  GPUSVM_FUSED_STEPS=0 (every launch direct); a per-test timeout, no -x (47 s)
+#   scale    150   bench/sbp_scale.py: MNIST8M-like 8-versus-rest generated on the card
+#                  (gpusvm.datasets.make_deformed_mnist) at 1e5, 1e6 and 8.1e6 rows, SBP at
+#                  growing step budgets past the kernel matrix, prediction of a million rows
+#                  and one row's latency, ThunderSVM on 250,000 rows capped (not yet run)
 #   roofline 100   bench/roofline.py: Pegasos and FTRL seconds a step by batch size, direct,
 #                  graph and fused launches (7 s)
 #   sbp-step-direct, sbp-step-graphs  50 each   bench/sbp_step.py (1e4 and 1e5 rows; 1, 10
@@ -184,6 +188,7 @@ if $dry; then
   roofline_args="--backends cupy --rows 2000 --batch-sizes 256"
   sbp_step_args="--backends cupy --rows 300 --classes 1 --data dense --kernel-values matrix --steps 2"
   launches_args="--quick"
+  scale_args="--backend cupy --rows 300 --steps 2 --cap-s 5 --thundersvm-rows 0"
   binary_args="--datasets adult --quick --settings 'no bias' --batch-sizes 64 --max-epochs 1"
   ovo_args="--datasets mnist10 --quick --batch-sizes 64 --max-epochs 1"
   letter_args="--datasets letter --quick --batch-sizes 64 --max-epochs 1"
@@ -199,6 +204,7 @@ else
   roofline_args="--backends cupy --rows 1000000 --stream-rows 1000000 --batch-sizes 64 256 1024 16384"
   sbp_step_args="--backends cupy --rows 10000 100000 --classes 1 10 26 --data dense --kernel-values matrix"
   launches_args="--rows 100000 --classes 1 10 --later 200"
+  scale_args="--backend cupy --rows 100000 1000000 8100000 --steps 250 1000 4000 --cap-s 40 --thundersvm-rows 250000 --thundersvm-cap-s 60"
   binary_args="--datasets adult mnist8 --settings 'no bias' --batch-sizes 64 --max-epochs 8"
   ovo_args="--datasets mnist10 --batch-sizes 64 --max-epochs 4"
   letter_args="--datasets letter --batch-sizes 64 --max-epochs 4"
@@ -278,6 +284,7 @@ if "$python" ci/window_summary.py defaults-safe "$work/junit/tests-committed.xml
 fi
 echo "the headline steps run with GPUSVM_CUDA_GRAPHS=$graphs"
 
+step scale 150 40 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_scale.py $scale_args"
 step roofline 100 40 "bench bench/roofline.py $roofline_args"
 step sbp-step-direct 50 20 "GPUSVM_CUDA_GRAPHS=0 bench bench/sbp_step.py $sbp_step_args"
 step sbp-step-graphs 50 20 "GPUSVM_CUDA_GRAPHS=$graphs_on bench bench/sbp_step.py $sbp_step_args"

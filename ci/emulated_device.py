@@ -18,6 +18,8 @@
   does (``_refuse_implicit_conversion``), except in the stand-in's own code.  NumPy's C
   code converts a subclass without a hook, so a conversion there still passes here, and
   ``isinstance(device array, numpy.ndarray)`` is still True (False for CuPy's arrays).
+- ``cupyx.scipy.ndimage`` (the deformed digits' filters): SciPy's functions on host copies
+  (``_install_ndimage``).
 - cupyx's sparse products give device arrays; the stand-in's gave host arrays
   (``_sparse_products_on_device``).  Its device CSR matrix is a SciPy subclass, so
   ``scipy.sparse.issparse`` said True; for cupyx's it says False, and now here too
@@ -83,6 +85,25 @@ def _install_streams():
     cupy.cuda.get_current_stream = lambda: _Stream.current or _Stream.null
     cupy.cuda.get_elapsed_time = lambda start, end: 1e3 * (end.seconds - start.seconds)
     cupyx.empty_pinned = lambda shape, dtype=np.float64, order="C": np.empty(shape, dtype=dtype, order=order)
+
+
+def _install_ndimage():
+    """``cupyx.scipy.ndimage``'s functions that gpusvm calls (``gpusvm._device.ndimage``:
+    the deformed digits' filters and resampling) as SciPy's on host copies, returning
+    device arrays: the stand-in has none. cupyx's own run on a device only."""
+    import types
+
+    import cupy
+    import cupyx.scipy
+    import scipy.ndimage
+
+    stand_in = types.ModuleType("cupyx.scipy.ndimage")
+    stand_in.gaussian_filter1d = lambda a, *args, **kw: cupy.asarray(
+        scipy.ndimage.gaussian_filter1d(a.get(), *args, **kw)
+    )
+    stand_in.map_coordinates = lambda a, c, **kw: cupy.asarray(scipy.ndimage.map_coordinates(a.get(), c.get(), **kw))
+    sys.modules["cupyx.scipy.ndimage"] = stand_in
+    cupyx.scipy.ndimage = stand_in
 
 
 def _is_host_array(value):
@@ -438,6 +459,7 @@ def _complete_the_stand_in():
     _refuse_implicit_conversion()
     _sparse_products_on_device()
     _device_sparse_is_not_scipys()
+    _install_ndimage()
 
 
 class _AfterImportFinder(importlib.abc.MetaPathFinder):

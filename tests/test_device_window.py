@@ -19,6 +19,7 @@ STEPS = [
     "setup",
     "facts",
     "tests",
+    "scale",
     "roofline",
     "sbp-step-direct",
     "sbp-step-graphs",

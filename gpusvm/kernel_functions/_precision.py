@@ -36,11 +36,12 @@ import scipy.sparse
 from .._backend import issparse, namespace_of, to_numpy
 
 # The largest relative error of float32 kernel values (the bounds above) that 'auto'
-# accepts, and that 'float32' accepts without a warning. Measured with SBP on a
-# standardized set shifted step by step (tests/test_kernel_precision.py): the linear
-# kernel's float32 models left float64's at a bound of 1.4e-5 (its kernel rows share a
-# large common part that cancels in the responses' differences and the norm), the poly
-# kernel's not up to 1.6e-4 (kept lower, as its values are powers), rbf's are centred.
+# accepts, and that 'float32' accepts without a warning. Read off bench/kernel_precision.py
+# (SBP on a standardized set shifted step by step, float32 against float64 at the same
+# steps; bench/results/kernel_precision-*.md): linear and poly models agreed to 0.004 up
+# to bounds of 3.8e-6, and parted by up to 0.04 at 4e-6 to 1.3e-5 and 0.14 beyond (of
+# either sign: on rows far from their mean SBP's slow convergence sways both); rbf's rows
+# are centred, which keeps their bound near 1.6e-6 at any shift.
 FLOAT32_KERNEL_TOLERANCE = {"rbf": 1e-4, "poly": 1e-5, "linear": 3e-6}
 _FLOAT32 = np.finfo(np.float32)
 _BLOCK_VALUES = 1 << 20  # values of X made float64 at a time
@@ -65,12 +66,15 @@ class RowStatistics:
     mean_square : float
         The mean square of the values that the products multiply (centred when X is;
         a sparse X's stored values).
+    offset : float
+        The squared norm of the rows' mean (``|m|^2``: 0 for centred features).
     """
 
     largest: float
     largest_raw: float
     spread: float
     mean_square: float
+    offset: float = 0.0
 
 
 def centres_rows(X, kernel):
@@ -170,16 +174,18 @@ def statistics_of(moments, about_mean, centred):
     """:class:`RowStatistics` from X's :class:`RowMoments` and, for a dense X, its
     :func:`centred_moments` about its column means (None for a sparse X)."""
     n_rows = max(1, moments.n_rows)
+    mean_sq_norm = moments.squares / n_rows
     if about_mean is None:  # sparse: the spread from the sums, floored where they cancel
         mean = moments.column_means()
-        mean_sq_norm = moments.squares / n_rows
         spread = max(mean_sq_norm - float(mean.multiply(mean).sum()), _CANCELLED * mean_sq_norm)
     else:
         spread = about_mean[0] / n_rows
+    offset = max(0.0, mean_sq_norm - spread)  # |m|^2 = E|x|^2 - E|x - m|^2
     if centred:
-        return RowStatistics(about_mean[1], moments.largest_raw, spread, about_mean[0] / max(1, moments.n_values))
+        values = max(1, moments.n_values)
+        return RowStatistics(about_mean[1], moments.largest_raw, spread, about_mean[0] / values, offset)
     mean_square = moments.squares / max(1, moments.n_values)
-    return RowStatistics(moments.largest_raw, moments.largest_raw, spread, mean_square)
+    return RowStatistics(moments.largest_raw, moments.largest_raw, spread, mean_square, offset)
 
 
 def _largest(sq_norms):
