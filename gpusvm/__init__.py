@@ -7,7 +7,7 @@ gpusvm never imports CuPy.
 The public names below, and the submodules (``gpusvm.datasets``, ``gpusvm.dask``...),
 are imported when first used (PEP 562): ``import gpusvm`` itself costs nothing, so that
 the ``gpusvm`` command can guard its own start-up (the seconds scikit-learn takes to
-import) against a Ctrl-C (:mod:`gpusvm._console`).
+import) against a Ctrl-C (``gpusvm._console``).
 """
 
 from importlib import import_module as _import_module

@@ -23,7 +23,7 @@ save leaves the previous file (or none), never half a model. A save killed outri
 target; the next save to the same path removes those whose process has ended. Process
 ids are this machine's: in a folder shared with other machines, a save there can remove
 a remote writer's temporary file, and that writer's save then fails with an error (its
-target file stays whole). :mod:`gpusvm._output_files` does this for every file gpusvm
+target file stays whole). ``gpusvm._output_files`` does this for every file gpusvm
 writes.
 """
 

@@ -119,7 +119,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     --float32``). For rbf a dense X is centred first (the kernel is invariant to
     translation, so the model is the same), which keeps float32 accurate on rows far
     from the origin; for the linear and poly kernels, and sparse X, a bound on float32's
-    relative error (:mod:`gpusvm.kernel_functions._precision`) above 1e-4 picks float64.
+    relative error (``gpusvm/kernel_functions/_precision.py``) above 1e-4 picks float64.
     A step's sum of its drawn rows is summed in float32 on the host, in float64 on a
     GPU; the responses, the water level, the averages and the coefficients stay float64.
     'float32' and 'float64' force the dtype ('float32' warns where the bound is above

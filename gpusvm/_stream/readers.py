@@ -7,7 +7,7 @@ Memory is bounded by one chunk plus one integer per chunk, whatever the file's s
 for a compressed ``.npz``, the checkpoints of its decompression: see :class:`NpzChunks`).
 
 A fit reads its file several times (for the classes and rows, then every epoch), so each
-reader keeps a :class:`FileFingerprint` of what it read first and refuses, naming the file,
+reader keeps a ``FileFingerprint`` of what it read first and refuses, naming the file,
 a file that has changed since: a fit would otherwise train on whatever a later pass finds.
 """
 
@@ -137,7 +137,7 @@ class SvmlightChunks:
     Errors name the file and the line: a line that does not parse, and a value or label
     that is NaN or infinite (which every gpusvm estimator refuses; scikit-learn's
     wording), found by the scan or when the chunk is read.  A file that changes after
-    the reader first opened it is refused (see :class:`FileFingerprint`): make a new
+    the reader first opened it is refused (see ``FileFingerprint``): make a new
     reader to read the new file.
 
     Parameters
@@ -574,7 +574,7 @@ class NpzChunks:
     made: memory of 4% of the compressed members' uncompressed size, once a pass has
     read them).  Each member's CRC-32 is checked whenever a read reaches its end, and a
     file whose size or modification time has changed since it was first opened is
-    refused (see :class:`FileFingerprint`).
+    refused (see ``FileFingerprint``).
 
     Parameters
     ----------
