@@ -12,7 +12,7 @@ takes the GPU when CuPy sees one.
 This site is built on a CPU (its build sets ``GPUSVM_BACKEND=numpy``), so below the
 CuPy fit is shown but runs only where :func:`gpusvm.resolve_backend` finds a usable
 GPU: run the script on a machine with a CUDA device and CuPy
-(``pip install "gpusvm[cuda12]"``) to see both curves.
+(from a checkout: ``pip install -e ".[cuda12]"``) to see both curves.
 """
 
 import tempfile

@@ -144,7 +144,9 @@ def resolve_backend(backend="auto"):
         raise RuntimeError(
             "backend='cupy' needs CuPy and a CUDA device, but "
             + ("CuPy sees no CUDA device" if _cupy_imports() else "CuPy is not installed")
-            + ". Install gpusvm[cuda12] or gpusvm[cuda13] on a machine with an NVIDIA GPU, "
+            + ". On a machine with an NVIDIA GPU, install the CuPy wheel for its CUDA version: "
+            "pip install cupy-cuda12x (CUDA 12) or cupy-cuda13x (CUDA 13), as the extras gpusvm[cuda12] "
+            'and gpusvm[cuda13] do (from a checkout: pip install -e ".[cuda12]"); '
             "or use backend='numpy' (or GPUSVM_BACKEND=numpy)."
         )
     if backend == "cupy" and (problem := current_device_problem()) is not None:

@@ -1,4 +1,8 @@
-"""The command line: ``gpusvm train | predict | info | demo`` (also ``python -m gpusvm``).
+"""The command line: ``gpusvm train | predict | info | demo | data`` (also ``python -m gpusvm``).
+
+``gpusvm --version`` prints the version; a bare ``gpusvm`` prints the usage, with each
+command's line, on standard error and exits 2 (no command is a bad command line, as
+argparse treats a missing argument); ``gpusvm --help`` prints it on standard output and exits 0.
 
 Exit codes a script can rely on: 0 success; 1 a file, data or device problem (a missing
 or damaged file, data a model rejects, ``--backend cupy`` without a GPU); 2 a bad
@@ -15,16 +19,20 @@ since), or with ``--force``.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import os
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from ._backend import BACKENDS, ENV_VARIABLE
-from ._output_files import SameFileError, check_output_path, has_mark, write_file
+from ._output_files import SameFileError, check_output_path, has_mark, write_atomically, write_file
 from ._registry import SOLVERS
+from ._version import __version__
 from .data_files import FORMATS, DataFileError, data_format, read_chunks, read_data
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -41,6 +49,16 @@ _GLOBAL_PARAMS = ("backend", "verbose")  # options of every command, not per sol
 # The training accuracy train reports is read off at most this many rows, drawn at random:
 # a kernel model's predictions over all of Adult's 32,561 took 5.5 s after an 8 s fit.
 TRAINING_ACCURACY_ROWS = 10_000
+# What each input should be, for the messages about a missing or unreadable one.
+MODEL_FILE = "a model file that gpusvm train (or gpusvm.save) wrote"
+DATA_FILE = "a data file (LIBSVM/svmlight, .npz or .csv)"
+# gpusvm data NAME DIR: the files of the data sets that ship with gpusvm (gpusvm/data/),
+# {name: {file written: shipped file (gzip)}}; gpusvm.datasets.load_adult reads the same.
+SHIPPED_DATA = {"adult": {"adult_train.svm": "adult_train.svm.gz", "adult_test.svm": "adult_test.svm.gz"}}
+SHIPPED_DATA_ABOUT = {  # what gpusvm data prints after the files: what they are, whose, the licence
+    "adult": "Data: UCI Adult encoded as LIBSVM's a9a, 123 features, labels -1 and +1; CC BY 4.0, Becker and "
+    "Kohavi (1996), UCI Machine Learning Repository, doi:10.24432/C5XW20."
+}
 
 
 class UsageError(Exception):
@@ -95,19 +113,79 @@ def _option(name):
     return "--" + name.replace("_", "-")
 
 
+# What each solver option means, one line (the estimators' docstrings say more). Where
+# solvers read a parameter differently, the line says so, solver by solver; --gamma is two
+# parameters that share a name: the kernel's width (kernel-pegasos, sbp) and RDA's step damping.
+OPTION_MEANINGS = {
+    "C": "regularization, as SVC's C: larger fits the training rows harder (pegasos, kernel-pegasos: "
+    "unless --lam is given; sbp: the C that --nu auto matches)",
+    "lam": "Pegasos' lambda, the weight of the regularization; none: 1 / (C * rows)",
+    "average": "true: return the average of the iterates; false: the last iterate "
+    "(pegasos also takes an int m: the plain average from step m on)",
+    "batch_size": "rows per step ('auto': chosen from the number of rows)",
+    "class_weight": "a weight per class multiplying the rows' weights: 'balanced' or a JSON object, e.g. '{\"1\": 2}'",
+    "fit_intercept": "fit a bias term (true or false)",
+    "max_iter": "the most epochs (passes over the rows) a fit runs; a stopping rule (--tol) can end it sooner",
+    "n_iter_no_change": "what the stopping rule looks back over: pegasos, epochs; sbp, checkpoints (10 an epoch)",
+    "projection": "project the weights onto the ball of radius 1 / sqrt(lam) after each step",
+    "random_state": "the seed: an int gives the same fit on numpy and cupy; none, a fresh one",
+    "tol": "stop when the objective improves by less than TOL over --n-iter-no-change epochs (pegasos) or "
+    "checkpoints (sbp, relative gain); none: run every epoch",
+    "cache_size": "megabytes of kernel rows kept on the host, numpy backend ('auto': a quarter of the free memory)",
+    "coef0": "the constant term of the poly kernel",
+    "degree": "the degree of the poly kernel",
+    "gamma": "two parameters of one name. kernel-pegasos, sbp: the rbf or poly kernel's gamma, larger for a "
+    "narrower kernel ('scale': 1 / (features * X.var()), 'auto': 1 / features, or a number); rda: not a "
+    "kernel's, the step damping beta_t = gamma * sqrt(t), larger for smaller, more conservative steps",
+    "kernel": "the kernel: rbf, linear or poly",
+    "kernel_cache": "device memory for the whole kernel matrix, cupy backend: a fraction of the free memory "
+    "(0 to 1) or bytes (an int; 0: never)",
+    "decision_function_shape": "the scores of a one-vs-one model of more than two classes: ovr, a column a "
+    "class; ovo, a column a pair",
+    "kernel_dtype": "the dtype of the kernel values: float32, float64, or auto (float32 where it keeps the digits)",
+    "max_kernel_evals": "stop before the step that would pass this many kernel evaluations (none: no limit)",
+    "multi_class": "how more than two classes train: ovo, a problem per pair of classes (as SVC); ovr, a "
+    "problem per class against the rest",
+    "nu": "the mean slack allowed to a unit-norm predictor, at least 0 ('auto': read off a pilot SVC with --C)",
+    "time_budget": "stop after this many seconds (none: no limit)",
+    "validation_fraction": "share of the rows held out to stop on their error (0: none; 'auto': none below "
+    "50,000 rows, else a tenth, at most 10,000)",
+    "alpha": "the learning rate's scale (> 0)",
+    "beta": "the learning rate's smoothing (>= 0)",
+    "l1": "the L1 penalty, larger for sparser weights. ftrl: on the scale of the summed loss (lambda * rows); "
+    "truncated-gradient, fobos, rda: per row, the lambda of mean loss + lambda * |w|_1",
+    "l2": "the L2 penalty, on the scale of the summed loss; it shrinks weights, not their number",
+    "shuffle": "visit each epoch's rows in a fresh random order (true or false)",
+    "eta0": "the step size's scale (> 0)",
+    "theta": "truncate only the weights with |w| <= THETA (inf: all)",
+    "truncate_every": "truncate every K rows, by K times the L1 gravity",
+}
+
+
+def _defaults_text(defaults):
+    """``{solver: default}`` as ``pegasos: 1000; sbp, ftrl: 5``: the solvers an option
+    applies to, those of one default together."""
+    solvers_by_default = {}
+    for solver, default in defaults.items():
+        solvers_by_default.setdefault(repr(default), []).append(solver)
+    return "; ".join(f"{', '.join(solvers)}: {default}" for default, solvers in solvers_by_default.items())
+
+
 def _add_solver_options(parser):
     group = parser.add_argument_group(
-        "solver options", "each applies to the solvers listed; the default is the estimator's"
+        "solver options",
+        "each applies to the solvers in brackets, whose defaults (the estimator's) it shows; "
+        "VALUE is a number, true/false, none, a word or a JSON object",
     )
     for name, defaults in solver_parameters().items():
-        applies = "; ".join(f"{solver}: {default!r}" for solver, default in defaults.items())
+        meaning = OPTION_MEANINGS.get(name, "see the estimator's documentation")
         group.add_argument(
             _option(name),
             dest=f"param_{name}",
             metavar="VALUE",
             type=parse_value,
             default=argparse.SUPPRESS,
-            help=applies,
+            help=f"{meaning} [{_defaults_text(defaults)}]",
         )
 
 
@@ -144,9 +222,12 @@ def build_parser():
     )
     common.add_argument("--debug", action="store_true", help="show the traceback of an error")
     parser = _Parser(
-        prog="gpusvm", description="SVMs and sparse online classifiers on NVIDIA GPUs, with the same results on a CPU."
+        prog="gpusvm",
+        description="SVMs and sparse online classifiers on NVIDIA GPUs, with the same results on a CPU.",
+        epilog="'gpusvm COMMAND --help' shows a command's options.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"gpusvm {__version__}", help="print the version")
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND", parser_class=_Parser)
 
     train = commands.add_parser(
         "train",
@@ -201,15 +282,20 @@ def build_parser():
         help="predict with a saved model",
         description="Predict the rows of DATA with MODEL; print accuracy when DATA has labels.",
     )
-    predict.add_argument("model", metavar="MODEL")
-    predict.add_argument("data", metavar="DATA")
+    predict.add_argument("model", metavar="MODEL", help="model file that gpusvm train wrote")
+    predict.add_argument("data", metavar="DATA", help="data to predict (svmlight, .npz or .csv; labels optional)")
     predict.add_argument(
         "out",
         metavar="OUT",
         nargs="?",
         help="where predictions go, one row per line (default, or '-': standard output)",
     )
-    predict.add_argument("--format", choices=FORMATS, default="auto")
+    predict.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="DATA's format (default: from its extension; svmlight unless .npz or .csv)",
+    )
     predict.add_argument(
         "--force",
         action="store_true",
@@ -226,13 +312,44 @@ def build_parser():
         "--probability", action="store_true", help="class probabilities, one column per class (logistic solvers only)"
     )
 
-    info = commands.add_parser("info", parents=[common], help="versions, backend, device, kernel compilation")
+    info = commands.add_parser(
+        "info",
+        parents=[common],
+        help="print the versions, the backend, the devices and whether the kernels compile",
+        description="Print the versions, the backend gpusvm picks, the CUDA devices and whether the kernels compile.",
+    )
     info.add_argument("--json", action="store_true", help="print the facts as JSON")
 
     demo = commands.add_parser(
-        "demo", parents=[common], help="gpusvm's solvers beside scikit-learn's on the embedded Adult data"
+        "demo",
+        parents=[common],
+        help="time gpusvm's solvers beside scikit-learn's on the Adult data that ships with gpusvm",
+        description="Fit gpusvm's solvers and scikit-learn's on the Adult data that ships with gpusvm; "
+        "print their times and test accuracies.",
     )
-    demo.add_argument("--quick", action="store_true", help="use 3,000 training rows (under 20 s on 2 cores)")
+    size = demo.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="use 3,000 training rows (under 20 s on 2 cores)")
+    size.add_argument(
+        "--full", action="store_true", help="use all 32,561 training rows, as the README's headline table (minutes)"
+    )
+
+    data = commands.add_parser(
+        "data",
+        help="write a data set that ships with gpusvm as svmlight files",
+        description="Write a data set that ships with gpusvm into DIR as svmlight files, to train and "
+        "predict on. adult: UCI Adult encoded as LIBSVM's a9a (123 features, labels -1/+1), "
+        "adult_train.svm (32,561 rows) and adult_test.svm (16,281 rows); CC BY 4.0, Becker and Kohavi "
+        "(1996). An existing file is never replaced.",
+    )
+    data.add_argument("name", metavar="NAME", choices=tuple(SHIPPED_DATA), help="the data set: adult")
+    data.add_argument(
+        "folder",
+        metavar="DIR",
+        nargs="?",
+        default=".",
+        help="the folder to write into, made if missing (default: the current folder)",
+    )
+    data.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return parser
 
 
@@ -245,6 +362,7 @@ def train_command(args, out):
     model = solver_estimator(args.solver, args)
     if args.n_features is not None and args.n_features < 1:
         raise UsageError(f"--n-features must be at least 1, got {args.n_features}.", "gpusvm train")
+    check_input(args.data, "DATA", DATA_FILE)
     path = args.model if args.model else Path(args.data).name + ".model"
     path = _checked_output(
         "gpusvm train",
@@ -327,6 +445,8 @@ def predict_command(args, out):
 
     if args.out == "-":
         args.out = None  # standard output, as the usual '-' says
+    check_input(args.model, "MODEL", MODEL_FILE)
+    check_input(args.data, "DATA", DATA_FILE)
     if args.out:  # before the work: OUT must not be an input, nor a file that predictions should not replace
         _checked_output(
             "gpusvm predict",
@@ -383,6 +503,27 @@ def predict_command(args, out):
                 f"{'its' if one else 'their'} rows count as wrong."
             )
     return EXIT_OK
+
+
+def check_input(path, name, kind):
+    """Refuse an input that cannot be read, in one line that names its argument
+    (``'MODEL'``), its path and what it should be (``kind``): a missing file, a folder, a
+    symbolic link to nothing, a file without read permission. What the file holds is the
+    reader's to check."""
+    text = str(path)
+    path = Path(path)
+    if text == "":
+        raise FileNotFoundError(f"{name} is an empty path: give {kind}.")
+    if path.is_dir():
+        raise IsADirectoryError(f"{name} {text!r} is a folder: give {kind}.")
+    if path.is_symlink() and not path.exists():
+        raise FileNotFoundError(
+            f"{name} {text!r} is a symbolic link to {os.readlink(path)!r}, which does not exist: give {kind}."
+        )
+    if not path.exists():
+        raise FileNotFoundError(f"{name} {text!r} does not exist: give {kind}.")
+    if not os.access(path, os.R_OK):
+        raise PermissionError(f"{name} {text!r} cannot be read (no read permission): give {kind}.")
 
 
 def _checked_output(prog, check, path, **kwargs):
@@ -455,11 +596,61 @@ def _info_lines(info):
 def demo_command(args, out):
     from .demo import run_demo
 
-    run_demo(backend=args.backend, n_train=3000 if args.quick else None, out=out)
+    run_demo(backend=args.backend, n_train=3000 if args.quick else None, out=out, full=args.full)
     return EXIT_OK
 
 
-COMMANDS = {"train": train_command, "predict": predict_command, "info": info_command, "demo": demo_command}
+def data_command(args, out):
+    """``gpusvm data NAME DIR``: a shipped data set's files, decompressed, into DIR; an
+    existing file is never replaced (each is written beside and renamed into place)."""
+    folder = Path(args.folder)
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"DIR {args.folder!r} is a file: give a folder (it is made if missing).")
+    targets = {folder / name: shipped for name, shipped in SHIPPED_DATA[args.name].items()}
+    existing = [str(target) for target in targets if os.path.lexists(target)]
+    if existing:
+        raise FileExistsError(
+            f"{' and '.join(repr(path) for path in existing)} already "
+            f"{'exists' if len(existing) == 1 else 'exist'}; not replacing: remove "
+            f"{'it' if len(existing) == 1 else 'them'}, or give another DIR."
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    for target in targets:  # a writable folder, a name it takes: before the first write
+        check_output_path(target, what=f"the {args.name} data", kind="a new file", replaceable=lambda _: False)
+    written = []
+    for target, shipped in targets.items():
+        args.pending_output = (f"the {args.name} data", target)
+        rows = _write_decompressed(resources.files("gpusvm") / "data" / args.name / shipped, target)
+        written.append(f"{target} ({rows:,} rows)")
+    args.pending_output = None
+    out(f"Wrote {' and '.join(written)}.")
+    out(SHIPPED_DATA_ABOUT[args.name])
+    return EXIT_OK
+
+
+def _write_decompressed(source, target):
+    """Write the gzip file ``source`` (a package resource) decompressed to ``target``,
+    atomically; returns its number of lines (the data set's rows)."""
+    lines = 0
+
+    def write(handle):
+        nonlocal lines
+        with source.open("rb") as packed, gzip.GzipFile(fileobj=packed) as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                handle.write(block)
+                lines += block.count(b"\n")
+
+    write_atomically(target, write)
+    return lines
+
+
+COMMANDS = {
+    "train": train_command,
+    "predict": predict_command,
+    "info": info_command,
+    "demo": demo_command,
+    "data": data_command,
+}
 
 
 def main(argv=None, out=print):
@@ -476,7 +667,14 @@ def main(argv=None, out=print):
     debug = "--debug" in argv
     args = None
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help or --version, printed: argparse's status (0)
+            return done.code
+        if args.command is None:  # a bare gpusvm: the usage and the commands, and a usage status
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
         return COMMANDS[args.command](args, out)
     except UsageError as error:
         print(f"{error.prog}: error: {error}", file=sys.stderr)
@@ -502,6 +700,8 @@ def _interrupted(args):
 
 
 def _one_line(error):
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:  # "[Errno 13] ...: 'x'"
+        return f"{str(error.filename)!r}: {error.strerror}."
     lines = str(error).strip().splitlines() or [type(error).__name__]
     more = " (--debug shows more)" if len(lines) > 1 else ""
     return lines[0] + more

@@ -454,8 +454,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                 gamma = resolve_gamma(self.gamma, X_rows[: train.size])  # the training rows come first
                 if self.kernel != "rbf":  # past fit and its _fit_context
                     warn_if_far_from_centre(self, row_statistics(X_rows[: train.size]), stacklevel=3)
-                X_dev, kernel_dtype = kernel_training_copy(
-                    X_rows, kernel_dtype=self.kernel_dtype, **self._kernel_settings(gamma)
+                X_dev, kernel_dtype = kernel_training_copy(  # X_rows is the fit's own copy (reordered)
+                    X_rows, kernel_dtype=self.kernel_dtype, overwrite_x=True, **self._kernel_settings(gamma)
                 )
                 del X_rows  # a device's memory holds one copy of X's rows
                 self.kernel_dtype_ = kernel_dtype.name

@@ -216,7 +216,6 @@ USAGE_ERRORS = {
     "bad option type": (["train", "--solver", "ftrl", "--max-iter", "many", "DATA"], "'max_iter' parameter"),
     "bad n-features": (["train", "--n-features", "0", "DATA"], "--n-features must be at least 1"),
     "no data": (["train"], "the following arguments are required: DATA"),
-    "no command": ([], "the following arguments are required"),
     "unknown backend": (["info", "--backend", "tpu"], "invalid choice: 'tpu'"),
     "probability from an SVM": (["predict", "--probability", "PEGASOS", "DATA"], "--probability needs a logistic"),
 }
@@ -257,7 +256,7 @@ def test_file_errors_exit_1_with_one_line(adult_files, tmp_path, capsys):
         ("train", folder / "train.svm", tmp_path / "missing" / "m.model"): "does not exist",
         ("train", folder / "train.svm", tmp_path): "is a folder; give a file name",
         ("predict", folder / "train.svm", folder / "test.svm"): "not a gpusvm model file",
-        ("predict", tmp_path / "missing.model", folder / "test.svm"): "No such file",
+        ("predict", tmp_path / "missing.model", folder / "test.svm"): "does not exist: give a model file",
         ("predict", model, tmp_path / "wide.svm"): "has feature index 400, but the model takes",
         ("predict", model, tmp_path / "garbage.svm"): "is not a LIBSVM/svmlight file",
     }

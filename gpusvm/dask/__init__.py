@@ -1,4 +1,4 @@
-"""gpusvm's solvers on a dask.distributed cluster (``pip install "gpusvm[dask]"``).
+"""gpusvm's solvers on a dask.distributed cluster (from a checkout: ``pip install -e ".[dask]"``).
 
 The estimators take the single-node estimators' parameters and train on dask arrays or
 dataframes whose chunks are NumPy or CuPy arrays or SciPy/cupyx CSR matrices, where

@@ -220,7 +220,9 @@ def float32_kernel_error(statistics, *, kernel, gamma, degree=3, coef0=0.0):
     return degree * eps * largest_product / (gamma * spread)
 
 
-def kernel_training_copy(X, *, kernel, gamma, degree=3, coef0=0.0, kernel_dtype="auto", parameter="kernel_dtype"):
+def kernel_training_copy(
+    X, *, kernel, gamma, degree=3, coef0=0.0, kernel_dtype="auto", parameter="kernel_dtype", overwrite_x=False
+):
     """X as the kernel values of a fit are computed from it.
 
     Parameters
@@ -235,6 +237,9 @@ def kernel_training_copy(X, *, kernel, gamma, degree=3, coef0=0.0, kernel_dtype=
     parameter : str or None
         The estimator's parameter that set ``kernel_dtype``, named in the warning; None
         when it is X's own dtype.
+    overwrite_x : bool
+        Whether X, when it is centred in its own dtype, may be centred in place (the
+        caller's own copy: on a device, one copy of the rows fewer at the peak).
 
     Returns
     -------
@@ -253,7 +258,7 @@ def kernel_training_copy(X, *, kernel, gamma, degree=3, coef0=0.0, kernel_dtype=
         dtype = float32_or_float64(
             statistics, kernel_dtype, parameter, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0
         )
-    return kernel_copy(X, centre, dtype), dtype
+    return kernel_copy(X, centre, dtype, overwrite_x=overwrite_x), dtype
 
 
 def float32_or_float64(statistics, kernel_dtype, parameter="kernel_dtype", *, kernel, gamma, degree=3, coef0=0.0):
@@ -269,20 +274,22 @@ def float32_or_float64(statistics, kernel_dtype, parameter="kernel_dtype", *, ke
     return np.dtype(np.float32)
 
 
-def kernel_copy(X, centre, dtype):
-    """X in ``dtype``, less ``centre`` (None: not centred); X itself when neither changes it."""
+def kernel_copy(X, centre, dtype, overwrite_x=False):
+    """X in ``dtype``, less ``centre`` (None: not centred); X itself when neither changes
+    it, or when ``overwrite_x`` and X is centred in its own dtype, in place."""
     if centre is not None:
-        return _centred(X, centre, dtype)
+        return _centred(X, centre, dtype, out=X if overwrite_x and X.dtype == dtype else None)
     if X.dtype != dtype:  # no copy=False: cupyx sparse astype lacks it before CuPy 14.2
         X = X.astype(dtype)
     return X
 
 
-def _centred(X, centre, dtype):
-    """``X - centre`` in ``dtype``, subtracted in float64 block by block."""
+def _centred(X, centre, dtype, out=None):
+    """``X - centre`` in ``dtype``, subtracted in float64 block by block, into ``out``
+    (which may be X)."""
     xp = namespace_of(X)
     centre = xp.asarray(centre)
-    out = xp.empty(X.shape, dtype=dtype)
+    out = xp.empty(X.shape, dtype=dtype) if out is None else out
     for block in _row_blocks(X):
         out[block] = (X[block].astype(np.float64) - centre).astype(dtype)
     return out
