@@ -1,7 +1,6 @@
 """gpusvm.datasets.make_deformed_mnist: MNIST8M-like rows, a pure function of the seed and
 the row number, on both backends; the digits keep their labels."""
 
-
 import numpy as np
 import pytest
 from scipy import ndimage
