@@ -61,6 +61,8 @@ def test_rbf_prediction_centres_rows_far_from_the_origin(standardized):
     np.testing.assert_allclose(model.decision_function(X_test + shift), expected, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:.*sit far from their mean:UserWarning")  # on purpose: features near 100
+@pytest.mark.filterwarnings("ignore:.*water level:sklearn.exceptions.ConvergenceWarning")  # one epoch of them
 def test_linear_kernel_on_shifted_rows_picks_float64_and_float32_warns(standardized):
     X, y, _, _ = standardized
     shifted = X + 100.0  # the sweep's linear case: features near 100, unit spread

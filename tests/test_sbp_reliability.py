@@ -21,6 +21,13 @@ from gpusvm._estimator.convergence import warn_if_level_not_positive
 from gpusvm.kernel_functions import resolve_gamma
 
 
+# rows far from zero on purpose: the warning about them is tested once, on its own
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*sit far from their mean:UserWarning"),
+    pytest.mark.filterwarnings("ignore:.*water level of .* after 1 epochs:sklearn.exceptions.ConvergenceWarning"),
+]
+
+
 def far_from_zero(offset, n_classes=2, n_rows=400):
     """Classes of unit spread whose features sit near ``offset``: the training rows, then
     as many test rows."""

@@ -333,6 +333,7 @@ def test_streamed_pegasos_stops_when_the_progressive_objective_stops_improving(b
     assert forced.n_iter_ == 7 == len(forced.objective_curve_)
 
 
+@pytest.mark.filterwarnings("ignore:PegasosSVC.fit_chunks.*came in chunks:UserWarning")  # sorted on purpose
 def test_streamed_pegasos_balances_classes_over_the_stream(backend):
     # rows grouped by label: each chunk holds one class, so weights balanced per chunk are all 1
     from sklearn.utils.class_weight import compute_class_weight
