@@ -7,7 +7,7 @@ import numpy as np
 from .._backend import check_device_memory, issparse
 from .._instrumentation import nvtx_range
 from .._validation import to_backend
-from ..kernel_functions import compute_layout, kernel_block, prediction_centre, squared_row_norms
+from ..kernel_functions import compute_layout, kernel_block, kernel_copy, prediction_centre, squared_row_norms
 from .base import scores_like_input
 
 _PREDICT_BLOCK_ELEMENTS = 2**25  # kernel block size at prediction (256 MiB in float64)
@@ -57,7 +57,7 @@ class KernelModelMixin:
         # rbf on dense rows: both sides centred on the vectors' mean, so that rows far from
         # the origin keep their distances' digits (the kernel is invariant to translation)
         centre = prediction_centre(support_vectors, self.kernel) if not issparse(X_dev) else None
-        support_vectors = _shifted(support_vectors, centre, X.dtype)
+        support_vectors = kernel_copy(support_vectors, centre, X.dtype)
         dual_coef = xp.asarray(self.dual_coef_)
         intercept = xp.asarray(self.intercept_)
         scores = xp.empty((X.shape[0], dual_coef.shape[0]))
@@ -68,7 +68,7 @@ class KernelModelMixin:
             chunk = max(1, _PREDICT_BLOCK_ELEMENTS // support_vectors.shape[0])
             for start in range(0, X.shape[0], chunk):
                 block = kernel_block(
-                    _shifted(X_dev[start : start + chunk], centre, X.dtype),
+                    kernel_copy(X_dev[start : start + chunk], centre, X.dtype),
                     support_vectors,
                     kernel=self.kernel,
                     gamma=self.gamma_,
@@ -78,11 +78,3 @@ class KernelModelMixin:
                 )
                 scores[start : start + chunk] = block @ dual_coef.T + intercept
         return scores_like_input(scores, X)
-
-
-def _shifted(rows, centre, dtype):
-    """``rows - centre`` (subtracted in float64) in ``dtype``; ``rows`` in ``dtype`` when
-    ``centre`` is None."""
-    if centre is None:
-        return rows if rows.dtype == dtype else rows.astype(dtype)
-    return (rows.astype(np.float64) - centre).astype(dtype)
