@@ -5,36 +5,33 @@ order of the solvers between repeats. Records test accuracy, the primal objectiv
 ``lam/2 (||w||^2 + b^2) + mean hinge`` (the bias regularized, as LIBLINEAR and Pegasos
 treat it; SGDClassifier's own objective leaves it out) and fit time (median of repeats).
 Snap ML's linear SVM (its CPU solver, and its GPU solver with the cupy backend) runs
-beside them when it is importable, and is reported as missing otherwise (``bench/_peers.py``). Accuracy and
+beside them when it is importable, and is reported as missing otherwise (``bench/peers.py``). Accuracy and
 objective are computed here from each model's weights, the same way for every solver.
 
-    python bench/adult_linear.py [--backends numpy cupy] [--repeats 3] [--quick]
+    python -m bench.adult_linear [--backends numpy cupy] [--repeats 3] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (
+from bench.common import (
     TimeLimit,
     binary_accuracy,
     binary_svm_objective,
     linear_weights,
     median,
-    report,  # noqa: E402
+    report,
     timed_fit,
 )
-from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # noqa: E402
+from bench.peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit
 
-from gpusvm import PegasosSVC  # noqa: E402
-from gpusvm.datasets import load_adult  # noqa: E402
+from gpusvm import PegasosSVC
+from gpusvm.datasets import load_adult
 
 C = 1.0
 

@@ -18,23 +18,19 @@ workers, and a data set larger than one worker's memory limit trained across wor
    rows whose CSR size exceeds one worker's ``memory_limit``, across three workers that
    each hold a third.
 
-    python bench/dask_scaling.py [--quick] [--parts rounds,scaling,capacity]
+    python -m bench.dask_scaling [--quick] [--parts rounds,scaling,capacity]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from _common import report  # noqa: E402
-from _hashed_stream import HashedStream  # noqa: E402
+from bench.common import report
+from bench.datasets import HashedStream
 
 
 class _Echo:
@@ -341,7 +337,7 @@ def main():
     scaling_rows = scaling(args.quick) if "scaling" in parts else []
     capacity_results = capacity(args.quick) if "capacity" in parts else []
     payload = {
-        "dataset": "Adult (shipped) and the hashed click-log stream (bench/_hashed_stream.py, 2^20 columns)",
+        "dataset": "Adult (shipped) and the hashed click-log stream (bench/datasets.py's HashedStream, 2^20 columns)",
         "parameters": {"quick": args.quick, "note": "LocalCluster worker processes, 1 thread each, NumPy backend"},
         "rounds": round_rows,
         "capacity": capacity_results,

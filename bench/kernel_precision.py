@@ -11,24 +11,21 @@ overflow). The per-kernel tolerances in ``gpusvm/kernel_functions/_precision.py`
 read off this table: where float32's accuracy leaves float64's, the bound must be
 above the tolerance.
 
-    python bench/kernel_precision.py [--quick]
+    python -m bench.kernel_precision [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
-from pathlib import Path
 
 from sklearn.datasets import make_classification
 from sklearn.svm import SVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report  # noqa: E402
+from bench.common import report
 
-from gpusvm import SBPClassifier  # noqa: E402
-from gpusvm.kernel_functions import FLOAT32_KERNEL_TOLERANCE, float32_kernel_error, row_statistics  # noqa: E402
+from gpusvm import SBPClassifier
+from gpusvm.kernel_functions import FLOAT32_KERNEL_TOLERANCE, float32_kernel_error, row_statistics
 
 SHIFTS = [0.0, 2.0, 5.0, 10.0, 20.0, 100.0, 1e4]
 SCALES = [1e-20, 1e-30]

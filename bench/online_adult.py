@@ -12,24 +12,21 @@ The online solvers run ``--epochs`` shuffled epochs at ``--batch-size``. TG trun
 number of nonzero weights and fit time, a table at ``--table-lambda``, and the survey's
 comparison as a plot: accuracy and log loss against the number of nonzero weights.
 
-    python bench/online_adult.py [--backends numpy cupy] [--quick]
+    python -m bench.online_adult [--backends numpy cupy] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, markdown_table, timed_fit, write_results  # noqa: E402
+from bench.common import TimeLimit, markdown_table, timed_fit, write_results
 
-from gpusvm import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier  # noqa: E402
-from gpusvm.datasets import load_adult  # noqa: E402
+from gpusvm import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier
+from gpusvm.datasets import load_adult
 
 LAMBDAS = [0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2]
 

@@ -5,7 +5,7 @@ FOBOSClassifier and RDAClassifier at batch sizes 32, 256, 1024 and 'auto' (every
 else at its default, five epochs), and of SGDClassifier(loss='log_loss') at its defaults
 (it stops on its own tol) and for one epoch, on four data sets: Adult; a hashed
 census-like stream (200,000 training rows of 40 categorical fields hashed into 2^18
-columns, ``_hashed_stream.py``; 200,000 fresh rows to test); and two small ones, Adult's
+columns, ``bench/datasets.py``'s ``HashedStream``; 200,000 fresh rows to test); and two small ones, Adult's
 first 2,000 rows (tested on Adult's test set) and half of scikit-learn's breast cancer
 data, standardized (284 rows, tested on the other half). It chose the batch-size
 defaults: 'auto' is the stream batch (1024 for FTRL, 256 for the others) on the two large
@@ -13,15 +13,13 @@ sets and an epoch of 16 steps on the small ones; the ``batch`` column gives the 
 each fit ran at. NumPy backend, the order of the learners alternating between repeats,
 median fit time.
 
-    python bench/online_defaults.py [--repeats 3] [--quick]
+    python -m bench.online_defaults [--repeats 3] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -31,12 +29,11 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import median, report, timed_fit  # noqa: E402
-from _hashed_stream import HashedStream  # noqa: E402
+from bench.common import median, report, timed_fit
+from bench.datasets import HashedStream
 
-from gpusvm import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier  # noqa: E402
-from gpusvm.datasets import load_adult  # noqa: E402
+from gpusvm import FOBOSClassifier, FTRLClassifier, RDAClassifier, TruncatedGradientClassifier
+from gpusvm.datasets import load_adult
 
 RULES = (FTRLClassifier, TruncatedGradientClassifier, FOBOSClassifier, RDAClassifier)
 BATCH_SIZES = (32, 256, 1024, "auto")

@@ -3,7 +3,7 @@
 Two streams, each learned in one pass through ``partial_fit`` (river: ``learn_one``):
 
 * Adult (the embedded copy, 32,561 rows, about 14 nonzeros per row), median of repeats;
-* a synthetic hashed click stream (``_hashed_stream.py``: 10 million rows by default, 20
+* a synthetic hashed click stream (``bench/datasets.py``'s ``HashedStream``: 10 million rows by default, 20
   categorical fields hashed into 2**20 columns, labels drawn from a known logistic model),
   fed in chunks of 500,000 rows that every library receives in the same order. River, one
   example at a time in Python, learns from the first ``--river-rows`` rows only.
@@ -14,25 +14,22 @@ held-out rows: test log loss and accuracy (for the synthetic stream beside the t
 model's log loss, the floor). All FTRL runs share ``alpha=0.1, beta=1, l1=1, l2=1``;
 river's intercept is learned by its own SGD (``intercept_lr=0.01``), gpusvm's by FTRL.
 
-    python bench/online_throughput.py [--backends numpy cupy] [--stream-rows 10000000] [--quick]
+    python -m bench.online_throughput [--backends numpy cupy] [--stream-rows 10000000] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import SGDClassifier
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, markdown_table, median, write_results  # noqa: E402
-from _hashed_stream import HashedStream  # noqa: E402
+from bench.common import TimeLimit, markdown_table, median, write_results
+from bench.datasets import HashedStream
 
-from gpusvm import FTRLClassifier  # noqa: E402
-from gpusvm.datasets import load_adult  # noqa: E402
+from gpusvm import FTRLClassifier
+from gpusvm.datasets import load_adult
 
 FTRL = dict(alpha=0.1, beta=1.0, l1=1.0, l2=1.0)
 SGD = dict(loss="log_loss", penalty="l2", alpha=1e-4, random_state=0)  # scikit-learn's defaults

@@ -23,7 +23,7 @@ Data: Adult and the 1M-row sparse synthetic problem of ``linear_objective.py``.
 ``--update`` runs only the data sets and batch sizes given and keeps the recorded
 result's other rows (each row keeps the caps it ran under).
 
-    python bench/pegasos_steps.py [--datasets adult synthetic] [--batch-sizes 32 64 256 1024 2048]
+    python -m bench.pegasos_steps [--datasets adult synthetic] [--batch-sizes 32 64 256 1024 2048]
                                   [--backends numpy] [--update] [--quick]
 """
 
@@ -32,17 +32,24 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, TimeLimit, markdown_table, result_stem, timed_fit, write_results  # noqa: E402
-from linear_objective import C, GAPS, cached_reference, load  # noqa: E402
+from bench.common import (
+    GAPS,
+    LINEAR_C,
+    RESULTS,
+    TimeLimit,
+    cached_reference,
+    markdown_table,
+    result_stem,
+    timed_fit,
+    write_results,
+)
+from bench.datasets import linear_svm_rows, load
 
-from gpusvm import PegasosSVC  # noqa: E402
-from gpusvm.solvers.pegasos import steps_per_epoch  # noqa: E402
+from gpusvm import PegasosSVC
+from gpusvm.solvers.pegasos import steps_per_epoch
 
 # 32, 256, 1,024 and 2,048 are batch sizes the roofline times on a GPU (ci/gpu.sh graphs); 64 is the default
 BATCH_SIZES = (32, 64, 256, 1024, 2048)
@@ -56,7 +63,7 @@ def run_steps(X, y, batch_size, max_steps, max_rows, backend):
     one); returns the steps and the objective at each epoch end, and the fit seconds."""
     per_epoch = steps_per_epoch(X.shape[0], batch_size)
     epochs = max(1, math.ceil(min(max_steps, max_rows // batch_size) / per_epoch))
-    model = PegasosSVC(C=C, batch_size=batch_size, max_iter=epochs, tol=None, random_state=0, backend=backend)
+    model = PegasosSVC(C=LINEAR_C, batch_size=batch_size, max_iter=epochs, tol=None, random_state=0, backend=backend)
     seconds = timed_fit(model, X, y, backend)
     return per_epoch * np.arange(1, epochs + 1), np.asarray(model.objective_curve_), seconds
 
@@ -164,8 +171,8 @@ def main():
     rows, curves = recorded_runs(backend) if args.update and not args.quick else ({}, {})
     with TimeLimit() as limit:
         for dataset in args.datasets:
-            X, y, _, _ = load(dataset, args.rows, args.quick)
-            key = f"{dataset} n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} C={C}"
+            X, y, _, _ = load(dataset, **linear_svm_rows(dataset, args.rows, args.quick))
+            key = f"{dataset} n={X.shape[0]} d={X.shape[1]} nnz={X.nnz} C={LINEAR_C}"
             optimum = cached_reference(key, X, y, 512, args.quick)["objective"]
             for batch_size in args.batch_sizes:
                 run_caps = caps[dataset], MAX_ROWS_VISITED[dataset]
@@ -192,7 +199,7 @@ def main():
         "",
         *markdown_table(columns, rows),
         "",
-        f"C = {C}, tol=None, random_state=0, PegasosSVC's other defaults (averaged, projected, with an "
+        f"C = {LINEAR_C}, tol=None, random_state=0, PegasosSVC's other defaults (averaged, projected, with an "
         "intercept); one fit per row, to the cap of steps or of rows visited that the JSON keeps with it. Steps "
         "to a gap: the first epoch end at or under it (so to within one epoch's steps); empty: not reached "
         "within the steps run. The steps are the same on every backend; the time a step takes at each batch "
@@ -200,7 +207,7 @@ def main():
     ]
     payload = {
         "dataset": {"names": sorted({row["dataset"] for row in rows}), "synthetic_rows": args.rows},
-        "parameters": {"C": C, "quick": args.quick, "random_state": 0},
+        "parameters": {"C": LINEAR_C, "quick": args.quick, "random_state": 0},
         "results": rows,
         "curves": [{"dataset": d, "batch_size": b, "points": curves[d, b]} for d, b in sorted(curves)],
         "stopped_at_time_limit": limit.reached,

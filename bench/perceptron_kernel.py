@@ -8,23 +8,20 @@ Records the test error and the kernel evaluations after each epoch, at the kerne
 "no bias" setting of ``sbp_kernel.py`` (the Perceptron has no bias), so that
 ``make_report.py`` draws these curves into the same panels as SBP's and Kernel Pegasos'.
 
-    python bench/perceptron_kernel.py [--datasets adult mnist8] [--epochs 4] [--quick]
+    python -m bench.perceptron_kernel [--datasets adult mnist8] [--epochs 4] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import device_tag, markdown_table, write_results  # noqa: E402
-from sbp_kernel import SETTINGS, load  # noqa: E402
+from bench.common import PAPER_SETTINGS, device_tag, markdown_table, write_results
+from bench.datasets import kernel_svm_rows, load
 
-from gpusvm.kernel_functions import kernel_block, squared_row_norms  # noqa: E402
+from gpusvm.kernel_functions import kernel_block, squared_row_norms
 
 
 def test_error(X, support, coefficients, X_test, y_test, gamma, positive):
@@ -79,8 +76,8 @@ def main():
     epochs = 2 if args.quick else args.epochs
     curves, rows = [], []
     for name in args.datasets:
-        setting = next(s for s in SETTINGS[name] if not s["fit_intercept"])
-        X, y, X_test, y_test = load(name, args.quick)
+        setting = next(s for s in PAPER_SETTINGS[name] if not s["fit_intercept"])
+        X, y, X_test, y_test = load(name, **kernel_svm_rows(name, args.quick))
         print(name, X.shape, setting, flush=True)
         points = perceptron_curve(X, y, X_test, y_test, 1 / (2 * setting["sigma2"]), epochs)
         curves.append(

@@ -10,25 +10,22 @@ fold fits, the calibration and the final fit). The kernel settings are the SBP p
 for Adult with a bias (gamma = 1 / (2 * 100), C = 100, SBP's nu read off that SVC:
 5.79e-4, see sbp_kernel.py); the linear SVM uses C = 1.
 
-    python bench/probability.py [--backends numpy cupy] [--quick]
+    python -m bench.probability [--backends numpy cupy] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
-from pathlib import Path
 
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.metrics import accuracy_score, brier_score_loss, log_loss
 from sklearn.svm import SVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report, timed_fit  # noqa: E402
+from bench.common import report, timed_fit
 
-from gpusvm import KernelPegasosSVC, PegasosSVC, SBPClassifier  # noqa: E402
-from gpusvm.datasets import load_adult  # noqa: E402
+from gpusvm import KernelPegasosSVC, PegasosSVC, SBPClassifier
+from gpusvm.datasets import load_adult
 
 GAMMA, C, NU = 1.0 / 200.0, 100.0, 5.79e-4
 

@@ -20,7 +20,7 @@ can capture with CUDA graphs (``GPUSVM_CUDA_GRAPHS``; :mod:`gpusvm._device.step_
 for PegasosSVC at the batch sizes its fused kernel takes (up to 1,024 rows), with fused
 steps: a block of steps in one launch (``GPUSVM_FUSED_STEPS``).
 
-    python bench/roofline.py [--backends numpy cupy] [--rows 1000000] [--stream-rows 10000000] [--quick]
+    python -m bench.roofline [--backends numpy cupy] [--rows 1000000] [--stream-rows 10000000] [--quick]
 """
 
 from __future__ import annotations
@@ -28,40 +28,27 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, report, timed_run  # noqa: E402
-from _hashed_stream import HashedStream  # noqa: E402
-from scaling import make_data  # noqa: E402
+from bench.common import TimeLimit, copy_bandwidth, report, timed_run
+from bench.datasets import HashedStream, make_linear_rule
 
-from gpusvm._backend import get_namespace  # noqa: E402
-from gpusvm._device.step_blocks import FUSED_ENV_VARIABLE, GRAPH_ENV_VARIABLE  # noqa: E402
-from gpusvm._validation import to_backend  # noqa: E402
-from gpusvm.solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper  # noqa: E402
+from gpusvm._backend import get_namespace
+from gpusvm._device.step_blocks import FUSED_ENV_VARIABLE, GRAPH_ENV_VARIABLE
+from gpusvm._validation import to_backend
+from gpusvm.solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, make_steps as online_steps
 from gpusvm.solvers.pegasos import (
     PegasosProblem,
     PegasosState,
     fits_fused_steps,
-    pegasos_stepper,  # noqa: E402
+    make_steps as pegasos_steps,
     steps_per_epoch,
 )
 
 BATCH_SIZES = (32, 256, 2048, 16384, 65536)
 FTRL = OnlineRule("ftrl", l1=1.0, l2=1.0, alpha=0.1, beta=1.0)  # FTRLClassifier's defaults
 INDEX_BYTES = 4
-
-
-def copy_bandwidth(backend):
-    """Bytes a second of copying a 512 MiB array (read plus write), best of 5."""
-    xp = get_namespace(backend)
-    source = xp.ones(2**26)
-    target = xp.empty_like(source)
-    best = min(timed_run(lambda: target.__setitem__(Ellipsis, source), backend) for _ in range(5))
-    return 2 * source.nbytes / best
 
 
 def pegasos_pass(X, y, batch_size, backend):
@@ -80,7 +67,7 @@ def pegasos_pass(X, y, batch_size, backend):
         weight_by_step=True,
         seed=0,
     )
-    stepper = pegasos_stepper(problem, PegasosState.zeros(1, X.shape[1] + 1, X.dtype, xp), backend)
+    stepper = pegasos_steps(problem, xp, state=PegasosState.zeros(1, X.shape[1] + 1, X.dtype, xp))
     n_steps = steps_per_epoch(n, batch_size)
     stepper.run_steps(1)  # compiles and warms up; not timed
     seconds = timed_run(lambda: stepper.run_steps(n_steps), backend)
@@ -99,7 +86,7 @@ def ftrl_pass(X, y, batch_size, backend):
         batch_size=batch_size,
         fit_intercept=True,
     )
-    stepper = online_stepper(problem, OnlineState.zeros(1, X.shape[1], xp), xp)
+    stepper = online_steps(problem, xp, state=OnlineState.zeros(1, X.shape[1], xp))
     stepper.start_epoch(None)
     stepper.run_batches(range(0, min(batch_size, n), batch_size))  # compiles and warms up; not timed
     seconds = timed_run(lambda: stepper.run_batches(range(0, n, batch_size)), backend)
@@ -148,7 +135,7 @@ def main():
     rows = 20_000 if args.quick else args.rows
     stream_rows = rows if args.quick or args.stream_rows is None else args.stream_rows
     batch_sizes = [32, 2048] if args.quick else args.batch_sizes
-    X_sparse, y_sparse = make_data("linear", rows, 10_000 if args.quick else 100_000, seed=1)
+    X_sparse, y_sparse = make_linear_rule("linear", rows, 10_000 if args.quick else 100_000, seed=1)
     stream = HashedStream(stream_rows, chunk_rows=stream_rows)
     X_hashed, y_hashed = stream.chunk(0)
     data = {

@@ -3,7 +3,7 @@
 A new user's first fit: every solver at its defaults (``gamma='scale'`` for all three, the
 same rule; SBP's ``nu='auto'`` reads ``nu`` off a pilot SVC with ``C = 1`` on a subsample,
 and its time is part of SBP's fit), timed on the host after an untimed fit of each on
-about 300 rows of every class (``bench/_peers.py``), one after another in one run; a fit
+about 300 rows of every class (``bench/peers.py``), one after another in one run; a fit
 under ``SHORT_FIT`` seconds is timed ``SHORT_FIT_RUNS`` times and its median kept (every
 solver alike: a shared machine's noise is a large share of a tenth of a second). The
 first one-vs-one SBP fit of a fresh process costs more (Numba's import and cache):
@@ -18,63 +18,30 @@ digit 8 against the rest, and its first 20,000 and 6,000 with all ten digits (pi
 float32, tested on all 10,000 test rows); KEEL magic, letter, penbased, satimage,
 texture and optdigits (``bench/get_data.sh``; standardized, a stratified quarter tested).
 
-    python bench/sbp_defaults.py [--datasets adult magic ...] [--quick]
+    python -m bench.sbp_defaults [--datasets adult magic ...] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from sklearn.svm import SVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report  # noqa: E402
-from _peers import timed_peer_fit  # noqa: E402
+from bench.common import report
+from bench.datasets import load
+from bench.peers import timed_peer_fit
 
-from gpusvm import KernelPegasosSVC, SBPClassifier  # noqa: E402
-from gpusvm.datasets import load_adult, load_keel, load_mnist  # noqa: E402
+from gpusvm import KernelPegasosSVC, SBPClassifier
 
-# MNIST data sets: name -> (training rows, the digit against the rest or None for all ten)
-MNIST = {
-    "mnist8-20k": (20_000, 8),
-    "mnist8-10k": (10_000, 8),
-    "mnist10-20k": (20_000, None),
-    "mnist10-6k": (6_000, None),
-}
 KEEL = ["magic", "letter", "penbased", "satimage", "texture", "optdigits"]
-DATASETS = ["adult", *MNIST, *KEEL]
+DATASETS = ["adult", "mnist8-20k", "mnist8-10k", "mnist10-20k", "mnist10-6k", *KEEL]  # bench.datasets' names
 QUICK_ROWS = 2_000
 LARGE_ROWS = 20_000  # from here on SBP's fit is to take at most 0.5 times SVC's, below 1.5
 TARGET_RATIO = {True: 0.5, False: 1.5}  # large data set: most of SVC's fit time
 TARGET_POINTS = 0.002  # test error at most SVC's + 0.2 point
 SHORT_FIT, SHORT_FIT_RUNS = 2.0, 3  # fits shorter than this many seconds: the median of this many
-
-
-def load(name, quick):
-    if name in MNIST:
-        rows, digit = MNIST[name]
-        X, y, X_test, y_test = mnist()
-        if digit is not None:
-            y, y_test = np.where(y == digit, 1, -1), np.where(y_test == digit, 1, -1)
-    elif name == "adult":
-        X, y, X_test, y_test = load_adult()
-        rows = X.shape[0]
-    else:
-        X, y, X_test, y_test = load_keel(name)
-        rows = X.shape[0]
-    rows = min(rows, QUICK_ROWS) if quick else rows
-    return X[:rows], y[:rows], X_test, y_test
-
-
-@functools.cache
-def mnist():
-    """MNIST, read once for all its subsets (the callers slice it, never write to it)."""
-    return load_mnist()
 
 
 def solvers():
@@ -99,7 +66,7 @@ def timed_fit(model, X, y):
 
 def run(name, quick):
     """One row per solver on one data set."""
-    X, y, X_test, y_test = load(name, quick)
+    X, y, X_test, y_test = load(name, train_rows=QUICK_ROWS if quick else None)
     common = {"dataset": name, "n_train": X.shape[0], "classes": int(np.unique(y).size)}
     rows, svc_seconds, svc_error = [], None, None
     for solver, model in solvers().items():

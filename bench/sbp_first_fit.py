@@ -2,7 +2,7 @@
 default, forced compiled, and forced NumPy (issue 47).
 
 One-vs-one SBP steps its pairs on the host in functions compiled by Numba
-(``gpusvm/solvers/sbp/_pairs_compiled.py``) or in NumPy: the first use of the compiled
+(``gpusvm/solvers/sbp/pairs/_compiled.py``) or in NumPy: the first use of the compiled
 ones in a process imports Numba and loads them from Numba's cache, which the warmed-up
 fits of ``bench/sbp_defaults.py`` do not count, so by default a process's fits take the
 NumPy steps until their work would pay for that (``use_compiled_steps``). Here each data
@@ -13,7 +13,7 @@ is timed once, in the first row (compiled, its cache emptied into a fresh folder
 ``NUMBA_CACHE_DIR``). The process's imports are outside the times. The fits are on the
 host (``backend='numpy'``) wherever this runs: the compiled steps are the host's.
 
-    python bench/sbp_first_fit.py [--datasets penbased ...] [--quick]
+    python -m bench.sbp_first_fit [--datasets penbased ...] [--quick]
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report  # noqa: E402
+from bench.common import report
 
 DATASETS = ["digits", "penbased", "satimage", "texture", "letter"]
 QUICK_ROWS = 1_000
@@ -53,7 +51,7 @@ for _ in range(2):
     SBPClassifier(random_state=0, backend="numpy").fit(X, y)  # the host's steps, on any machine
     seconds.append(time.perf_counter() - start)
     # the compiled steps' module is imported at their first use
-    steps.append("compiled" if "gpusvm.solvers.sbp._pairs_numba" in sys.modules else "NumPy")
+    steps.append("compiled" if "gpusvm.solvers.sbp.pairs._numba" in sys.modules else "NumPy")
 print(json.dumps({"rows": int(X.shape[0]), "classes": int(np.unique(y).size), "seconds": seconds, "steps": steps}))
 """
 # GPUSVM_COMPILED_STEPS: the settings compared, and their names in the table

@@ -38,7 +38,7 @@ budget), KernelPegasosSVC after the epochs that reached it there (``--quick``: o
 ``nu`` that the setting leaves to SVC comes from the CPU record of ``bench/sbp_kernel.py``
 (a quick run fits SVC if there is none).
 
-    python bench/sbp_fit_phases.py [--datasets adult mnist8 mnist10 letter]
+    python -m bench.sbp_fit_phases [--datasets adult mnist8 mnist10 letter]
                                    [--solvers sbp kernel_pegasos]
                                    [--backends cupy] [--quick] [--rows N]
 """
@@ -47,28 +47,30 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import time
 import traceback
 from collections import Counter, defaultdict
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import nvtx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from bench.common import (
+    PAPER_SETTINGS,
     TimeLimit,
+    first_budget,
     gpu_facts,
+    kernel_pegasos_model,
+    peak_bandwidth,
     report,
     sbp_kernel_values_source,
+    sbp_model,
+    svc_reference,
     synchronize_device,
     timed_fit,
     timed_run,
 )
-from sbp_kernel import SETTINGS, first_budget, kernel_pegasos_model, load, sbp_model, svc_reference  # noqa: E402
-from sbp_step import peak_bandwidth  # noqa: E402
+from bench.datasets import kernel_svm_rows, load
 
 BATCH_SIZE = 64
 CACHE_MB = 8000
@@ -158,9 +160,9 @@ def matrix_floors(X, dtype):
 
 def measure(args, name, rows):
     """Each solver's fit on data set ``name`` (those with a target there), into ``rows``."""
-    X, y, X_test, y_test = load(name, args.quick)
+    X, y, X_test, y_test = load(name, **kernel_svm_rows(name, args.quick))
     X, y = X[: args.rows], y[: args.rows]
-    setting = SETTINGS[name][0]
+    setting = PAPER_SETTINGS[name][0]
     for backend in args.backends:
         if "sbp" in args.solvers:
             if setting["nu"] is None:
@@ -267,7 +269,7 @@ def main():
 
 
 def write_report(args, rows, stopped):
-    """The results so far (``rows``), as :func:`_common.report` writes them."""
+    """The results so far (``rows``), as :func:`bench.common.report` writes them."""
     for row in rows:
         row.setdefault("share", None)
         row.setdefault("note", None)

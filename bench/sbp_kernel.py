@@ -17,7 +17,7 @@ n. Writes ``results/sbp_kernel_<datasets>-<device>.{json,md}`` and the paper's F
 
 The peers (at SVC's parameters; with the cupy backend ThunderSVM and torchkm on the GPU,
 otherwise ThunderSVM on every CPU core) run beside them on the two-class data sets when
-they are importable, and are reported as missing otherwise (``bench/_peers.py``).
+they are importable, and are reported as missing otherwise (``bench/peers.py``).
 
 * KEEL magic, letter and penbased (``bench/get_data.sh``), standardized: gamma = 1/d,
   C = 1, and the SVC's nu. On letter (26 classes) and penbased (10) both are one-vs-one
@@ -39,7 +39,7 @@ they are importable, and are reported as missing otherwise (``bench/_peers.py``)
   machine's CPU it takes minutes a data set. ``--svc-only`` makes such a record
   (``results/sbp_kernel_svc_<datasets>-<device>.json``) without the other solvers.
 
-Each peer is timed after an untimed fit on a few hundred rows (``bench/_peers.py``:
+Each peer is timed after an untimed fit on a few hundred rows (``bench/peers.py``:
 ThunderSVM loads its library and initializes CUDA at its first fit).
 
 Every SBP and KernelPegasos point records where the fit read its kernel values
@@ -47,79 +47,39 @@ Every SBP and KernelPegasos point records where the fit read its kernel values
 'products', computed each step; pairs trained in turn joined by '+'), which
 ``kernel_cache='auto'`` decides by the device's free memory.
 
-    python bench/sbp_kernel.py [--datasets adult mnist8 mnist10 magic letter] [--backends numpy cupy]
+    python -m bench.sbp_kernel [--datasets adult mnist8 mnist10 magic letter] [--backends numpy cupy]
         [--batch-sizes 1 64] [--float32] [--no-svc | --svc-only] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
-import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
-from sklearn.base import clone
-from sklearn.svm import SVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (
-    RESULTS,
+from bench.common import (
+    LARGE_BATCH,
+    PAPER_SETTINGS,
     TimeLimit,
+    error_rate,
+    first_budget,
+    kernel_pegasos_model,
     markdown_table,
+    n_problems,
     result_stem,
-    sbp_kernel_values_source,  # noqa: E402
+    sbp_kernel_values_source,
+    sbp_model,
+    svc_reference,
     timed_fit,
     write_results,
 )
-from _peers import MissingPeer, kernel_peers, timed_peer_fit  # noqa: E402
+from bench.datasets import kernel_svm_rows, load
+from bench.peers import MissingPeer, kernel_peers, timed_peer_fit
 
-from gpusvm import KernelPegasosSVC, SBPClassifier, nu_from_svc  # noqa: E402
-from gpusvm.datasets import KEEL_DATASETS, load_adult, load_keel, load_mnist, load_mnist_one_vs_rest  # noqa: E402
+from gpusvm import KernelPegasosSVC
 
-SETTINGS = {
-    "adult": [
-        {"setting": "no bias", "sigma2": 10.0, "C": 1.0, "nu": 1.10e-2, "fit_intercept": False},
-        {"setting": "bias", "sigma2": 100.0, "C": 100.0, "nu": 5.79e-4, "fit_intercept": True},
-    ],
-    "mnist8": [
-        {"setting": "no bias", "sigma2": 25.0, "C": 1.0, "nu": 2.21e-4, "fit_intercept": False},
-        {"setting": "bias", "sigma2": 25.0, "C": 1000.0, "nu": 6.42e-11, "fit_intercept": True},
-    ],
-    # KEEL, standardized: gamma = 1 / d (SVC's gamma='scale' there), C = 1, and SBP's nu
-    # read off the SVC (nu = None; for letter and penbased, the median over the pairs).
-    "magic": [{"setting": "bias", "sigma2": 5.0, "C": 1.0, "nu": None, "fit_intercept": True}],
-    "letter": [{"setting": "bias", "sigma2": 8.0, "C": 1.0, "nu": None, "fit_intercept": True}],
-    "penbased": [{"setting": "bias", "sigma2": 8.0, "C": 1.0, "nu": None, "fit_intercept": True}],
-    # all ten digits, one-vs-one: MNIST's kernel, SVC's C = 1 and intercept, nu read off the pairs' SVCs
-    "mnist10": [{"setting": "bias", "sigma2": 25.0, "C": 1.0, "nu": None, "fit_intercept": True}],
-}
 TARGET_MARGIN = 0.001  # "within 0.1 points" of SVC's test error
-LARGE_BATCH = 64
-
-
-def load(name, quick):
-    if name == "adult":
-        X, y, X_test, y_test = load_adult()
-        n_train = 3000 if quick else X.shape[0]
-    elif name in KEEL_DATASETS:
-        X, y, X_test, y_test = load_keel(name)
-        n_train = 2000 if quick else X.shape[0]
-    elif name == "mnist10":
-        X, y, X_test, y_test = load_mnist(dtype=np.float32)
-        n_train = 2000 if quick else X.shape[0]
-    else:
-        X, y, X_test, y_test = load_mnist_one_vs_rest(8)
-        X, X_test = X.astype(np.float32), X_test.astype(np.float32)
-        n_train = 2000 if quick else X.shape[0]
-    n_test = 2000 if quick else X_test.shape[0]
-    return X[:n_train], y[:n_train], X_test[:n_test], y_test[:n_test]
-
-
-def error(model, X, y):
-    return float(np.mean(model.predict(X) != y))
 
 
 def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_epochs, cache_mb, points):
@@ -135,7 +95,7 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
                 "kernel_evals": model.history_[-1]["kernel_evals"],
                 "seconds": seconds,
                 "epochs": model.n_iter_,
-                "test_error": error(model, X_test, y_test),
+                "test_error": error_rate(model, X_test, y_test),
                 "rows_computed": model.history_[-1]["kernel_rows_computed"],
                 "kernel_values_source": sbp_kernel_values_source(model),
                 "n_support": int(model.support_.size),
@@ -152,111 +112,6 @@ def sbp_curve(X, y, X_test, y_test, setting, batch_size, backend, target, max_ep
         budget *= 2
 
 
-def sbp_model(setting, batch_size, backend, max_epochs, budget, cache_mb, dtype):
-    """SBPClassifier at a setting (its ``nu`` resolved), stopped by ``budget`` kernel
-    evaluations or ``max_epochs``, with no holdout and its kernel values in ``dtype``."""
-    return SBPClassifier(
-        nu=setting["nu"],
-        gamma=1 / (2 * setting["sigma2"]),
-        fit_intercept=setting["fit_intercept"],
-        batch_size=batch_size,
-        max_iter=max_epochs,
-        validation_fraction=0.0,
-        tol=None,
-        max_kernel_evals=budget,
-        cache_size=cache_mb,
-        kernel_dtype=np.dtype(dtype).name,  # X's, as before kernel_dtype: --float32 compares the two
-        random_state=0,
-        backend=backend,
-    )
-
-
-def first_budget(y, n, batch_size):
-    """The smallest of a curve's doubling budgets of kernel evaluations."""
-    return n_problems(y) * n * max(batch_size, n // 64)
-
-
-def n_problems(y):
-    """1 for two classes, else the number of classes: the scale of the first kernel
-    evaluation budget (a one-vs-rest epoch over n rows is n_problems * n * n evaluations;
-    a one-vs-one epoch is fewer, so its doubling budgets start at a smaller share)."""
-    classes = np.unique(y).size
-    return 1 if classes == 2 else classes
-
-
-def fit_svc(setting, X, y, cache_mb):
-    """SVC at the setting's C and gamma as a user runs it (one-vs-one for more than two
-    classes), its fit seconds, and the ``nu`` at which SBP solves the same problem (for
-    more than two classes, the median over the SVCs of SBP's one-vs-one pairs, fitted
-    untimed)."""
-    svc = SVC(C=setting["C"], gamma=1 / (2 * setting["sigma2"]), cache_size=cache_mb)
-    seconds = timed_fit(svc, X, y, "numpy")
-    if n_problems(y) == 1:
-        return svc, seconds, nu_from_svc(svc, X, y)
-    return svc, seconds, median_nu(svc, X, y, "ovo")
-
-
-def recorded_svc(name, setting, n_train):
-    """SVC's result (``seconds``, ``test_error``, ``nu_from_svc``) for this data set,
-    setting and number of training rows from the newest CPU result of this script that
-    holds one, with the file it came from; None when no such result is recorded."""
-    found = []
-    for path in RESULTS.glob("sbp_kernel_*-cpu-*.json"):
-        if path.stem.endswith("-quick"):
-            continue
-        payload = json.loads(path.read_text())
-        for experiment in payload.get("experiments", []):
-            if (
-                experiment["dataset"] == name
-                and experiment["setting"] == setting["setting"]
-                and experiment["n_train"] == n_train
-                and experiment.get("C") == setting["C"]
-                and experiment.get("sigma2") == setting["sigma2"]
-                and "svc" in experiment
-            ):
-                found.append((payload.get("date", ""), path.name, experiment["svc"]))
-    if not found:
-        return None
-    date, file_name, svc = max(found)
-    return {**svc, "recorded_in": file_name, "recorded_on": date}
-
-
-def svc_reference(args, name, setting, X, y, X_test, y_test):
-    """SVC's result on this setting: fitted here, or (``--no-svc``) read from a CPU record.
-    A quick run with no record fits it (a few seconds); a full one stops with the command
-    that makes the record."""
-    if args.no_svc:
-        recorded = recorded_svc(name, setting, X.shape[0])
-        if recorded is not None:
-            return recorded
-        if not args.quick:
-            raise SystemExit(
-                f"--no-svc: no CPU result of SVC on {name} ({setting['setting']}, {X.shape[0]} training rows) in "
-                f"{RESULTS}; record one on a CPU machine: python bench/sbp_kernel.py --datasets {name} --svc-only"
-            )
-        print(f"  --no-svc: no CPU record of SVC on {name} at {X.shape[0]} rows; fitting it here (quick run)")
-    svc, seconds, nu = fit_svc(setting, X, y, args.cache_mb)
-    return {"seconds": seconds, "test_error": error(svc, X_test, y_test), "nu_from_svc": nu}
-
-
-def median_nu(svc, X, y, multi_class):
-    """The median ``nu`` (:func:`gpusvm.nu_from_svc`) over SVCs with ``svc``'s parameters
-    fitted to the binary problems SBPClassifier trains with this ``multi_class``: a class
-    against the rest ('ovr') or the rows of a pair of classes ('ovo')."""
-    classes = np.unique(y)
-    if multi_class == "ovr":
-        problems = [(np.ones(y.shape[0], dtype=bool), y == label) for label in classes]
-    else:
-        problems = [
-            (np.isin(y, classes[[i, j]]), y == classes[i]) for i, j in itertools.combinations(range(classes.size), 2)
-        ]
-    nus = []
-    for rows, positive in problems:
-        labels = positive[rows].astype(int)
-        nus.append(nu_from_svc(clone(svc).fit(X[rows], labels), X[rows], labels))
-    return float(np.median(nus))
-
-
 def fit_peer(make, setting, X, y, X_test, y_test):
     """A peer at SVC's C and gamma: its one point (seconds, test error), or why it is missing."""
     try:
@@ -264,7 +119,7 @@ def fit_peer(make, setting, X, y, X_test, y_test):
         seconds = timed_peer_fit(model, X, y)
     except MissingPeer as missing:
         return {"missing": str(missing)}
-    return {"seconds": seconds, "test_error": error(model, X_test, y_test)}
+    return {"seconds": seconds, "test_error": error_rate(model, X_test, y_test)}
 
 
 def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs, points):
@@ -280,27 +135,13 @@ def pegasos_curve(X, y, X_test, y_test, setting, backend, max_epochs, points):
                 "kernel_evals": float(violations * X.shape[0]),
                 "seconds": seconds,
                 "epochs": epochs,
-                "test_error": error(model, X_test, y_test),
+                "test_error": error_rate(model, X_test, y_test),
                 "n_support": int(model.support_.size),
                 "kernel_values_source": model.kernel_values_source_,
             }
         )
         print(f"  KernelPegasos {backend}", points[-1], flush=True)
         epochs *= 2
-
-
-def kernel_pegasos_model(setting, backend, epochs):
-    """KernelPegasosSVC at a setting's C and gamma, batch 64, for ``epochs`` epochs, its
-    last iterate (the violation count of :func:`pegasos_curve` is the last iterate's)."""
-    return KernelPegasosSVC(
-        C=setting["C"],
-        gamma=1 / (2 * setting["sigma2"]),
-        batch_size=LARGE_BATCH,
-        max_iter=epochs,
-        average=False,
-        random_state=0,
-        backend=backend,
-    )
 
 
 def time_to_target(points, target):
@@ -500,7 +341,7 @@ def write_report(args, experiments, final=False, stopped=False):
     payload = {
         "dataset": {"names": args.datasets},
         "parameters": {
-            "settings": SETTINGS,
+            "settings": PAPER_SETTINGS,
             "max_epochs": args.max_epochs,
             "large_batch": LARGE_BATCH,
             "repeats": 1,
@@ -528,7 +369,7 @@ def write_report(args, experiments, final=False, stopped=False):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["adult", "mnist8"], choices=sorted(SETTINGS))
+    parser.add_argument("--datasets", nargs="+", default=["adult", "mnist8"], choices=sorted(PAPER_SETTINGS))
     parser.add_argument("--settings", nargs="+", default=["no bias", "bias"])
     parser.add_argument("--backends", nargs="+", default=["numpy"], choices=["numpy", "cupy"])
     parser.add_argument(
@@ -555,13 +396,13 @@ def main():
     experiments = []
     with TimeLimit() as limit:
         for name in args.datasets:
-            X, y, X_test, y_test = load(name, args.quick)
+            X, y, X_test, y_test = load(name, **kernel_svm_rows(name, args.quick))
             if "cupy" in args.backends:  # warm-up: compile the kernels outside the timings
-                for setting in SETTINGS[name]:  # each setting's (its bias, X's dtype)
+                for setting in PAPER_SETTINGS[name]:  # each setting's (its bias, X's dtype)
                     warm_up = {**setting, "nu": setting["nu"] or 0.01}
                     sbp_model(warm_up, LARGE_BATCH, "cupy", 1, None, args.cache_mb, X.dtype).fit(X[:300], y[:300])
                 KernelPegasosSVC(max_iter=1, backend="cupy").fit(X[:300], y[:300])
-            for setting in SETTINGS[name]:
+            for setting in PAPER_SETTINGS[name]:
                 if setting["setting"] in args.settings:
                     measure_setting(args, name, setting, (X, y, X_test, y_test), experiments)
                     write_report(args, experiments)

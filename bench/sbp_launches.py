@@ -15,7 +15,7 @@ bias), the whole kernel matrix on the device.
 Events around every launch add a little to each one's time (the step total here runs
 somewhat above ``sbp_step.py``'s): the shares, not the sum, are what this measures.
 
-    python bench/sbp_launches.py [--rows 10000 100000] [--classes 1 10]
+    python -m bench.sbp_launches [--rows 10000 100000] [--classes 1 10]
                                  [--warm-up 20] [--steps 50] [--later 400] [--quick]
 """
 
@@ -26,16 +26,13 @@ import itertools
 import os
 import re
 import statistics
-import sys
 from collections import defaultdict
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, median, report  # noqa: E402
-from sbp_step import make_problem, make_rows, make_steps  # noqa: E402
+from bench.common import TimeLimit, median, report, sbp_step_problem, sbp_stepper
+from bench.datasets import make_blobs
 
-from gpusvm._device import step_blocks  # noqa: E402
-from gpusvm.solvers.sbp import run_step_block  # noqa: E402
+from gpusvm._device import step_blocks
+from gpusvm.solvers.sbp import run_step_block
 
 
 def launch_name(kernel):
@@ -90,8 +87,8 @@ def time_launches(steps, first, count):
 def profile(n, n_classes, warm_up, count, later):
     """Result rows (one a launch name and phase) for ``n`` dense rows and ``n_classes``:
     ``count`` steps after ``warm_up``, then ``count`` from step ``later`` (if it comes after)."""
-    X, labels = make_rows(n, n_classes, sparse=False)
-    steps = make_steps(make_problem(X, labels, n_classes, "cupy"), "cupy", "matrix")
+    X, labels = make_blobs(n, n_classes, sparse=False)
+    steps = sbp_stepper(sbp_step_problem(X, labels, n_classes, "cupy"), "cupy", "matrix")
     if steps is None:
         print(f"n={n} {n_classes} classes: the kernel matrix does not fit", flush=True)
         return []

@@ -2,39 +2,36 @@
 
 The question behind ``nu='auto'`` (issue 47): which side of SVC's ``nu`` is safe to miss
 on. Each data set: ``SVC()`` (C = 1, gamma = 'scale'); its ``nu`` (:func:`gpusvm.nu_from_svc`,
-the median over one-vs-one pairs for more than two classes, as ``bench/sbp_kernel.py``'s
-``median_nu``); then ``SBPClassifier(nu=factor * that)`` for factors 1/4 to 4, and
-``SBPClassifier()`` (its pilot's ``nu``), all with ``max_iter=10`` and SVC's gamma rule.
+the median over one-vs-one pairs for more than two classes: ``bench.common.median_nu``);
+then ``SBPClassifier(nu=factor * that)`` for factors 1/4 to 4, and ``SBPClassifier()`` (its
+pilot's ``nu``), all with ``max_iter=10`` and SVC's gamma rule.
 
 Data: KEEL magic, satimage, penbased and letter, MNIST's first 10,000 training rows as 8
 against the rest (``bench/get_data.sh``).
 
-    python bench/sbp_nu.py [--datasets magic letter ...] [--quick]
+    python -m bench.sbp_nu [--datasets magic letter ...] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 from sklearn.svm import SVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report  # noqa: E402
-from sbp_defaults import load  # noqa: E402
-from sbp_kernel import median_nu  # noqa: E402
+from bench.common import median_nu, report
+from bench.datasets import load
 
-from gpusvm import SBPClassifier, nu_from_svc  # noqa: E402
+from gpusvm import SBPClassifier, nu_from_svc
 
 DATASETS = ["magic", "satimage", "penbased", "letter", "mnist8-10k"]
 FACTORS = [0.25, 0.5, 1.0, 2.0, 4.0]
+QUICK_ROWS = 2_000  # training rows of a smoke run, as bench.sbp_defaults'
 
 
 def run(name, quick):
     """SVC's row, one row per factor of its nu, and the row of nu='auto'."""
-    X, y, X_test, y_test = load(name, quick)
+    X, y, X_test, y_test = load(name, train_rows=QUICK_ROWS if quick else None)
     svc = SVC().fit(X, y)
     svc_error = float(np.mean(svc.predict(X_test) != y_test))
     svc_nu = nu_from_svc(svc, X, y) if np.unique(y).size == 2 else median_nu(svc, X, y, "ovo")

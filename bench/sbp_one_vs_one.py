@@ -23,25 +23,22 @@ which compiles its device kernels. Every SBP row records where it read its kerne
 (``kernel_values_source``, from ``history_``: 'matrix', 'cache' or 'products', the
 pairs' sources joined by '+' when they trained in turn and differed).
 
-    python bench/sbp_one_vs_one.py [--datasets penbased letter] [--backends numpy cupy]
+    python -m bench.sbp_one_vs_one [--datasets penbased letter] [--backends numpy cupy]
         [--kernel-values matrix cache none] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from sklearn.svm import SVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, report, sbp_kernel_values_source, synchronize_device  # noqa: E402
-from sbp_kernel import SETTINGS, load, median_nu  # noqa: E402
+from bench.common import PAPER_SETTINGS, TimeLimit, median_nu, report, sbp_kernel_values_source, synchronize_device
+from bench.datasets import kernel_svm_rows, load
 
-from gpusvm import SBPClassifier  # noqa: E402
+from gpusvm import SBPClassifier
 
 BATCH = 64
 
@@ -128,8 +125,8 @@ def solver_runs(backends, kernel_values):
 
 def measure(name, backends, kernel_values, epochs, quick, results):
     """SVC, then every SBP run on data set ``name``, appended to ``results`` as each ends."""
-    X, y, X_test, y_test = load(name, quick)
-    gamma = 1 / (2 * SETTINGS[name][0]["sigma2"])
+    X, y, X_test, y_test = load(name, **kernel_svm_rows(name, quick))
+    gamma = 1 / (2 * PAPER_SETTINGS[name][0]["sigma2"])
     svc = SVC(C=1.0, gamma=gamma)
     started = time.perf_counter()
     svc.fit(X, y)

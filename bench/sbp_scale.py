@@ -20,9 +20,9 @@ digits and on up to a million generated rows (its rate), and the latency of one 
 ThunderSVM's SVC at SVC's parameters (C = 1 / (lambda n) with lambda = 1 / n: C = 1;
 the same gamma) runs beside it on the first ``--thundersvm-rows`` rows in a fresh
 process with a time cap, as a peer that cannot finish is reported as such
-(``bench/_peers.py``); the result names the rows it trained on.
+(``bench/peers.py``); the result names the rows it trained on.
 
-    python bench/sbp_scale.py [--backend cupy] [--rows 100000 1000000 8100000]
+    python -m bench.sbp_scale [--backend cupy] [--rows 100000 1000000 8100000]
         [--steps 250 500 1000 2000 4000 8000] [--cap-s 120] [--thundersvm-rows 250000]
         [--thundersvm-cap-s 180] [--quick]
 """
@@ -38,12 +38,18 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, report, sbp_kernel_values_source, synchronize_device, timed_fit  # noqa: E402
+from bench.common import (
+    PEAK_RSS_SOURCE,
+    TimeLimit,
+    report,
+    sbp_kernel_values_source,
+    synchronize_device,
+    timed_fit,
+)
 
-from gpusvm import SBPClassifier  # noqa: E402
-from gpusvm._backend import get_namespace, to_numpy  # noqa: E402
-from gpusvm.datasets import load_mnist, make_deformed_mnist, one_vs_rest_labels  # noqa: E402
+from gpusvm import SBPClassifier
+from gpusvm._backend import get_namespace, to_numpy
+from gpusvm.datasets import load_mnist, make_deformed_mnist, one_vs_rest_labels
 
 DIGIT = 8
 SIGMA2 = 25.0
@@ -56,10 +62,9 @@ LATENCY_CALLS = 200
 _THUNDERSVM = """
 import json, sys, time
 import numpy as np
-sys.path.insert(0, sys.argv[1])
-from _peers import MissingPeer, thundersvm_svc, timed_peer_fit
+from bench.peers import MissingPeer, thundersvm_svc, timed_peer_fit
 from gpusvm.datasets import load_mnist, make_deformed_mnist, one_vs_rest_labels
-rows, gamma, digit = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+rows, gamma, digit = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 digits = load_mnist(dtype=np.float32)
 X, y = make_deformed_mnist(rows, backend="numpy", include_originals=True, digits=digits[:2])
 try:
@@ -160,15 +165,14 @@ def prediction_facts(model, X_test, generated, backend):
 
 def thundersvm(rows, cap_seconds):
     """ThunderSVM on the first ``rows`` generated rows, in a fresh process capped at
-    ``cap_seconds``: its result, or why it has none."""
-    bench = Path(__file__).resolve().parent
+    ``cap_seconds``: its result, or why it has none. It runs in the checkout, where
+    ``bench.peers`` is found."""
     try:
         done = subprocess.run(
             [
                 sys.executable,
                 "-c",
-                _peak_rss_source() + _THUNDERSVM,
-                str(bench),
+                PEAK_RSS_SOURCE + _THUNDERSVM,
                 str(rows),
                 str(1 / (2 * SIGMA2)),
                 str(DIGIT),
@@ -176,18 +180,13 @@ def thundersvm(rows, cap_seconds):
             capture_output=True,
             text=True,
             timeout=cap_seconds,
+            cwd=Path(__file__).resolve().parent.parent,
         )
     except subprocess.TimeoutExpired:
         return {"missing": f"did not finish {rows:,} rows within its cap of {cap_seconds} s"}
     if done.returncode != 0:
         return {"missing": f"exited with {done.returncode}: {done.stderr[-500:]}"}
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _peak_rss_source():
-    import _common
-
-    return _common._PEAK_RSS_SOURCE
 
 
 def main():

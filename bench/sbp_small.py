@@ -7,43 +7,29 @@ defaults but the one row that sets ``batch_size=64`` (the default before
 ``batch_size='auto'``, which below 4,096 training rows draws ``ceil(n / 64)`` a step: an
 epoch of about 64 steps). Each row is the mean test error and fit time over the five
 splits, timed on the host after an untimed fit on about 300 rows of every class
-(``bench/_peers.py``), one solver after another.
+(``bench/peers.py``), one solver after another.
 
-    python bench/sbp_small.py [--quick]
+    python -m bench.sbp_small [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits, load_wine
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import report  # noqa: E402
-from _peers import timed_peer_fit  # noqa: E402
+from bench.common import report
+from bench.datasets import load
+from bench.peers import timed_peer_fit
 
-from gpusvm import SBPClassifier  # noqa: E402
-from gpusvm.datasets import load_keel  # noqa: E402
+from gpusvm import SBPClassifier
 
 SPLITS = 5
-# KEEL data sets cut to their first rows: name -> (set, rows before the split in halves)
-KEEL_CUTS = {"magic-600": ("magic", 600), "magic-2000": ("magic", 2_000), "satimage-800": ("satimage", 800)}
-SCIKIT_LEARN = {"breast_cancer": load_breast_cancer, "wine": load_wine, "digits": load_digits}
-DATASETS = [*SCIKIT_LEARN, *KEEL_CUTS]
-
-
-def load(name):
-    if name in SCIKIT_LEARN:
-        return SCIKIT_LEARN[name](return_X_y=True)
-    keel_name, rows = KEEL_CUTS[name]
-    X, y, _, _ = load_keel(keel_name)
-    return X[:rows], y[:rows]
+# bench.datasets' names: scikit-learn's small sets whole, KEEL's cut to their first rows (then split in halves)
+DATASETS = ["breast_cancer", "wine", "digits", "magic-600", "magic-2000", "satimage-800"]
 
 
 def solvers(seed):
@@ -56,7 +42,7 @@ def solvers(seed):
 
 def run(name, splits):
     """One row per solver: its mean test error and fit seconds over the splits."""
-    X, y = load(name)
+    X, y, _, _ = load(name)
     errors, seconds, batches = {}, {}, {}
     for seed in range(splits):
         X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=seed, stratify=y)

@@ -18,7 +18,7 @@ each step), which is what the budget asked for gave:
   ``n`` values in X's dtype from the matrix (or a cache that always hits), or, computed,
   one pass over X plus the ``k B`` rows of inner products written and read. The peak is
   ``--bandwidth`` (bytes a second), else the data sheet's figure for the device's name
-  (:data:`PEAK_BANDWIDTH`: H100 SXM 3.35e12, H200 4.8e12...), else (the host, or a card
+  (:data:`bench.common.PEAK_BANDWIDTH`: H100 SXM 3.35e12, H200 4.8e12...), else (the host, or a card
   not in the table) the copy bandwidth measured here (which says so: ``bandwidth_source``).
 * **graph node**: the step's kernel launches (counted from the stepper's own launch
   sequence, ``launches``) times the latency of one kernel node of a CUDA graph, taken as
@@ -33,12 +33,12 @@ of a one-node graph is recorded too (``graph_launch_seconds``), to check the ass
 
 Data: rows drawn from Gaussian blobs, one per class (dense: 64 float32 features;
 sparse: 4,096 float32 columns, about 2% of them nonzero, built from NumPy arrays: see
-:func:`sparse_pattern`), rbf kernel with ``gamma = 1 / (n_features * var)``,
+:func:`bench.datasets.make_blobs`), rbf kernel with ``gamma = 1 / (n_features * var)``,
 ``batch_size=64``, ``nu=1e-2``, with the bias: SBPClassifier's defaults. ``--data``
 picks dense rows, sparse rows or both (the default); a run of one kind writes
 ``sbp_step_dense`` or ``sbp_step_sparse`` results, beside the full run's.
 
-    python bench/sbp_step.py [--backends numpy cupy] [--rows 10000 100000 1000000]
+    python -m bench.sbp_step [--backends numpy cupy] [--rows 10000 100000 1000000]
                              [--kernel-values matrix rows cache] [--data dense sparse]
                              [--bandwidth BYTES_PER_S] [--node-us 2] [--quick]
 """
@@ -47,124 +47,30 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, gpu_facts, median, report, timed_run  # noqa: E402
-from roofline import copy_bandwidth  # noqa: E402
-
-from gpusvm._backend import get_namespace  # noqa: E402
-from gpusvm._validation import one_vs_rest_targets, to_backend  # noqa: E402
-from gpusvm.solvers.sbp import NumpySBPSteps, SBPProblem, run_step_block  # noqa: E402
-
-BATCH_SIZE = 64
-# Peak memory bandwidth (bytes a second, the data sheets) by a piece of the device's name,
-# most specific first: the first piece found in the name gives the card's figure.
-PEAK_BANDWIDTH = (
-    ("H200", 4.8e12),
-    ("H100 NVL", 3.9e12),
-    ("H100 PCIe", 2.0e12),
-    ("H100", 3.35e12),  # SXM, HBM3
-    ("A100-SXM4-80GB", 2.039e12),
-    ("A100 80GB PCIe", 1.935e12),
-    ("A100", 1.555e12),  # 40 GB
+from bench.common import (
+    CACHE_FRACTION,
+    STEP_BATCH_SIZE,
+    TimeLimit,
+    copy_bandwidth,
+    gpu_facts,
+    median,
+    peak_bandwidth,
+    report,
+    sbp_step_problem,
+    sbp_stepper,
+    timed_run,
 )
+from bench.datasets import DENSE_FEATURES, SPARSE_COLUMNS, SPARSE_DENSITY, make_blobs
+
+from gpusvm.solvers.sbp import run_step_block
+
 GRAPH_NODE_US = 2.0  # assumed latency of one dependent kernel node of a replayed graph
 RESPONSE_BYTES = 16 + 72  # per problem and training row: the level's pass, the update's
-DENSE_FEATURES, SPARSE_COLUMNS, SPARSE_DENSITY = 64, 4096, 0.02
-PATTERN_ROWS = 100_000  # sparse rows whose pattern is drawn at once (bounded memory)
-
-
-def make_rows(n, n_classes, sparse, seed=0):
-    """Rows of ``n_classes`` Gaussian blobs (float32) and their labels."""
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, max(2, n_classes), n)
-    if not sparse:
-        centers = rng.normal(size=(max(2, n_classes), DENSE_FEATURES)).astype(np.float32)
-        return centers[labels] + rng.normal(size=(n, DENSE_FEATURES)).astype(np.float32), labels
-    indices, indptr = sparse_pattern(n, rng)
-    data = rng.standard_normal(indices.size, dtype=np.float32)
-    data += (labels[np.repeat(np.arange(n), np.diff(indptr))] == indices % max(2, n_classes)).astype(np.float32)
-    return sp.csr_matrix((data, indices, indptr), shape=(n, SPARSE_COLUMNS)), labels
-
-
-def sparse_pattern(n, rng):
-    """``indices`` and ``indptr`` of ``n`` CSR rows of ``SPARSE_COLUMNS`` columns, about
-    ``SPARSE_DENSITY`` of them nonzero, in canonical form (sorted, distinct columns).
-
-    Drawn with NumPy in O(nnz) and no sort (``scipy.sparse.random`` draws its positions
-    without replacement over all ``n * SPARSE_COLUMNS``: 28 s at 1e5 rows, minutes at
-    1e6): each row draws a binomial count of uniform columns, sorted as they are drawn
-    (cumulative sums of exponential spacings over their total are sorted uniforms), and a
-    column drawn twice in a row is kept once (about 1% of the draws at 2% of 4,096)."""
-    indices, counts = [], []
-    for start in range(0, n, PATTERN_ROWS):
-        rows = min(PATTERN_ROWS, n - start)
-        drawn = rng.binomial(SPARSE_COLUMNS, SPARSE_DENSITY, size=rows)
-        row_of = np.repeat(np.arange(rows), drawn + 1)  # a row's draws, then its total
-        sums = np.cumsum(rng.standard_exponential(row_of.size))
-        last = np.cumsum(drawn + 1) - 1
-        before = np.concatenate([[0.0], sums[last[:-1]]])  # the sum before each row's first spacing
-        uniforms = (sums - before[row_of]) / (sums[last] - before)[row_of]
-        columns = np.minimum(uniforms * SPARSE_COLUMNS, SPARSE_COLUMNS - 1).astype(np.int32)
-        keep = np.ones(row_of.size, dtype=bool)
-        keep[last] = False  # a row's total is no column
-        keep[1:] &= (columns[1:] != columns[:-1]) | (row_of[1:] != row_of[:-1])
-        indices.append(columns[keep])
-        counts.append(np.bincount(row_of[keep], minlength=rows))
-    indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))]).astype(np.int64)
-    return np.concatenate(indices), indptr
-
-
-def make_problem(X, labels, n_classes, backend):
-    """An SBPProblem at SBPClassifier's defaults on every row (no holdout)."""
-    targets = one_vs_rest_targets(labels, np.arange(max(2, n_classes)))  # one column for two classes
-    variance = float(X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else float(X.var())
-    return SBPProblem(
-        X=to_backend(X, backend),
-        n_train=X.shape[0],
-        targets=get_namespace(backend).asarray(targets),
-        holdout_labels=np.empty(0, dtype=int),
-        nu=1e-2,
-        batch_size=BATCH_SIZE,
-        kernel="rbf",
-        gamma=1.0 / (X.shape[1] * variance),
-        degree=3,
-        coef0=0.0,
-        fit_intercept=True,
-        seed=0,
-    )
-
-
 KERNEL_VALUES = ("matrix", "rows", "cache")
 DATA = ("dense", "sparse")
-CACHE_FRACTION = 8  # the cache holds n / 8 rows
-
-
-def make_steps(problem, backend, kernel_values):
-    """The stepper; None where the kernel values asked for cannot be had ("cache": the
-    device only, and only below the matrix's size)."""
-    n, k, row_bytes = problem.n_train, problem.n_problems, problem.n_rows * np.dtype(problem.X.dtype).itemsize
-    if backend == "cupy":
-        from gpusvm._backend import free_device_bytes
-        from gpusvm.solvers.sbp._cuda import CupySBPSteps
-
-        room = 0.9 * free_device_bytes()
-        budget = {
-            "matrix": n * row_bytes,
-            "rows": 0,
-            "cache": max(2 * k * problem.batch_size, n // CACHE_FRACTION) * row_bytes,
-        }[kernel_values]
-        if budget > room or (kernel_values == "cache" and budget >= n * row_bytes):
-            return None
-        return CupySBPSteps(problem, kernel_cache=int(budget))
-    if kernel_values == "cache" or (kernel_values == "matrix" and n * row_bytes > 8 * 2**30):
-        return None
-    return NumpySBPSteps(problem, cache_bytes=n * row_bytes if kernel_values == "matrix" else 64 * row_bytes)
 
 
 def seconds_per_step(steps, backend, warm_up, timed, repeats=3):
@@ -189,14 +95,6 @@ def floor_bytes(problem, kernel_values):
         x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if hasattr(X, "indptr") else X.nbytes
         value_bytes = int(x_bytes) + 2 * drawn * n_total * itemsize
     return k * n * RESPONSE_BYTES + value_bytes
-
-
-def peak_bandwidth(device_name):
-    """The data sheet's bandwidth of the card named ``device_name`` (bytes a second), or None."""
-    for piece, bandwidth in PEAK_BANDWIDTH:
-        if piece.lower() in device_name.lower():
-            return bandwidth
-    return None
 
 
 def step_bandwidth(backend, given):
@@ -248,10 +146,10 @@ def graph_launch_seconds():
 
 def measure_step(X, labels, n_classes, kernel_values, backend, bandwidth, node_seconds, timed):
     """A result row: the step's time on ``X`` beside its floors; None (and a line saying
-    so) where ``kernel_values`` cannot be had (:func:`make_steps`)."""
+    so) where ``kernel_values`` cannot be had (:func:`bench.common.sbp_stepper`)."""
     n = X.shape[0]
-    problem = make_problem(X, labels, n_classes, backend)
-    steps = make_steps(problem, backend, kernel_values)
+    problem = sbp_step_problem(X, labels, n_classes, backend)
+    steps = sbp_stepper(problem, backend, kernel_values)
     if steps is None:
         print(f"n={n} {n_classes} classes: no {kernel_values} on {backend}", flush=True)
         return None
@@ -312,7 +210,7 @@ def main():
             print(f"{backend}: bandwidth {bandwidths[backend] / 1e9:.1f} GB/s ({sources[backend]})", flush=True)
             kinds = [kind == "sparse" for kind in DATA if kind in args.data]
             for n, sparse, n_classes in itertools.product(rows, kinds, class_counts):
-                X, labels = make_rows(n, n_classes, sparse)
+                X, labels = make_blobs(n, n_classes, sparse)
                 for kernel_values in args.kernel_values:
                     row = measure_step(
                         X,
@@ -347,8 +245,8 @@ def main():
     report(
         "_".join(["sbp_step", *extra]),
         args.backends,
-        title=f"# The SBP step against its floors (batch {BATCH_SIZE}, rbf, with the bias; bandwidth: {bandwidth_line};"
-        f" {args.node_us:g} us a graph node, assumed)",
+        title=f"# The SBP step against its floors (batch {STEP_BATCH_SIZE}, rbf, with the bias; bandwidth: "
+        f"{bandwidth_line}; {args.node_us:g} us a graph node, assumed)",
         columns=columns,
         payload={
             "dataset": {
@@ -359,7 +257,7 @@ def main():
                 "rows": rows,
                 "classes": class_counts,
                 "data": args.data,
-                "batch_size": BATCH_SIZE,
+                "batch_size": STEP_BATCH_SIZE,
                 "kernel_values": args.kernel_values,
                 "cache_fraction": 1 / CACHE_FRACTION,
                 "quick": args.quick,

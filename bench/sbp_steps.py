@@ -6,12 +6,14 @@ and the step's time in units of one pass over the ``n`` training responses (``c 
 on float64 arrays of length ``n``: the least a step that touches every response costs).
 
 Each run is labelled (``--label``) and added to ``results/sbp_steps-<device>.json``, so the
-same script run on an older checkout (``PYTHONPATH=<old checkout> python bench/sbp_steps.py
---label before``) records the breakdown before a change beside the one after it. A
-version of SBP without per-phase clocks (``history_[-1]['phase_seconds']``) is timed by
-wrapping its ``levels``, ``draw`` and row-cache calls; the update is the rest of the step.
+same script run on an older checkout's gpusvm records the breakdown before a change beside
+the one after it (from this checkout's root, ``PYTHONPATH=<old checkout>:. python -P -m
+bench.sbp_steps --label before``: ``-P`` keeps the current folder from coming first on the
+path, where it would give this checkout's gpusvm). A version of SBP without per-phase
+clocks (``history_[-1]['phase_seconds']``) is timed by wrapping its ``levels``, ``draw``
+and row-cache calls; the update is the rest of the step.
 
-    python bench/sbp_steps.py --label after [--datasets magic adult mnist10k letter] [--float32] [--quick]
+    python -m bench.sbp_steps --label after [--datasets magic adult mnist10k letter] [--float32] [--quick]
 
 ``--float32`` runs on float32 copies of the data (float32 kernel values; empty dtype
 cells are float64, except MNIST's, which is float32 as loaded).
@@ -28,20 +30,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 import timeit
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, markdown_table, result_stem, write_results  # noqa: E402
+from bench.common import RESULTS, markdown_table, result_stem, write_results
+from bench.datasets import load
 
-import gpusvm  # noqa: E402
-from gpusvm import SBPClassifier  # noqa: E402
-from gpusvm.datasets import load_adult, load_keel, load_mnist_one_vs_rest  # noqa: E402
-from gpusvm.solvers import row_cache, sbp  # noqa: E402
+import gpusvm
+from gpusvm import SBPClassifier
+from gpusvm.solvers import row_cache, sbp
 
 # (gamma, nu), all with a bias: magic and letter as bench/sbp_kernel.py (nu read off SVC
 # there); Adult the paper's setting with a bias; MNIST 8-vs-rest on its first 10,000 rows
@@ -53,6 +53,7 @@ SETTINGS = {
     "letter": (1 / 16, LETTER_NU),
     "mnist10k": (0.02, 2.21e-4),
 }
+DATA = {"mnist10k": "mnist8-10k"}  # bench.datasets' names where this script's differ
 PHASES = ("level", "draw", "rows", "update")
 # Every step the budget or the epochs allow: no stop on the objective's gain (a checkout
 # run as "before" may predate ``tol``, and never stopped on it).
@@ -61,18 +62,6 @@ ONE_VS_ONE = {
     "letter": {"dataset": "letter", "gamma": 1 / 16, "nu": 0.0017, "batch": 64, "epochs": 4},
     "penbased": {"dataset": "penbased", "gamma": 1 / 16, "nu": 4.13e-4, "batch": 64, "epochs": 1},
 }
-
-
-def load(name, quick):
-    rows = 3000 if quick else None
-    if name == "adult":
-        X, y, _, _ = load_adult()
-    elif name == "mnist10k":
-        X, y, _, _ = load_mnist_one_vs_rest(8)
-        X, y = X[:10_000], y[:10_000]
-    else:
-        X, y, _, _ = load_keel(name)
-    return X[:rows], y[:rows]
 
 
 class WrappedPhases:
@@ -167,12 +156,10 @@ def run_one_vs_one(name, dtype):
     """A one-vs-one fit on ``name``, its seconds in each phase summed over every clock the
     fit made (one per pair when pairs train one after another, one per stack of pairs
     stepping together), and the rest of the fit (checkpoints, setup) as 'other'."""
-    from sbp_kernel import load as load_standardized
-
     from gpusvm import _instrumentation
 
     settings = ONE_VS_ONE[name]
-    X, y, X_test, y_test = load_standardized(settings["dataset"], quick=False)  # as bench/sbp_one_vs_one.py
+    X, y, X_test, y_test = load(settings["dataset"])  # as bench/sbp_one_vs_one.py
     if dtype is not None:
         X, X_test = X.astype(dtype), X_test.astype(dtype)
     clocks, original = [], _instrumentation.PhaseClock.__init__
@@ -240,7 +227,7 @@ def one_vs_one_table(rows):
         *markdown_table(columns, rows),
         "",
         "Other: checkpoints (the averaged model's levels) and setup. Before: the pairs trained one after "
-        "another; after: every pair stepping together (gpusvm/solvers/sbp/_pairs.py); sums in the cache: a "
+        "another; after: every pair stepping together (gpusvm/solvers/sbp/pairs/_numpy.py); sums in the cache: a "
         "step's drawn rows summed where they lie in the row cache (KernelRowCache.combine).",
     ]
 
@@ -279,7 +266,7 @@ def main():
     else:
         rows = [r for r in rows if r["label"] != args.label]
         for name in args.datasets:
-            X, y = load(name, args.quick)
+            X, y, _, _ = load(DATA.get(name, name), train_rows=3_000 if args.quick else None)
             X = X if dtype is None else X.astype(dtype)
             for batch in (1, 64):
                 rows.append({**label, **run(name, X, y, batch, args.evals_per_row)})

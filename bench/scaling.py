@@ -16,25 +16,22 @@ or above the middle of the range. On a GPU the plot also draws the memory-bandwi
 floor of a linear epoch: reading the CSR arrays once (12 bytes per nonzero) at the
 device's peak bandwidth.
 
-    python bench/scaling.py [--backends numpy cupy] [--repeats 3] [--quick]
+    python -m bench.scaling [--backends numpy cupy] [--repeats 3] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import markdown_table, median, result_stem, timed_fit, write_results  # noqa: E402
+from bench.common import markdown_table, median, result_stem, timed_fit, write_results
+from bench.datasets import NNZ_PER_ROW, make_linear_rule
 
-from gpusvm import FTRLClassifier, KernelPegasosSVC, PegasosSVC, SBPClassifier  # noqa: E402
+from gpusvm import FTRLClassifier, KernelPegasosSVC, PegasosSVC, SBPClassifier
 
-NNZ_PER_ROW = 20
 SOLVERS = {
     "PegasosSVC": ("linear", lambda backend: PegasosSVC(max_iter=1, tol=None, random_state=0, backend=backend)),
     "FTRLClassifier": (  # one batch size at every n ('auto' would shrink it below 16,384 rows)
@@ -62,23 +59,6 @@ QUICK_SWEEPS = {
     "linear": ([1_000, 4_000, 16_000], 1_000, [100, 1_000, 10_000], 4_000),
     "kernel": ([500, 1_000, 2_000], 20, [10, 30, 100], 1_000),
 }
-
-
-def make_data(family, n, d, seed=0):
-    """Rows and labels ``sign(<w, x> + noise)``: CSR with 20 nonzeros per row, or dense."""
-    rng = np.random.default_rng(seed)
-    w = rng.normal(size=d)
-    if family == "linear":
-        k = min(NNZ_PER_ROW, d)
-        columns = rng.integers(0, d, size=(n, k)).astype(np.int32)
-        values = rng.normal(size=(n, k))
-        X = sp.csr_matrix((values.ravel(), columns.ravel(), np.arange(0, n * k + 1, k)), shape=(n, d))
-        X.sum_duplicates()  # in place, also on `values` and `columns` (X's arrays are their views)
-    else:
-        X = rng.normal(size=(n, d)) / np.sqrt(d / 20)  # keep ||x||^2 near 20 so gamma = 0.05 stays sensible
-    scores = X @ w
-    y = np.where(scores + 0.3 * np.std(scores) * rng.normal(size=n) > 0, 1, -1)
-    return X, y
 
 
 def peak_bytes(make_model, X, y, backend):
@@ -121,7 +101,7 @@ def measure(solver, backend, family, sizes, fixed, axis, repeats):
     points = []
     for size in sizes:
         n, d = (size, fixed) if axis == "n" else (fixed, size)
-        X, y = make_data(family, n, d)
+        X, y = make_linear_rule(family, n, d)
         make_model = SOLVERS[solver][1]
         timed_fit(make_model(backend), X[: min(n, 500)], y[: min(n, 500)], backend)  # warm-up (kernels compile)
         runs = [timed_fit(make_model(backend), X, y, backend) for _ in range(repeats)]

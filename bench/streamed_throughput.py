@@ -19,24 +19,20 @@ second of both, their ratio (the issue's target: streamed at 80% of in memory or
 where the copies are not the bottleneck), and the time the copies alone would take at
 the measured pinned host-to-device bandwidth (the copy floor).
 
-    python bench/streamed_throughput.py [--backends numpy cupy] [--rows 4000000] [--quick]
+    python -m bench.streamed_throughput [--backends numpy cupy] [--rows 4000000] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, report, timed_run  # noqa: E402
-from _hashed_stream import HashedStream  # noqa: E402
-from scaling import make_data  # noqa: E402
+from bench.common import TimeLimit, report, timed_run
+from bench.datasets import HashedStream, make_linear_rule
 
-from gpusvm import FTRLClassifier, PegasosSVC  # noqa: E402
-from gpusvm._validation import to_backend  # noqa: E402
+from gpusvm import FTRLClassifier, PegasosSVC
+from gpusvm._validation import to_backend
 
 
 def host_to_device_bandwidth():
@@ -109,7 +105,7 @@ def main():
     args = parser.parse_args()
     rows, chunk_rows = (20_000, 5_000) if args.quick else (args.rows, args.chunk_rows)
     X_hashed, y_hashed = HashedStream(rows, chunk_rows=rows).chunk(0)
-    X_sparse, y_sparse = make_data("linear", rows, 10_000 if args.quick else 100_000, seed=1)
+    X_sparse, y_sparse = make_linear_rule("linear", rows, 10_000 if args.quick else 100_000, seed=1)
     data = {
         "FTRLClassifier": ("hashed stream", X_hashed, y_hashed),
         "PegasosSVC": ("sparse synthetic", X_sparse, y_sparse),

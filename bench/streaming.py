@@ -2,7 +2,7 @@
 streamed fit, and what streaming does to Pegasos' objective.
 
 1. A svmlight file of about 2 GB (``--gigabytes``) is written from the hashed click-log
-   stream (``_hashed_stream.py``: 40 categorical fields hashed into 2^20 columns, about
+   stream (``bench/datasets.py``'s ``HashedStream``: 40 categorical fields hashed into 2^20 columns, about
    5.6 million rows). FTRLClassifier and PegasosSVC train on it with
    ``fit_chunks(SvmlightChunks(path, chunk_rows=100_000))``, one epoch, each in a fresh
    process whose peak resident memory (VmHWM) is recorded beside the file's size
@@ -25,7 +25,7 @@ streamed fit, and what streaming does to Pegasos' objective.
 of this machine (``results/streaming-<device>.json``), marked in the file
 (``rerun``: the parts run this time, ``kept_from``: the date of the others).
 
-    python bench/streaming.py [--gigabytes 2] [--quick | --only-stopping]
+    python -m bench.streaming [--gigabytes 2] [--quick | --only-stopping]
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ import argparse
 import itertools
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,10 +41,9 @@ from pathlib import Path
 import numpy as np
 from sklearn.datasets import dump_svmlight_file
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from _common import RESULTS, binary_svm_objective, in_fresh_process, markdown_table, report, result_stem  # noqa: E402
-from _hashed_stream import HashedStream  # noqa: E402
+from bench.common import RESULTS, binary_svm_objective, in_fresh_process, markdown_table, report, result_stem
+from bench.datasets import HashedStream, load
+
 
 CHUNK_ROWS = 100_000
 PARSERS = ("auto", "scikit-learn")  # SvmlightChunks' parser: pyarrow where installed, or scikit-learn's reader
@@ -158,11 +156,9 @@ def both_fits(params, data, chunk_rows):
 
 
 def synthetic_problem(n):
-    """linear_objective.py's synthetic problem: ``n`` training rows and ``n / 10`` test rows."""
-    from scaling import make_data
-
-    X, y = make_data("linear", n + n // 10, 10_000 if n < 100_000 else 100_000, seed=1)
-    return X[:n], y[:n], X[n:], y[n:]
+    """The synthetic problem of linear_objective.py (:func:`bench.datasets.load`'s): ``n`` training
+    rows and ``n / 10`` test rows."""
+    return load("synthetic", train_rows=n, n_features=10_000 if n < 100_000 else 100_000)
 
 
 def stopping(quick):
@@ -266,7 +262,7 @@ def main():
             "dataset": {
                 "large": "HashedStream: 40 fields, 2^20 columns, seed 0, written as svmlight",
                 "adult": "UCI Adult (a9a encoding)",
-                "synthetic": "linear_objective.py's make_data('linear', seed=1), 100,000 columns",
+                "synthetic": "linear_objective.py's make_linear_rule('linear', seed=1), 100,000 columns",
             },
             "parameters": {"gigabytes": gigabytes, "chunk_rows": CHUNK_ROWS, "quick": args.quick, **kept},
             "large_file": large,

@@ -1,7 +1,7 @@
 """Reading svmlight files: gpusvm's readers (plain lines through pyarrow) beside
 scikit-learn's reader, time and peak memory.
 
-Two files are written: the hashed click-log stream (``_hashed_stream.py``: 40
+Two files are written: the hashed click-log stream (``bench/datasets.py``'s ``HashedStream``: 40
 categorical fields in 2^20 columns, values 1; 1 million rows) and Gaussian values
 written in full precision (50 nonzeros a row in 10,000 columns; 200,000 rows). Each is
 read, each way in a fresh process whose peak resident memory (VmHWM) is recorded:
@@ -14,13 +14,12 @@ read, each way in a fresh process whose peak resident memory (VmHWM) is recorded
 
 The results are the same arrays either way (``tests/test_svmlight_arrow.py``).
 
-    python bench/svmlight_reading.py [--quick]
+    python -m bench.svmlight_reading [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,10 +28,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from _common import in_fresh_process, report  # noqa: E402
-from _hashed_stream import HashedStream  # noqa: E402
+from bench.common import in_fresh_process, report
+from bench.datasets import HashedStream
+
 
 CHUNK_ROWS = 100_000
 

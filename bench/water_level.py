@@ -8,23 +8,21 @@ tracker that searches a window of ranks among the lowest responses (``LevelTrack
 On a GPU the radix select of ``kernels/water_level.cu`` runs beside the time of one
 ``cupy.sum`` over the same array and the bandwidth floor ``8 n / peak bandwidth``.
 
-    python bench/water_level.py [--backends numpy cupy] [--max-n 10000000] [--quick]
+    python -m bench.water_level [--backends numpy cupy] [--max-n 10000000] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import TimeLimit, median, report  # noqa: E402
+from bench.common import TimeLimit, median, report
 
-from gpusvm.water_level import LevelTracker, find_gamma, find_gamma_partition, find_gamma_sorted  # noqa: E402
+from gpusvm.solvers.sbp._levels import LevelTracker
+from gpusvm.water_level import find_gamma, find_gamma_partition, find_gamma_sorted
 
 NU = 1e-3
 

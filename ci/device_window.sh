@@ -90,8 +90,8 @@ fi
 py() {  # a Python command, under the emulator in a dry run
   if $dry; then "$emulator/run" "$python" "$@"; else "$python" "$@"; fi
 }
-bench() {  # SCRIPT ARGS...: a benchmark script (in a dry run through ci/emulated_bench.py)
-  if $dry; then py ci/emulated_bench.py "$@"; else py "$@"; fi
+bench() {  # MODULE ARGS...: a benchmark, python -m MODULE (in a dry run through ci/emulated_bench.py)
+  if $dry; then py ci/emulated_bench.py "$@"; else py -m "$@"; fi
 }
 pytest_run() {  # NAME ARGS...: pytest with a JUnit report junit/NAME.xml
   local name=$1
@@ -284,16 +284,16 @@ if "$python" ci/window_summary.py defaults-safe "$work/junit/tests-committed.xml
 fi
 echo "the headline steps run with GPUSVM_CUDA_GRAPHS=$graphs"
 
-step scale 150 40 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_scale.py $scale_args"
-step roofline 100 40 "bench bench/roofline.py $roofline_args"
-step sbp-step-direct 50 20 "GPUSVM_CUDA_GRAPHS=0 bench bench/sbp_step.py $sbp_step_args"
-step sbp-step-graphs 50 20 "GPUSVM_CUDA_GRAPHS=$graphs_on bench bench/sbp_step.py $sbp_step_args"
-step sbp-launches 40 15 "bench bench/sbp_launches.py $launches_args"
-step headline-binary 150 60 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $binary_args"
-step headline-ovo 90 40 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $ovo_args"
-step headline-letter 45 20 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_kernel.py --backends cupy --no-svc $letter_args"
-step fit-phases 50 20 "GPUSVM_CUDA_GRAPHS=$graphs bench bench/sbp_fit_phases.py --backends cupy $phases_args"
-step headline-linear 70 30 "GPUSVM_CUDA_GRAPHS=$graphs bench bench/linear_objective.py --backends cupy $linear_args"
+step scale 150 40 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench.sbp_scale $scale_args"
+step roofline 100 40 "bench bench.roofline $roofline_args"
+step sbp-step-direct 50 20 "GPUSVM_CUDA_GRAPHS=0 bench bench.sbp_step $sbp_step_args"
+step sbp-step-graphs 50 20 "GPUSVM_CUDA_GRAPHS=$graphs_on bench bench.sbp_step $sbp_step_args"
+step sbp-launches 40 15 "bench bench.sbp_launches $launches_args"
+step headline-binary 150 60 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench.sbp_kernel --backends cupy --no-svc $binary_args"
+step headline-ovo 90 40 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench.sbp_kernel --backends cupy --no-svc $ovo_args"
+step headline-letter 45 20 "await_thundersvm; GPUSVM_CUDA_GRAPHS=$graphs bench bench.sbp_kernel --backends cupy --no-svc $letter_args"
+step fit-phases 50 20 "GPUSVM_CUDA_GRAPHS=$graphs bench bench.sbp_fit_phases --backends cupy $phases_args"
+step headline-linear 70 30 "GPUSVM_CUDA_GRAPHS=$graphs bench bench.linear_objective --backends cupy $linear_args"
 step rest 600 40 "pytest_run rest ${workers/4/8} $rest_tests"
 
 echo "GPU window done in $(( $(date +%s) - started )) s; summary:"

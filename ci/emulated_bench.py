@@ -8,9 +8,12 @@ kernels are slow: pass small sizes (``--rows``, ``--steps``, ``--quick``). Its r
 files name the device "emulated": git and bench/make_report.py leave them out.
 
     EMU_BUILD=/tmp/emu ../shared/tools/cuda-emu/run python ci/emulated_bench.py \\
-        bench/sbp_step.py --backends cupy --rows 300 --classes 1 3 --steps 2
+        bench.sbp_step --backends cupy --rows 300 --classes 1 3 --steps 2
+
+from the repository's root: the benchmark module runs as ``python -m bench.sbp_step`` would.
 """
 
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -20,5 +23,6 @@ import emulated_device  # noqa: E402
 
 if __name__ == "__main__":
     emulated_device.install()
-    script, sys.argv = sys.argv[1], sys.argv[1:]
-    runpy.run_path(script, run_name="__main__")
+    module, sys.argv = sys.argv[1], sys.argv[1:]
+    sys.path.insert(0, os.getcwd())  # first on the path, as `python -m` puts it
+    runpy.run_module(module, run_name="__main__", alter_sys=True)

@@ -43,18 +43,18 @@ subset=(  # every kernel file, each solver's launcher, both dtypes, dense and sp
   "tests/test_online_logistic.py::test_cupy_matches_numpy[3-float64-False-rda]"
   "tests/test_online_logistic.py::test_cupy_matches_numpy[2-float64-True-tg]"
   "tests/test_online_logistic.py::test_cupy_matches_numpy[3-float32-False-fobos]"
-  "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-rbf-True-2-4-True]"       # sbp.cu
-  "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-poly-False-2-1-True]"
-  "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-linear-True-3-4-True]"
-  "tests/test_sbp.py::test_steps_match_plain_algorithm[cupy-rbf-False-3-1-False]"      # one basin
-  "tests/test_sbp.py::test_steps_of_a_batch_past_the_staged_rows_match_plain_algorithm[cupy-False]"  # drawn rows unstaged
-  "tests/test_sbp.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-True-products]"  # sparse rows
-  "tests/test_sbp.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-False-cache]"  # device row cache
-  "tests/test_sbp.py::test_device_row_cache_computes_a_large_miss_in_products_of_bounded_memory"  # ... in bounded products
-  "tests/test_sbp.py::test_device_drawn_row_products_in_blocks_of_bounded_memory"  # drawn rows' products, bounded
-  "tests/test_sbp.py::test_device_draws_in_one_block_and_by_tiles_are_the_same_rows[True]"  # both draws
-  "tests/test_sbp.py::test_device_pair_steps_match_the_host_pairs[replay-True-matrix]"  # one-vs-one pairs together
-  "tests/test_sbp.py::test_device_pair_steps_match_the_host_pairs[replay-False-cache]"   # ... from a row cache
+  "tests/test_sbp_solver.py::test_steps_match_plain_algorithm[cupy-rbf-True-2-4-True]"       # sbp.cu
+  "tests/test_sbp_solver.py::test_steps_match_plain_algorithm[cupy-poly-False-2-1-True]"
+  "tests/test_sbp_solver.py::test_steps_match_plain_algorithm[cupy-linear-True-3-4-True]"
+  "tests/test_sbp_solver.py::test_steps_match_plain_algorithm[cupy-rbf-False-3-1-False]"      # one basin
+  "tests/test_sbp_solver.py::test_steps_of_a_batch_past_the_staged_rows_match_plain_algorithm[cupy-False]"  # drawn rows unstaged
+  "tests/test_sbp_solver.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-True-products]"  # sparse rows
+  "tests/test_sbp_solver.py::test_device_steps_in_blocks_match_the_plain_algorithm[replay-False-cache]"  # device row cache
+  "tests/test_row_cache.py::test_device_row_cache_computes_a_large_miss_in_products_of_bounded_memory"  # ... in bounded products
+  "tests/test_sbp_solver.py::test_device_drawn_row_products_in_blocks_of_bounded_memory"  # drawn rows' products, bounded
+  "tests/test_sbp_solver.py::test_device_draws_in_one_block_and_by_tiles_are_the_same_rows[True]"  # both draws
+  "tests/test_sbp_solver.py::test_device_pair_steps_match_the_host_pairs[replay-True-matrix]"  # one-vs-one pairs together
+  "tests/test_sbp_solver.py::test_device_pair_steps_match_the_host_pairs[replay-False-cache]"   # ... from a row cache
   "tests/test_sbp.py::test_default_models_agree_on_the_device_and_the_host_on_a_few_rows"  # float32 kernel values
   "tests/test_sbp.py::test_device_history_says_where_the_kernel_values_came_from"  # distinct rows counted
   "tests/test_kernel_pegasos.py::test_counts_match_reference[cupy-3-4]"                # kernel_pegasos.cu

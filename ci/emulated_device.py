@@ -367,7 +367,7 @@ class _CheckedStoresLoader(importlib.machinery.SourceFileLoader):
 
 # gpusvm's modules of functions compiled by Numba: their stores are into host arrays in
 # compiled code, which cannot call the check (nor hold a device array)
-_COMPILED_BY_NUMBA = {"gpusvm.solvers.sbp._pairs_numba"}
+_COMPILED_BY_NUMBA = {"gpusvm.solvers.sbp.pairs._numba"}
 
 
 class _CheckedStoresFinder(importlib.abc.MetaPathFinder):

@@ -42,7 +42,7 @@
 # Results land in bench/results/*-<device>.json (each names the device, CUDA and CuPy).
 # Each benchmark has its own time limit (seconds) so that one slow script cannot take the
 # whole step; a script over it writes the runs it finished, marked as stopped at its limit
-# (bench/_common.py's TimeLimit; killed 30 s later if it has not), is reported, and the
+# (bench/common.py's TimeLimit; killed 30 s later if it has not), is reported, and the
 # step goes on. The CPU runs (numpy) are
 # recorded on CPU machines; here only where the script needs them beside the GPU.
 # On a lent machine ($OUT set, the device tool's folder) each result file is copied under
@@ -68,11 +68,11 @@ keep_results() {  # copy this run's result files under $OUT now (nothing without
   find bench/results -type f -newer "$started" -exec cp --parents {} "$OUT" \;
 }
 
-bench() {  # LIMIT SCRIPT ARGS...: one benchmark under its time limit; a failure marks the step failed
+bench() {  # LIMIT MODULE ARGS...: one benchmark (python3 -m MODULE) under its time limit; a failure marks the step failed
   local limit=$1
   shift
   echo "== $* (limit ${limit} s)"
-  timeout -k 30 "$limit" python3 "$@" $quick || { echo "FAILED or over time: $*"; status=1; }
+  timeout -k 30 "$limit" python3 -m "$@" $quick || { echo "FAILED or over time: $*"; status=1; }
   keep_results
 }
 
@@ -81,48 +81,48 @@ if [ "$step" = triage ] || [ "$step" = all ]; then
   keep_results
 fi
 if [ "$step" = online ] || [ "$step" = all ]; then
-  bench 150 bench/online_adult.py --backends numpy cupy
+  bench 150 bench.online_adult --backends numpy cupy
   # river is not on the CUDA image: it is recorded on CPU machines
-  bench 150 bench/online_throughput.py --backends cupy --batch-sizes 32 1024 8192 --no-river
+  bench 150 bench.online_throughput --backends cupy --batch-sizes 32 1024 8192 --no-river
 fi
 if [ "$step" = kernel ] || [ "$step" = all ]; then
   # SVC and LinearSVC (the CPU peers) run on this machine's CPU beside the GPU runs
-  bench 400 bench/sbp_kernel.py --datasets adult --backends cupy
-  bench 110 bench/adult_linear.py --backends cupy
+  bench 400 bench.sbp_kernel --datasets adult --backends cupy
+  bench 110 bench.adult_linear --backends cupy
 fi
 if [ "$step" = mnist ] || [ "$step" = all ]; then
-  # SVC takes about 145 s on MNIST-8 on an H100 machine's CPU: here the GPU peers stand in for it
-  bench 240 bench/mnist_kernel.py --backends cupy --no-svc
-  bench 300 bench/sbp_kernel.py --datasets mnist8 --settings "no bias" --backends cupy --max-epochs 4
+  # SVC takes minutes on MNIST-8 on a CPU: here the GPU peers stand in for it
+  bench 240 bench.mnist_kernel --backends cupy --no-svc
+  bench 300 bench.sbp_kernel --datasets mnist8 --settings "no bias" --backends cupy --max-epochs 4
 fi
 if [ "$step" = linear ] || [ "$step" = all ]; then
-  bench 560 bench/linear_objective.py --backends cupy
+  bench 560 bench.linear_objective --backends cupy
 fi
 if [ "$step" = batches ] || [ "$step" = all ]; then
   # LIBLINEAR and Snap ML to 64 iterations only: their full curves are the linear step's
-  bench 560 bench/linear_objective.py --backends cupy --datasets synthetic --pegasos-batch-sizes 64 1024 16384 \
+  bench 560 bench.linear_objective --backends cupy --datasets synthetic --pegasos-batch-sizes 64 1024 16384 \
     --max-iterations 64
 fi
 if [ "$step" = extra ] || [ "$step" = all ]; then
-  bench 120 bench/water_level.py --backends cupy
-  bench 200 bench/sbp_kernel.py --datasets letter --backends cupy  # 26 classes, one-vs-one
-  bench 180 bench/sbp_step.py --backends cupy --kernel-values cache --rows 100000 1000000 --classes 1 26
+  bench 120 bench.water_level --backends cupy
+  bench 200 bench.sbp_kernel --datasets letter --backends cupy  # 26 classes, one-vs-one
+  bench 180 bench.sbp_step --backends cupy --kernel-values cache --rows 100000 1000000 --classes 1 26
 fi
 if [ "$step" = pairs ] || [ "$step" = all ]; then
-  bench 500 bench/sbp_one_vs_one.py --backends cupy
+  bench 500 bench.sbp_one_vs_one --backends cupy
 fi
 if [ "$step" = graphs ] || [ "$step" = all ]; then
   echo "== step blocks as CUDA graphs (limit 200 s)"
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_pegasos.py tests/test_online_logistic.py \
     -k "replayed or cupy or fused" || { echo "FAILED: step blocks"; status=1; }
   # 1,024 rows: the largest batch the fused Pegasos kernel takes
-  bench 380 bench/roofline.py --backends cupy --stream-rows 10000000 --batch-sizes 32 256 1024 2048 16384 65536
+  bench 380 bench.roofline --backends cupy --stream-rows 10000000 --batch-sizes 32 256 1024 2048 16384 65536
 fi
 if [ "$step" = sbp ] || [ "$step" = all ]; then
   echo "== SBP on CuPy (limit 200 s)"
-  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_sbp.py tests/test_water_level.py \
-    tests/test_kernel_pegasos.py -k "cupy or device or gpu or backends" || { echo "FAILED: kernel solvers on CuPy"; status=1; }
-  bench 380 bench/sbp_step.py --backends cupy
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_sbp.py tests/test_sbp_solver.py \
+    tests/test_row_cache.py tests/test_water_level.py tests/test_kernel_pegasos.py -k "cupy or device or gpu or backends" || { echo "FAILED: kernel solvers on CuPy"; status=1; }
+  bench 380 bench.sbp_step --backends cupy
 fi
 if [ "$step" = dask ] || [ "$step" = all ]; then
   echo "== tests/test_dask.py (limit 500 s)"
@@ -132,7 +132,7 @@ if [ "$step" = streaming ] || [ "$step" = all ]; then
   echo "== tests/test_streaming.py on CuPy (limit 150 s)"
   timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_streaming.py -k "cupy or staging" \
     || { echo "FAILED: streaming on CuPy"; status=1; }
-  bench 400 bench/streamed_throughput.py --backends cupy
+  bench 400 bench.streamed_throughput --backends cupy
 fi
 keep_results
 exit $status

@@ -178,6 +178,15 @@ def on_device(xp):
     return xp is not np
 
 
+def is_device_backend(backend):
+    """Whether ``backend``, a resolved backend's name (as a fitted model's ``backend_``
+    records it) or an array module, is the device's: the one place where a backend's name
+    is compared."""
+    if isinstance(backend, str):
+        return backend == "cupy"
+    return on_device(backend)
+
+
 def is_cupy_array(x):
     """True for a CuPy array or ``cupyx.scipy.sparse`` matrix, without importing CuPy."""
     if "cupy" not in sys.modules:

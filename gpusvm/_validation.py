@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._backend import is_cupy_array, issparse, namespace_of, to_numpy
+from ._backend import is_cupy_array, is_device_backend, issparse, namespace_of, to_numpy
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -211,8 +211,9 @@ def one_vs_rest_targets(y, classes):
 
 # The host memory a linear model takes a feature (column of X), at its peak: a scratch int64
 # of the steps, and for each of its one-vs-rest models about seven float64 arrays (the state's
-# two, the coefficients and their temporaries, the fitted coef_; FTRL, TG, FOBOS, RDA and
-# PegasosSVC measured 46 to 56 bytes a model with tracemalloc).
+# two, the coefficients and their temporaries, the fitted coef_), the most that tracemalloc
+# shows for any of FTRL, TG, FOBOS, RDA and PegasosSVC (docs/benchmarks.md, "Figures behind
+# the code").
 LINEAR_BYTES_PER_FEATURE = 8
 LINEAR_BYTES_PER_FEATURE_AND_MODEL = 56
 
@@ -266,10 +267,11 @@ def canonical_csr(X):
     return X
 
 
-def to_backend(X, xp_name):
-    """Move a validated X (dense or CSR) to the backend's memory; on the device, a CSR X
-    is canonical (see :func:`canonical_csr`) and its indices int32."""
-    if xp_name == "numpy":
+def to_backend(X, backend):
+    """Move a validated X (dense or CSR) to the memory of ``backend`` (a resolved backend's
+    name or its array module); on the device, a CSR X is canonical (see
+    :func:`canonical_csr`) and its indices int32."""
+    if not is_device_backend(backend):
         if is_cupy_array(X):
             return X.get()
         return X

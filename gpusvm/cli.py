@@ -41,13 +41,14 @@ EXIT_INTERRUPTED = 128 + 2  # 128 + SIGINT, as a shell reports a command Ctrl-C 
 # file of one label a line (the user's own labels, say) reads the same as predictions.
 PREDICTIONS_MARK = "gpusvm predictions"
 # An RBF kernel SVM that takes C and trains one-vs-one, as svm-train's and ThunderSVM's
-# default: SBPClassifier() came within 0.2 points of SVC()'s test error on all eleven sets
-# of bench/sbp_defaults.py, in 0.13 to 1.5 times its fit; KernelPegasosSVC() up to 1.9
-# points above, in up to 9.6 times.
+# default: at its defaults SBPClassifier() matches SVC()'s test error in less time, where
+# KernelPegasosSVC() ends further above it and takes longer (bench/sbp_defaults.py; the
+# figures: docs/benchmarks.md, "Headlines on a CPU").
 DEFAULT_SOLVER = "sbp"
 _GLOBAL_PARAMS = ("backend", "verbose")  # options of every command, not per solver
 # The training accuracy train reports is read off at most this many rows, drawn at random:
-# a kernel model's predictions over all of Adult's 32,561 took 5.5 s after an 8 s fit.
+# predicting every training row of a kernel model takes a large part of its fit's time, and
+# 10,000 rows give the accuracy to half a point (docs/benchmarks.md, "Figures behind the code").
 TRAINING_ACCURACY_ROWS = 10_000
 # What each input should be, for the messages about a missing or unreadable one.
 MODEL_FILE = "a model file that gpusvm train (or gpusvm.save) wrote"

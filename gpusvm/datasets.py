@@ -16,9 +16,9 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto")
 
     What :func:`sklearn.datasets.load_svmlight_file` returns (its errors included); the
     file is read in blocks of lines, those of plain lines parsed through pyarrow where it
-    is installed (``gpusvm.data_files.SvmlightChunks``), about 3 times as fast. A
-    compressed file is known by its first bytes, whatever its name, and decompressed as
-    it is read.
+    is installed (``gpusvm.data_files.SvmlightChunks``), which is faster (the benchmark
+    report's ``bench/svmlight_reading.py`` has the figures). A compressed file is known
+    by its first bytes, whatever its name, and decompressed as it is read.
 
     Parameters
     ----------

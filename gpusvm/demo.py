@@ -14,7 +14,7 @@ the settings of the README's headline table:
    :class:`~sklearn.linear_model.LogisticRegression` (``C = 1``).
 
 By default the models train on the first :data:`DEFAULT_ROWS` training rows, so that the
-run takes about a minute on two CPU cores; ``full=True`` (``gpusvm demo --full``) trains
+run is short (its time on a CPU: ``docs/user_guide/install.md``); ``full=True`` (``gpusvm demo --full``) trains
 on all of them, as the headline table does, and ``--quick`` on :data:`QUICK_ROWS`. Every
 model is tested on all 16,281 test rows. Each fit and each prediction is named as it
 starts; on a terminal, the elapsed seconds of scikit-learn's fits (which have no progress
@@ -35,7 +35,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import SVC, LinearSVC
 
-from ._backend import resolve_backend
+from ._backend import is_device_backend, resolve_backend
 from .datasets import load_adult
 from .linear_model import FTRLClassifier
 from .sbp import SBPClassifier
@@ -49,8 +49,8 @@ ADULT_C = 1.0
 ADULT_NU = 1.10e-2
 SBP_BATCH_SIZE = 64
 
-QUICK_ROWS = 3_000  # --quick: seconds on two cores
-DEFAULT_ROWS = 20_000  # the default: about a minute on two cores (SVC's fit and prediction take half)
+QUICK_ROWS = 3_000  # --quick: a smoke run
+DEFAULT_ROWS = 20_000  # the default: a short run, most of it SVC's fit and prediction (docs/user_guide/install.md)
 WARM_UP_ROWS = 500  # the untimed fit that compiles the CUDA kernels before a timed GPU fit
 TICK_SECONDS = 1.0
 
@@ -142,13 +142,13 @@ def run_demo(backend="auto", n_train=None, out=print, *, full=False):
     ----------
     backend : {'auto', 'numpy', 'cupy'}
     n_train : int, optional
-        Train on the first ``n_train`` training rows; by default :data:`DEFAULT_ROWS`
-        (about a minute on two cores), or all 32,561 with ``full``.
+        Train on the first ``n_train`` training rows; by default :data:`DEFAULT_ROWS`,
+        or all 32,561 with ``full``.
     out : callable
         Where the lines go; each is flushed as it is written.
     full : bool, default=False
-        Train on all the training rows, as the README's headline table does (about two
-        minutes on two cores, most of them SVC's).
+        Train on all the training rows, as the README's headline table does (most of
+        the time SVC's).
 
     Returns
     -------
@@ -189,7 +189,7 @@ def run_demo(backend="auto", n_train=None, out=print, *, full=False):
         say("")
         say(task)
         their_seconds, their_accuracy = _fit_and_score(theirs_name, theirs, X, y, X_test, y_test, say, True)
-        if resolved == "cupy":
+        if is_device_backend(resolved):
             say(f"  {ours_name}: an untimed fit on {WARM_UP_ROWS} rows (compiles the CUDA kernels once) ...")
             clone(ours).fit(X[:WARM_UP_ROWS], y[:WARM_UP_ROWS])
         our_seconds, our_accuracy = _fit_and_score(ours_name, ours, X, y, X_test, y_test, say, False)

@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
-from ._backend import get_namespace, namespace_of, resolve_backend, to_numpy
+from ._backend import namespace_of, to_numpy
 from ._stream.pipeline import prepared_chunk, ready_chunks
 from ._stream.chunks import ChunkSource, aligned_chunks, check_chunk_X_y, check_partial_fit_lengths, errors_named
 from ._stream.label_order import LabelRuns
@@ -27,12 +27,11 @@ from ._instrumentation import EpochBars
 from ._estimator.linear_model import LinearModelMixin
 from ._random import seed_from_random_state
 from ._validation import check_X_y, class_positions, to_backend
-from .solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, run_online
+from .solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, make_steps, run_online
 
 # batch_size='auto': a fit's epoch (of at least this many rows) has at least this many steps,
-# the fewest that mended every small set of bench/online_defaults.py (an epoch of 2 steps left
-# 284 rows of breast cancer at 11 times the test log loss of 17 steps, and one of 8 steps
-# 2,000 Adult rows at 1.3 times that of 16)
+# the fewest that mended every small set of bench/online_defaults.py (docs/benchmarks.md,
+# "Figures behind the code")
 AUTO_STEPS_PER_EPOCH = 16
 
 _COMMON_CONSTRAINTS = {
@@ -186,8 +185,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
                 if not classes.size:
                     raise ValueError("fit_chunks got no chunks with rows.")
             classes = self._partial_fit_classes(classes)
-            backend = resolve_backend(self.backend)
-            xp = get_namespace(backend)
+            backend, xp = self._fit_namespace(each_call=True)
             batch_size = self._batch_size_for(None)  # a stream: its length is not known before it ends
             checked = itertools.count()  # the first chunk checked sets n_features_in_
             epochs = (
@@ -221,7 +219,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
                     )
                     # The epoch's loss runs on from the last chunk's (on the device, with no read).
                     loss_so_far = 0.0 if stepper is None else stepper.loss_sum
-                    stepper = online_stepper(problem, state, xp)
+                    stepper = make_steps(problem, xp, state=state)
                     stepper.start_epoch(None, loss_so_far)
                     stepper.run_batches(range(0, chunk.n_rows, batch_size))
                     rows += chunk.n_rows
@@ -230,7 +228,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
                 raise ValueError("fit_chunks got no chunks with rows.")
             losses.append(stepper.epoch_loss_sum() / (rows * n_models))
             bars.end_epoch(loss=f"{losses[-1]:.5g}")
-            self._set_model(state, backend, classes, seed, chunk.X)
+            self._set_model(state, backend, xp, classes, seed, chunk.X)
             self.n_iter_, self.loss_curve_, self.batch_size_ = self.max_iter, losses, batch_size
             if source.feature_names is not None:  # the chunks' DataFrame columns (arrays by now)
                 self.feature_names_in_ = source.feature_names
@@ -266,19 +264,18 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         first = not hasattr(self, "classes_")
         # Each call trains where `backend` says: the state moves to it, so a model
         # trained on a GPU can continue on a CPU and back.
-        backend = resolve_backend(self.backend)
+        backend, xp = self._fit_namespace(each_call=True)
         X, y = check_X_y(self, X, y, reset=first)
         if classes is None:  # fit: the classes of y
             classes = self._classes_for_fit(y)
         batch_size = self._batch_size_for(X.shape[0] if first else None)  # 'auto' by the rows that start the model
         labels = class_positions(y, classes)
-        xp = get_namespace(backend)
         n_models = 1 if classes.shape[0] == 2 else classes.shape[0]
         self._check_device_memory(X, n_models, backend)
         state = OnlineState.zeros(n_models, X.shape[1], xp) if first else self._state.to(xp)
         seed = seed_from_random_state(self.random_state) if first else self._seed
         problem = OnlineProblem(
-            X=to_backend(X, backend),
+            X=to_backend(X, xp),
             labels=xp.asarray(labels, dtype=np.int32),
             n_classes=classes.shape[0],
             rule=self._rule(),
@@ -287,13 +284,13 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             seed=seed,
         )
         state, losses = run_online(problem, state, n_epochs=n_epochs, shuffle=shuffle, xp=xp, verbose=self.verbose)
-        self._set_model(state, backend, classes, seed, X)
+        self._set_model(state, backend, xp, classes, seed, X)
         self.n_iter_, self.loss_curve_, self.batch_size_ = n_epochs, losses, batch_size
         return np.bincount(labels, minlength=classes.shape[0])  # the rows of each class
 
-    def _set_model(self, state, backend, classes, seed, X):
+    def _set_model(self, state, backend, xp, classes, seed, X):
         """The fitted attributes from ``state`` (one copy from the device), checked finite on X."""
-        weights = to_numpy(state.coefficients(self._rule(), get_namespace(backend)))
+        weights = to_numpy(state.coefficients(self._rule(), xp))
         self.backend_, self.classes_, self._state, self._seed = backend, classes, state, seed
         self.coef_ = np.ascontiguousarray(weights[:, :-1])
         self.intercept_ = weights[:, -1].copy()
@@ -363,12 +360,10 @@ class FTRLClassifier(_OnlineLogisticClassifier):
         the weights. ``n`` is the rows of the call that starts the model (``fit``, or the
         first ``partial_fit``), and later ``partial_fit`` calls keep its batch;
         ``fit_chunks`` takes 1024, its stream's length unknown before it ends. The
-        values were measured (``bench/online_defaults.py``, 2 CPU cores): on Adult, 1024
-        gives the test log loss of 32 (0.3416 and 0.3417) in an eighth of the time; on a
-        200,000-row hashed stream (40 fields, 2^18 columns), five epochs at 1024 take 2.0
-        s against 7.7 s at 32, log loss 0.4358 and 0.4355, where
-        SGDClassifier(loss='log_loss') takes 1.3 s to 0.4535; on 284 rows of breast
-        cancer, 'auto' (17) ends at 0.086 and 1024 at 0.159.
+        values are by measurement (``bench/online_defaults.py``): 1024 reaches the test
+        log loss of small batches in a fraction of their time from a few thousand rows
+        up, and on a few hundred rows 'auto' ends at a far lower log loss than 1024 (the
+        figures: ``docs/benchmarks.md``, "Figures behind the code").
     max_iter : int, default=5
         Epochs (passes over the data) run by ``fit``. ``partial_fit`` makes one pass.
     shuffle : bool, default=True
@@ -486,8 +481,9 @@ class TruncatedGradientClassifier(_OnlineLogisticClassifier):
     batch_size : int or 'auto', default='auto'
         As in :class:`FTRLClassifier`, with 256 in place of 1024 (from 4,096 rows up on
         a fit): this rule's step size is one per example rather than per coordinate, and
-        on Adult 256 gives the test log loss of 32 in a fifth of the time, while 1024
-        loses up to 0.005 (``bench/online_defaults.py``).
+        256 gives the test log loss of small batches in a fraction of their time, where
+        1024 loses some of it (``bench/online_defaults.py``; ``docs/benchmarks.md``,
+        "Figures behind the code").
     fit_intercept, max_iter, shuffle, random_state, backend, verbose
         As in :class:`FTRLClassifier`.
 
@@ -558,8 +554,9 @@ class FOBOSClassifier(_OnlineLogisticClassifier):
     batch_size : int or 'auto', default='auto'
         As in :class:`FTRLClassifier`, with 256 in place of 1024 (from 4,096 rows up on
         a fit): this rule's step size is one per example rather than per coordinate, and
-        on Adult 256 gives the test log loss of 32 in a fifth of the time, while 1024
-        loses up to 0.005 (``bench/online_defaults.py``).
+        256 gives the test log loss of small batches in a fraction of their time, where
+        1024 loses some of it (``bench/online_defaults.py``; ``docs/benchmarks.md``,
+        "Figures behind the code").
     fit_intercept, max_iter, shuffle, random_state, backend, verbose
         As in :class:`FTRLClassifier`.
 
@@ -624,8 +621,9 @@ class RDAClassifier(_OnlineLogisticClassifier):
     batch_size : int or 'auto', default='auto'
         As in :class:`FTRLClassifier`, with 256 in place of 1024 (from 4,096 rows up on
         a fit): this rule's step size is one per example rather than per coordinate, and
-        on Adult 256 gives the test log loss of 32 in a fifth of the time, while 1024
-        loses up to 0.005 (``bench/online_defaults.py``).
+        256 gives the test log loss of small batches in a fraction of their time, where
+        1024 loses some of it (``bench/online_defaults.py``; ``docs/benchmarks.md``,
+        "Figures behind the code").
     fit_intercept, max_iter, shuffle, random_state, backend, verbose
         As in :class:`FTRLClassifier`.
 

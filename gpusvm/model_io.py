@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ._backend import cupy_device_count, is_cupy_array, resolve_backend, to_numpy
+from ._backend import cupy_device_count, is_cupy_array, is_device_backend, resolve_backend, to_numpy
 from ._estimator.base import checked_rows
 from ._estimator.model_checks import InconsistentModel, check_model_parts
 from ._output_files import check_output_path, write_atomically, write_target
@@ -271,7 +271,7 @@ def _loaded_backend(model, backend):
     if backend is not None:
         model.backend = backend
         return resolve_backend(backend)
-    if model.backend_ == "cupy" and cupy_device_count() == 0:
+    if is_device_backend(model.backend_) and cupy_device_count() == 0:
         return "numpy"
     return model.backend_
 

@@ -13,30 +13,26 @@ from sklearn.base import _fit_context
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._backend import get_namespace, is_cupy_array, on_device, to_numpy
+from ._backend import namespace_of, on_device, to_numpy
 from ._estimator.auto_nu import PILOT_MIN_ROWS, PILOT_TIME_SHARE, fit_pilot, nu_of_margins, pilot_subsample
 from ._estimator.base import GPUClassifierMixin, restore_on_error
 from ._estimator.convergence import warn_if_far_from_centre, warn_if_level_not_positive, warn_if_pilot_unsettled
 from ._estimator.kernel_model import KernelModelMixin
-from ._estimator.one_vs_one import class_pairs, ovr_scores, pair_seed, share
+from ._estimator.one_vs_one import class_pairs, ovr_scores, pair_seed
 from ._instrumentation import nvtx_range
 from ._random import seed_from_random_state
 from ._validation import IntervalNotBool, check_is_fitted, check_X_y, one_vs_rest_targets, to_backend
-from .kernel_functions import KERNELS, check_kernel_range, kernel_training_copy, resolve_gamma, row_statistics
-from .solvers import row_cache
-from .solvers.sbp import (
-    PairStack,
-    SBPProblem,
-    StoppingRules,
-    make_pair_steps,
-    make_steps,
-    pair_checkpoint_steps,
-    pairs_step_together,
-    positive_level,
-    run_pair_stack,
-    run_sbp,
-    use_compiled_steps,
+from .kernel_functions import (
+    KERNELS,
+    KernelSpec,
+    check_kernel_range,
+    kernel_training_copy,
+    resolve_gamma,
+    row_statistics,
 )
+from .solvers import row_cache
+from .solvers.sbp import SBPProblem, StoppingRules, make_steps, positive_level, run_sbp
+from .solvers.sbp.pairs import plan_pairs, train_pairs
 
 
 # validation_fraction='auto': no holdout below this many rows, and at most this many held out
@@ -46,23 +42,16 @@ AUTO_HOLDOUT_MAX_ROWS = 10_000
 # it the batch of an epoch of about AUTO_STEPS_PER_EPOCH steps (see the parameter's docstring)
 AUTO_BATCH = 64
 AUTO_STEPS_PER_EPOCH = 64
-# The work of a step of one-vs-one pairs stepping together on the host that does not grow
-# with them, in pair columns: about 1 ms of NumPy calls a step, at about 26 ns a column
-# (KEEL penbased: 45 pairs of 1,650 columns, 2.9 ms a step; 45 pairs of 80, 1.0 ms). The
-# compiled steps never read a pair's padding: on three stacks padded three- to sixfold they
-# took the same time in one stack as in this rule's two (within 2%), so the rule stays.
-STACK_STEP_COLUMNS = 40_000
 
 
-def _rows_on_backend(X, order, backend):
-    """X's rows in ``order`` on ``backend``, in X's dtype. A dense X is moved first and
+def _rows_on_backend(X, order, xp):
+    """X's rows in ``order`` on the array module ``xp``'s backend, in X's dtype. A dense X is moved first and
     reordered there (NumPy's gather of MNIST's rows is slower than the copy); a CSR X is
     reordered on the host, as :func:`~gpusvm._validation.to_backend` makes it canonical
     for the device."""
     if hasattr(X, "indptr"):
-        return to_backend(X[order], backend)
-    X_dev = to_backend(X, backend)
-    return X_dev[get_namespace(backend).asarray(order)]
+        return to_backend(X[order], xp)
+    return to_backend(X, xp)[xp.asarray(order)]
 
 
 class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
@@ -84,11 +73,11 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     optimum of SVC with parameter ``C`` (margin 1), then ``w* / ||w*||`` solves SBP with
     ``nu = mean_i hinge_i(w*) / ||w*||``: the average slack of the unit-norm predictor.
     Larger ``nu`` means more slack, a softer margin: a smaller ``C``. The right ``nu``
-    depends on the data (from about 5e-5 to 1e-2 on the benchmarks' sets), so by default
-    (``nu='auto'``) it is read off a pilot: SVC with ``C`` on a stratified subsample of
-    a quarter of the training rows (at least 500, at most 2,000), its ``C`` scaled by
-    rows over subsample rows so that it
-    weighs the slack against the norm as ``SVC(C)`` on every row does (module
+    depends on the data (by orders of magnitude across the benchmarks' sets:
+    ``docs/user_guide/choosing_a_solver.md``), so by default (``nu='auto'``) it is read
+    off a pilot: SVC with ``C`` on a stratified subsample of a quarter of the training
+    rows (at least 500, at most 2,000), its ``C`` scaled by rows over subsample rows so
+    that it weighs the slack against the norm as ``SVC(C)`` on every row does (module
     ``gpusvm._estimator.auto_nu``). A subsample fits its own rows more closely, so
     the pilot's ``nu`` is at or below that of ``SVC(C)`` on all the rows; on the
     benchmarks' data that side gave test errors at or below SVC's
@@ -147,10 +136,10 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         found together at every step.
     max_iter : int, default=5
         Maximum number of epochs; an epoch is ``ceil(n_train / batch_size_)`` steps. The
-        default is by measurement (``bench/sbp_defaults.py``, ``nu='auto'``): on the
-        benchmarks' multiclass sets some pair's level kept growing by more than ``tol``
-        an epoch, so those fits ran every epoch; after 5 their test error was at or
-        below SVC's on every set (0 to 0.34 points above that after 10 epochs).
+        default is by measurement (``bench/sbp_defaults.py``): on the benchmarks'
+        multiclass sets some pair's level keeps growing by more than ``tol`` an epoch, so
+        those fits run every epoch, and 5 epochs already end at SVC's test error (the
+        figures: ``docs/benchmarks.md``, "Figures behind the code").
     batch_size : int or 'auto', default='auto'
         Examples drawn per step. 1 is the paper's algorithm. With ``B > 1`` the step
         goes along the mean of the ``B`` drawn examples' feature vectors, with the same
@@ -162,10 +151,8 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         over the responses) is shared by 64 examples, and on the benchmark's data batch
         64 reached SVC's test error in less time than batch 1 almost everywhere. Below
         that, SBP's accuracy follows its steps rather than its epochs, and five epochs
-        of batch 64 are too few steps (``bench/sbp_small.py``, means of five splits):
-        on 300 training rows of KEEL magic its test error was 2.8 points above SVC's
-        (17.6%), and 0.7 with 'auto'; on 284 rows of scikit-learn's breast cancer data,
-        0.6 points above, and 0.2 below with 'auto', in a tenth of a second.
+        of batch 64 are too few steps (``bench/sbp_small.py``; the figures:
+        ``docs/benchmarks.md``, "Figures behind the code").
     average : bool, default=True
         Return the average of the iterates (the paper's predictor); False returns the
         last iterate, divided by its own level.
@@ -176,17 +163,12 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         fewer rows than there are classes, or a class has a single row, no holdout is used.
         'auto' holds out nothing below ``AUTO_HOLDOUT_MIN_ROWS`` (50,000) rows (in a
         one-vs-one model: in its largest pair), else a tenth of the rows, at most
-        ``AUTO_HOLDOUT_MAX_ROWS`` (10,000). The threshold is by measurement (2026-11-24,
-        ``bench/sbp_defaults.py`` as of commit 418e02b, ``nu`` read off SVC, since
-        re-recorded at the defaults only; the Adult and 60,000-row MNIST figures from
-        single runs not kept in ``bench/results``): on 6,000 to 20,000 rows (KEEL
-        magic, penbased, letter; MNIST subsets) training on every row and stopping on
-        ``tol`` ended at most 0.13 points above SVC's test error on every set, a tenth
-        held out up to 0.96 points above it (an error measured on 1,000 to 2,000 rows, or
-        on a pair's tenth, is too coarse to stop on), though in 0.3 to 0.7 times the time.
-        On Adult's 32,561 rows (the paper's setting, one run) no holdout took 23.7 s to
-        16.01%, a tenth 28.7 s to 16.06%; on MNIST 8 against the rest (60,000 rows) the
-        holdout stopped in 17 s instead of 26 s at the same 0.60%.
+        ``AUTO_HOLDOUT_MAX_ROWS`` (10,000). The threshold is by measurement
+        (``bench/sbp_defaults.py``): below it the holdout is too small to stop on (an
+        error measured on a few thousand rows, or on a pair's tenth, is too coarse), and
+        training on every row with ``tol`` ends closer to SVC's test error; above it a
+        holdout stops sooner at the same error (the figures: ``docs/benchmarks.md``,
+        "Figures behind the code").
     n_iter_no_change : int, default=10
         The checkpoints (10 = one epoch) the stopping rules look back over: with a
         holdout, stop when its error has not improved on its best for this many
@@ -205,10 +187,10 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         classes that barely separate at this ``nu``, would otherwise never gain little
         enough relative to itself and run every epoch. It waits while a model's level
         is at or below 0 (not yet a separator: see above). None runs ``max_iter`` epochs.
-        Unused with a holdout. In a one-vs-one model each pair stops on its own objective. The default is by
-        measurement (KEEL magic, one run each): 2e-2 stopped 0.38 points above SVC's test
-        error, 1e-2 0.13 points above at 0.9 times SVC's fit time, 5e-3 0.08 points under
-        at 1.2 times.
+        Unused with a holdout. In a one-vs-one model each pair stops on its own objective.
+        The default is by measurement on KEEL magic: a larger ``tol`` stops further above
+        SVC's test error, a smaller one takes longer than SVC (the figures:
+        ``docs/benchmarks.md``, "Figures behind the code").
     time_budget : float, default=None
         Stop after this many seconds (checked after every step; on cupy, after every
         block of up to 128 steps, which are issued together): anytime training. In a
@@ -227,9 +209,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         budget share and random stream; ``predict`` counts the votes. 'ovr': one problem
         per class against the rest, all stepping together over every row. The default is
         by measurement (``bench/sbp_one_vs_one.py``): a pair's kernel rows run over two
-        classes' rows instead of all, so on KEEL letter (26 classes) one-vs-one reached
-        5.50% test error (SVC: 5.84%) in 3.7 s while one-vs-rest was at 7.22% after 69 s,
-        and on KEEL penbased (10 classes) it reached SVC's 0.40% in 0.66 s against 5.1 s.
+        classes' rows instead of all, so one-vs-one reaches SVC's test error several times
+        sooner on the benchmarks' multiclass sets (the figures: ``docs/benchmarks.md``,
+        "Figures behind the code").
         All pairs step together (each as its own binary problem): on the numpy backend
         in stacks of similar widths, on cupy in each launch when ``kernel_cache`` holds
         the fit's kernel matrix or a cache of twice a step's rows (else one pair after
@@ -441,7 +423,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         """
         with restore_on_error(self):
             self.__dict__.pop("backend_", None)
-            backend = self._fit_backend()
+            backend, xp = self._fit_namespace()
             with nvtx.annotate("sbp.prepare", color="blue"):  # checks, the copy to the backend, gamma, nu
                 X, y = check_X_y(self, X, y, reset=True)
                 classes = self._classes_for_fit(y)
@@ -450,37 +432,39 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
                 order = np.concatenate([train, holdout])
                 self.batch_size_ = resolve_batch_size(self.batch_size, train.size)
                 self._check_device_memory(X, classes.size, backend, self.batch_size_)
-                X_rows = _rows_on_backend(X, order, backend)
+                X_rows = _rows_on_backend(X, order, xp)
                 gamma = resolve_gamma(self.gamma, X_rows[: train.size])  # the training rows come first
                 if self.kernel != "rbf":  # past fit and its _fit_context
                     warn_if_far_from_centre(self, row_statistics(X_rows[: train.size]), stacklevel=3)
                 X_dev, kernel_dtype = kernel_training_copy(  # X_rows is the fit's own copy (reordered)
-                    X_rows, kernel_dtype=self.kernel_dtype, overwrite_x=True, **self._kernel_settings(gamma)
+                    X_rows, kernel_dtype=self.kernel_dtype, overwrite_x=True, **self._kernel(gamma).keywords
                 )
                 del X_rows  # a device's memory holds one copy of X's rows
                 self.kernel_dtype_ = kernel_dtype.name
                 check_kernel_range(
                     X_dev,
-                    **self._kernel_settings(gamma),
+                    **self._kernel(gamma).keywords,
                     gamma_setting=self.gamma,
                     dtype_parameter="kernel_dtype",
                 )
                 labels = np.searchsorted(classes, y[order])  # class positions, in X_dev's row order
                 pilot_started = time.perf_counter()
-                self.nu_ = self._resolve_nu(X_dev, labels[: train.size], classes, gamma, seed, backend)
+                self.nu_ = self._resolve_nu(X_dev, labels[: train.size], classes, gamma, seed, xp)
                 rules = self._rules_after_pilot(self._stopping_rules(), time.perf_counter() - pilot_started)
             if self._trains_one_vs_one(classes):
-                results = self._fit_pairs(X, X_dev, order, train.size, labels, classes, gamma, seed, rules, backend)
+                results = self._fit_pairs(
+                    X, X_dev, order, labels, classes, train.size, gamma=gamma, seed=seed, rules=rules, xp=xp
+                )
             else:
                 targets = one_vs_rest_targets(y[train], classes)
-                result = self._solve(X_dev, train.size, targets, labels[train.size :], gamma, seed, rules, backend)
+                result = self._solve(X_dev, train.size, targets, labels[train.size :], gamma, seed, rules, xp)
                 self._set_model(result, X, y, train, targets, classes)
                 results = [result]
                 self.t_ = result.n_steps
                 self.n_iter_ = result.n_steps / max(1, -(-train.size // self.batch_size_))
             self.backend_, self.classes_, self.gamma_ = backend, classes, gamma
             self._check_finite_model(X)
-        self._warn_if_cache_thrashed(results, backend)
+        self._warn_if_cache_thrashed(results, xp)
         return self
 
     def __setstate__(self, state):
@@ -497,14 +481,14 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
     def _trains_one_vs_one(self, classes):
         return self.multi_class == "ovo" and classes.size > 2
 
-    def _resolve_nu(self, X_dev, train_labels, classes, gamma, seed, backend):
+    def _resolve_nu(self, X_dev, train_labels, classes, gamma, seed, xp):
         """``nu`` as set, or for ``nu='auto'`` read off a pilot SVC with this ``C`` on a
         subsample of the training rows (the first rows of ``X_dev``, of class positions
         ``train_labels``; :mod:`._estimator.auto_nu`)."""
         if self.nu != "auto":
             return float(self.nu)
         rows = pilot_subsample(train_labels, seed)
-        X_pilot = to_numpy(X_dev[get_namespace(backend).asarray(rows)])
+        X_pilot = to_numpy(X_dev[xp.asarray(rows)])
         # its warnings point past fit and its _fit_context
         return self._pilot_nu(X_pilot, train_labels[rows], train_labels.size, classes, gamma, stacklevel=5)
 
@@ -522,7 +506,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             one_vs_one=self._trains_one_vs_one(classes),
             C=self.C,
             max_seconds=time_limit,
-            **self._kernel_settings(gamma),
+            **self._kernel(gamma).keywords,
         )
         warn_if_pilot_unsettled(self, pilot, PILOT_MIN_ROWS, time_limit, stacklevel=stacklevel)
         return pilot.nu
@@ -535,9 +519,9 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             return rules
         return dataclasses.replace(rules, time_budget=max(1e-9, rules.time_budget - spent))
 
-    def _kernel_settings(self, gamma):
-        """The kernel's parameters, ``gamma`` resolved."""
-        return {"kernel": self.kernel, "gamma": gamma, "degree": self.degree, "coef0": self.coef0}
+    def _kernel(self, gamma):
+        """The kernel, ``gamma`` resolved."""
+        return KernelSpec(self.kernel, gamma, self.degree, self.coef0)
 
     def _problem_settings(self, gamma):
         """What every SBP problem of the fit shares: ``nu_``, the batch, the kernel, the bias."""
@@ -545,203 +529,76 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             "nu": self.nu_,
             "batch_size": self.batch_size_,
             "fit_intercept": self.fit_intercept,
-            **self._kernel_settings(gamma),
+            "kernel": self._kernel(gamma),
         }
 
-    def _solve(self, X_dev, n_train, targets, holdout_labels, gamma, seed, rules, backend, checkpoint_every=None):
-        """One SBP run on ``X_dev`` (its first ``n_train`` rows train, the rest are held out;
-        ``checkpoint_every``: as :func:`~.solvers.sbp.run_sbp`'s)."""
+    def _solve(self, X_dev, n_train, targets, holdout_labels, gamma, seed, rules, xp):
+        """One SBP run on ``X_dev`` (its first ``n_train`` rows train, the rest are held out)."""
         problem = SBPProblem(
             X=X_dev,
             n_train=n_train,
-            targets=get_namespace(backend).asarray(targets),
+            targets=xp.asarray(targets),
             holdout_labels=holdout_labels,
             seed=seed,
             **self._problem_settings(gamma),
         )
         return run_sbp(
             problem,
-            self._steps(problem, backend),
+            self._steps(problem, xp),
             rules,
-            checkpoint_every=checkpoint_every,
             average=self.average,
             verbose=self.verbose,
         )
 
-    def _fit_pairs(self, X, X_dev, order, n_train, labels, classes, gamma, seed, rules, backend):
-        """One binary SBP per pair of classes on those classes' rows (:mod:`._estimator.one_vs_one`).
-
-        A pair's rows are its first class's training rows, then its second's, then
-        their holdout rows in the same order. On the host the pairs step together in
-        stacks of similar widths (:mod:`.solvers.sbp._pairs`); on a device all of them
-        step together when ``kernel_cache`` holds the kernel matrix or a cache of twice
-        a step's rows (:mod:`.solvers.sbp._pairs_cuda`), else they train one after
-        another. Either way each pair has its share (by rows) of ``max_kernel_evals``,
-        fixed at the start, the stacks or pairs share the time left in turn, and each pair
-        checkpoints at its multiple of a cadence common to all the pairs
-        (:func:`.solvers.sbp.pair_checkpoint_steps`). Returns the pairs' results (``SBPResult``)."""
+    def _fit_pairs(self, X, X_dev, order, labels, classes, n_train, *, gamma, seed, rules, xp):
+        """One binary SBP per pair of classes on those classes' rows (:mod:`._estimator.one_vs_one`),
+        trained as :func:`.solvers.sbp.pairs.plan_pairs` plans. Returns the pairs' results
+        (``SBPResult``)."""
         pairs = class_pairs(classes.size)
-        class_rows = [np.flatnonzero(labels == c) for c in range(classes.size)]  # training rows first, as in X_dev
-        class_train = np.array([np.searchsorted(rows, n_train) for rows in class_rows])
-        sizes = [class_rows[a].size + class_rows[b].size for a, b in pairs]
-        pair_train = np.array([class_train[a] + class_train[b] for a, b in pairs])
-        checkpoint_every = pair_checkpoint_steps(pair_train, self.batch_size_)
-        kernel_evals = [
-            None if rules.max_kernel_evals is None else max(1, int(share(rules.max_kernel_evals, size, sum(sizes))))
-            for size in sizes
-        ]
-        together = self._pairs_step_together(backend, n_train, X_dev.shape[0], X_dev.dtype, len(pairs))
-        if not together:
-            groups = [[p] for p in range(len(pairs))]
-        else:  # a device steps every pair in each launch; the host in stacks of similar widths
-            groups = [list(range(len(pairs)))] if on_device(get_namespace(backend)) else _stacks_by_width(sizes)
-        compiled = not on_device(get_namespace(backend)) and use_compiled_steps(
-            _host_pair_work(groups, np.array(sizes), pair_train, self.batch_size_, rules.max_epochs)
+        plan = plan_pairs(
+            labels, n_train, pairs, self.batch_size_, rules, xp, kernel_cache=self.kernel_cache, dtype=X_dev.dtype
         )
-        started, rows_left = time.perf_counter(), sum(sizes)
-        results, histories = [None] * len(pairs), [None] * len(pairs)
-        for group in groups:
-            group_rows = sum(sizes[p] for p in group)
-            offset = time.perf_counter() - started
-            budget = _time_share(rules, offset, group_rows, rows_left)
-            rows_left -= group_rows
-            if together:
-                group_results = self._solve_stack(
-                    X_dev,
-                    class_rows,
-                    class_train,
-                    [pairs[p] for p in group],
-                    gamma,
-                    [pair_seed(seed, p) for p in group],
-                    budget,
-                    None if rules.max_kernel_evals is None else [kernel_evals[p] for p in group],
-                    checkpoint_every[group],
-                    backend,
-                    compiled,
-                )
-            else:
-                group_results = [
-                    self._solve_pair(
-                        X_dev,
-                        class_rows,
-                        class_train,
-                        pairs[p],
-                        gamma,
-                        pair_seed(seed, p),
-                        dataclasses.replace(budget, max_kernel_evals=kernel_evals[p]),
-                        int(checkpoint_every[p]),
-                        backend,
-                    )
-                    for p in group
-                ]
-            for p, result in zip(group, group_results, strict=True):
-                a, b = pairs[p]
-                results[p] = (
-                    np.concatenate([class_rows[a][: class_train[a]], class_rows[b][: class_train[b]]]),
-                    result,
-                )
-                histories[p] = [
-                    {**record, "seconds": record["seconds"] + offset, "pair": [int(a), int(b)]}
-                    for record in result.history
-                ]
-        self._set_pair_model(results, X, order, labels, classes, [record for h in histories for record in h])
-        return [result for _, result in results]
-
-    def _solve_stack(
-        self,
-        X_dev,
-        class_rows,
-        class_train,
-        pairs,
-        gamma,
-        seeds,
-        rules,
-        kernel_evals,
-        checkpoint_every,
-        backend,
-        compiled,
-    ):
-        """The SBP runs of these pairs stepping together (one result each); on the host on
-        the compiled steps when ``compiled``."""
-        stack = PairStack(
-            X=X_dev,
-            class_rows=tuple(class_rows),
-            class_train=class_train,
-            pairs=np.array(pairs),
-            seeds=np.array(seeds, dtype=np.uint64),
-            **self._problem_settings(gamma),
-        )
-        widest = max(rows.size for rows in class_rows)  # the cache's rows: a row's blocks over every class
-        cache_bytes = self._cache_bytes(X_dev.shape[0] * len(class_rows), widest, X_dev.dtype)
-        steps = make_pair_steps(
-            stack, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=cache_bytes, compiled=compiled
-        )
-        return run_pair_stack(
-            stack,
-            steps,
+        results, history = train_pairs(
+            plan,
+            X_dev,
+            self._problem_settings(gamma),
+            [pair_seed(seed, p) for p in range(len(pairs))],
             rules,
-            checkpoint_every=checkpoint_every,
-            kernel_evals=None if kernel_evals is None else np.array(kernel_evals),
+            xp,
+            kernel_cache=self.kernel_cache,
+            cache_size=self.cache_size,
             average=self.average,
             verbose=self.verbose,
         )
-
-    def _pairs_step_together(self, backend, n_train, n_rows, dtype, n_pairs):
-        """Whether the ``n_pairs`` one-vs-one pairs step together or one after another:
-        always on the host; on a device, when ``kernel_cache`` holds the kernel matrix of
-        the ``n_train`` training rows by all ``n_rows`` rows, or a cache of twice the
-        rows all pairs draw in a step (the pairs read their kernel values from it)."""
-        return pairs_step_together(
-            get_namespace(backend), n_train, n_rows, dtype, self.kernel_cache, n_pairs * self.batch_size_
-        )
-
-    def _solve_pair(self, X_dev, class_rows, class_train, pair, gamma, seed, rules, checkpoint_every, backend):
-        """The SBP run of one pair on its own: its rows as :meth:`_fit_pairs` lays them out,
-        checkpointing every ``checkpoint_every`` steps."""
-        (a, b), (train_a, train_b) = pair, class_train[list(pair)]
-        rows = np.concatenate(
-            [class_rows[a][:train_a], class_rows[b][:train_b], class_rows[a][train_a:], class_rows[b][train_b:]]
-        )
-        first = np.repeat(
-            [True, False, True, False], [train_a, train_b, class_rows[a].size - train_a, class_rows[b].size - train_b]
-        )
-        n_pair_train = train_a + train_b
-        return self._solve(
-            X_dev[get_namespace(backend).asarray(rows)],
-            n_pair_train,
-            np.where(first[:n_pair_train], 1.0, -1.0)[:, None],
-            first[n_pair_train:].astype(int),
-            gamma,
-            seed,
-            rules,
-            backend,
-            checkpoint_every,
-        )
+        self._set_pair_model(plan, results, X, order, labels, classes, history)
+        return results
 
     @nvtx_range("sbp.model", "red")
-    def _set_pair_model(self, results, X, order, labels, classes, history):
+    def _set_pair_model(self, plan, results, X, order, labels, classes, history):
         """Support vectors (the union of the pairs') and one coefficient row per pair."""
-        pairs = class_pairs(classes.size)
-        columns = [np.flatnonzero((result.alpha != 0).any(axis=0)) for _, result in results]
-        used_rows = [rows[used] for (rows, _), used in zip(results, columns, strict=True)]
+        columns = [np.flatnonzero((result.alpha != 0).any(axis=0)) for result in results]
+        used_rows = [plan.training_rows(p)[used] for p, used in enumerate(columns)]
         support = np.unique(np.concatenate(used_rows))
-        divisors = np.array([positive_level(result.level)[0] for _, result in results])
+        divisors = np.array([positive_level(result.level)[0] for result in results])
         dual_coef = np.zeros((len(results), support.size))
-        for number, ((_, result), used, rows) in enumerate(zip(results, columns, used_rows, strict=True)):
-            signs = np.where(labels[rows] == pairs[number][0], 1.0, -1.0)
+        for number, (result, used, rows) in enumerate(zip(results, columns, used_rows, strict=True)):
+            signs = np.where(labels[rows] == plan.pairs[number][0], 1.0, -1.0)
             dual_coef[number, np.searchsorted(support, rows)] = result.alpha[0, used] * signs / divisors[number]
         self.support_ = order[support]
         self.support_vectors_ = to_numpy(X[self.support_])
         self.dual_coef_ = dual_coef
-        self.intercept_ = np.array([result.bias[0] for _, result in results]) / divisors
-        self.water_level_ = np.array([result.level[0] for _, result in results])
+        self.intercept_ = np.array([result.bias[0] for result in results]) / divisors
+        self.water_level_ = np.array([result.level[0] for result in results])
         self.history_ = history
         self.n_support_ = np.bincount(labels[support], minlength=classes.size)
-        self.t_ = sum(result.n_steps for _, result in results)
-        epochs = [result.n_steps / max(1, -(-rows.size // self.batch_size_)) for rows, result in results]
+        self.t_ = sum(result.n_steps for result in results)
+        epochs = [
+            result.n_steps / max(1, -(-n_train // self.batch_size_))
+            for n_train, result in zip(plan.n_train, results, strict=True)
+        ]
         self.n_iter_ = max(epochs)
         names = classes.tolist()  # Python's values: 1, not np.int64(1)
-        named = [f"the pair of classes {names[a]!r} and {names[b]!r}" for a, b in pairs]
+        named = [f"the pair of classes {names[a]!r} and {names[b]!r}" for a, b in plan.pairs]
         # past nvtx_range, _fit_pairs, fit and its _fit_context
         warn_if_level_not_positive(self, self.water_level_, epochs, named, X=X, stacklevel=6)
 
@@ -766,7 +623,7 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
         ):
             return scores
         votes = ovr_scores(to_numpy(scores), self.classes_.size)
-        return get_namespace("cupy").asarray(votes) if is_cupy_array(scores) else votes
+        return namespace_of(scores).asarray(votes)
 
     def _split(self, y, classes, seed):
         """Indices of the training rows and of the stratified holdout rows."""
@@ -800,23 +657,23 @@ class SBPClassifier(KernelModelMixin, GPUClassifierMixin):
             return 0
         return min(AUTO_HOLDOUT_MAX_ROWS, n_rows // 10)
 
-    def _steps(self, problem, backend):
+    def _steps(self, problem, xp):
         cache_bytes = self._cache_bytes(problem.n_train, problem.X.shape[0], problem.X.dtype)
-        return make_steps(problem, get_namespace(backend), kernel_cache=self.kernel_cache, cache_bytes=cache_bytes)
+        return make_steps(problem, xp, kernel_cache=self.kernel_cache, cache_bytes=cache_bytes)
 
     def _cache_bytes(self, n_rows, n_columns, dtype):
         """The host row cache's bytes under ``cache_size``, for a cache of at most
         ``n_rows`` rows of ``n_columns`` values in ``dtype`` (:func:`row_cache.cache_bytes`)."""
         return row_cache.cache_bytes(self.cache_size, n_rows * n_columns * np.dtype(dtype).itemsize)
 
-    def _warn_if_cache_thrashed(self, results, backend):
+    def _warn_if_cache_thrashed(self, results, xp):
         """One ``UserWarning`` a fit when a kernel row cache of ``results`` thrashed
         (``RowCacheUse.thrashed``): about the worst one, and what to set. Called by
         ``fit``, so that the warning points at the caller of ``fit``."""
         thrashed = [result.row_cache for result in results if result.row_cache and result.row_cache.thrashed]
         if thrashed:
             worst = max(thrashed, key=lambda use: use.rows_computed / use.rows_distinct)
-            if on_device(get_namespace(backend)):
+            if on_device(xp):
                 message = worst.warning("kernel_cache", self.kernel_cache, "bytes")
             else:
                 message = worst.warning("cache_size", self.cache_size, "MB")
@@ -850,13 +707,6 @@ def kernel_dtype_before_the_parameter(attributes):
     return "float32" if support_vectors.dtype == np.float32 else "float64"
 
 
-def _time_share(rules, seconds_spent, rows, rows_left):
-    """The stopping rules of pairs with ``rows`` rows when ``seconds_spent`` have gone:
-    their share (by rows) of the time left to the pairs still to train."""
-    time_left = None if rules.time_budget is None else max(1e-9, rules.time_budget - seconds_spent)
-    return dataclasses.replace(rules, time_budget=share(time_left, rows, rows_left))
-
-
 def resolve_batch_size(batch_size, n_train):
     """The batch of a fit on ``n_train`` training rows: ``batch_size``, or for 'auto'
     ``AUTO_BATCH`` from ``AUTO_BATCH * AUTO_STEPS_PER_EPOCH`` rows up, else
@@ -864,47 +714,6 @@ def resolve_batch_size(batch_size, n_train):
     if batch_size != "auto":
         return int(batch_size)
     return int(min(AUTO_BATCH, max(1, -(-n_train // AUTO_STEPS_PER_EPOCH))))
-
-
-def _stacks_by_width(widths):
-    """Pairs (positions into ``widths``, their rows) grouped to step together on the host.
-
-    From the widest down, a group takes the pairs at least half as wide as its first, so
-    that padding at most doubles its arrays. A group then joins the stack before it when
-    the work its padding adds there is less than what stepping apart costs: a stack's
-    step costs about ``STACK_STEP_COLUMNS`` columns' work whatever its size, and its
-    pairs' steps are in proportion to their widths, so a group of widths ``w`` (the
-    widest ``W2``) joins a stack of width ``W1`` when ``sum(w) (W1 - W2) / W2`` is below
-    it. (By measurement: KEEL satimage's 15 pairs, 997 to 2,281 rows, in one stack took
-    0.36 s against 0.40 s in two; pairs of 6,500 and 1,000 rows, or of 4,800 and 15 of
-    1,600, were 10% faster in two.)"""
-    widths = np.asarray(widths)
-    order = np.argsort(widths, kind="stable")[::-1]
-    groups = []
-    for p in order:
-        if not groups or 2 * widths[p] < widths[groups[-1][0]]:
-            groups.append([])
-        groups[-1].append(int(p))
-    stacks = [groups[0]]
-    for group in groups[1:]:
-        wide, narrow = widths[stacks[-1][0]], widths[group[0]]
-        if widths[group].sum() * (wide - narrow) / narrow < STACK_STEP_COLUMNS:
-            stacks[-1] += group
-        else:
-            stacks.append(group)
-    return [sorted(stack) for stack in stacks]
-
-
-def _host_pair_work(stacks, widths, pair_train, batch_size, max_epochs):
-    """The work of one-vs-one ``stacks`` stepping on the host, in pair columns stepped (the
-    measure of ``STACK_STEP_COLUMNS``), at most: each stack's steps (``max_epochs`` of its
-    widest training set) times its pairs' columns, padded to its widest, and that
-    constant. ``widths``: each pair's rows; ``pair_train``: its training rows."""
-    work = 0
-    for stack in stacks:
-        steps = max_epochs * -(-int(pair_train[stack].max()) // batch_size)
-        work += steps * (STACK_STEP_COLUMNS + len(stack) * int(widths[stack].max()))
-    return work
 
 
 def nu_from_svc(svc, X, y):

@@ -12,7 +12,7 @@ import nvtx
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._backend import get_namespace, to_numpy
+from ._backend import to_numpy
 from ._stream.pipeline import prepared_chunk, ready_chunks
 from ._stream.chunks import ChunkSource, check_chunk_X_y, check_partial_fit_lengths, errors_named
 from ._stream.label_order import LabelRuns
@@ -30,7 +30,7 @@ from ._validation import (
     one_vs_rest_targets,
     to_backend,
 )
-from .kernel_functions import KERNELS, check_kernel_range, kernel_training_copy, resolve_gamma
+from .kernel_functions import KERNELS, KernelSpec, check_kernel_range, kernel_training_copy, resolve_gamma
 from .solvers.kernel_pegasos import KernelPegasosProblem, dual_coefficients, run_kernel_pegasos
 from .solvers.online_logistic import shuffled_order
 from .solvers.row_cache import memory_headroom_bytes
@@ -39,7 +39,7 @@ from .solvers.pegasos import (
     PegasosProblem,
     PegasosState,
     ProgressiveObjective,
-    pegasos_stepper,
+    make_steps,
     run_pegasos,
     steps_per_epoch,
 )
@@ -325,8 +325,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             class_weight = self._stream_class_weight(classes, stream_classes, counts) if balanced else self.class_weight
             lam = _regularization(self.lam, self.C, n_rows if self.lam is None else 1)
             seed = seed_from_random_state(self.random_state)
-            backend = self._fit_backend()
-            xp = get_namespace(backend)
+            backend, xp = self._fit_namespace()
             epochs = (
                 (epoch, chunk) for epoch in range(self.max_iter) for chunk in self._epoch_chunks(source, epoch, seed)
             )
@@ -364,7 +363,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
                     targets, sample_weight = chunk.rows["targets"], chunk.rows["sample_weight"]
                     # No read from the device: the next chunk's copy overlaps this chunk's measure and steps.
                     progress.add(chunk.X, targets, sample_weight, state)
-                    self._chunk_steps(chunk, targets, sample_weight, lam, seed, state, backend)
+                    self._chunk_steps(chunk, targets, sample_weight, lam, seed, state, xp)
                     bars.update(chunk.epoch, chunk.n_rows)
                 else:
                     if progress is not None:
@@ -386,7 +385,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             warnings.warn(sorted_stream, UserWarning, stacklevel=2)
         return self
 
-    def _chunk_steps(self, chunk, targets, sample_weight, lam, seed, state, backend):
+    def _chunk_steps(self, chunk, targets, sample_weight, lam, seed, state, xp):
         """The steps of one streamed chunk: ``ceil(rows / batch_size)`` drawn from its rows,
         or, for a chunk of fewer rows than a batch, one step of its rows, each once (the
         given rows of ``GivenBatches``), which costs in proportion to them."""
@@ -394,10 +393,10 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         mean_weight = chunk.facts["mean_weight"]
         if n_rows >= batch_size:
             problem = self._problem(chunk.X, targets, sample_weight, lam, seed, mean_weight=mean_weight)
-            pegasos_stepper(problem, state, backend).run_steps(steps_per_epoch(n_rows, batch_size))
+            make_steps(problem, xp, state=state).run_steps(steps_per_epoch(n_rows, batch_size))
             return
         problem = self._problem(chunk.X, targets, sample_weight, lam, seed, mean_weight=mean_weight, batch_size=n_rows)
-        pegasos_stepper(problem, state, backend, given_from=state.step + 1).run_steps(1)
+        make_steps(problem, xp, state=state, given_from=state.step + 1).run_steps(1)
 
     @staticmethod
     def _stream_class_weight(classes, stream_classes, counts):
@@ -450,7 +449,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
 
     def _train(self, X, y, sample_weight, *, classes, n_epochs, tol):
         first = not hasattr(self, "classes_")
-        backend = self._fit_backend()
+        backend, xp = self._fit_namespace()
         X, y = check_X_y(self, X, y, reset=first)
         if first:
             classes = self._classes_for_fit(y) if classes is None else classes
@@ -465,8 +464,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             check_linear_model_width(X.shape[1], targets.shape[1], memory_headroom_bytes())
         lam = _regularization(self.lam, self.C, X.shape[0]) if first else self.lam_
         seed = seed_from_random_state(self.random_state) if first else self._seed
-        xp = get_namespace(backend)
-        X = to_backend(X, backend)
+        X = to_backend(X, xp)
         n_classes = targets.shape[1]
         state = (
             self._state.to(xp)
@@ -480,7 +478,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             n_epochs=n_epochs,
             tol=tol,
             n_iter_no_change=self.n_iter_no_change,
-            backend=backend,
+            xp=xp,
             verbose=self.verbose,
         )
         self._set_model(state, backend, classes, lam, seed, X)
@@ -546,22 +544,22 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
     batch_size : int, default=8
         Rows per step (``k``); 1 is the classic algorithm. Batch 8 shares a step's
         fixed cost among 8 rows: on a CPU ten epochs of it cost less than five epochs
-        of batch 1 (satimage 1.3 s against 1.7 s, letter 11.6 s against 12.3 s), and
-        on a GPU, where a small step costs about one launch, they are a quarter of the
-        steps.
+        of batch 1 (the figures: ``docs/benchmarks.md``, "Figures behind the code"),
+        and on a GPU, where a small step costs about one launch, they are a quarter of
+        the steps.
     max_iter : int, default=10
         Epochs of ``ceil(n_samples / batch_size)`` steps. Each epoch costs about
         ``(violators) * n_samples`` kernel evaluations. Kernel Pegasos approaches SVC's
-        test error slowly: at these defaults from 0.3 points below it to 1.9 above (KEEL
-        letter) on the benchmarks' sets (``bench/results/sbp_defaults-*.md``), closer
-        with more epochs.
+        test error slowly: at these defaults within a couple of points of it on the
+        benchmarks' sets, closer with more epochs (``bench/sbp_defaults.py``; the
+        figures: ``docs/benchmarks.md``).
     average : bool, default=True
         True returns the average of the iterates weighted by step number, as
         PegasosSVC's ``average=True``, at no extra cost. False returns the last iterate
         (the classic algorithm), whose test error swings from epoch to epoch by a point
-        or more on small data, and with the seed. On MNIST 8-vs-rest at batch 64 the
-        last iterate's test error was below the average's after 5 and 10 epochs
-        (``bench/results/mnist_kernel-*.md``).
+        or more on small data, and with the seed. On large data the last iterate can end
+        below the average (``bench/mnist_kernel.py``; ``docs/benchmarks.md``, "Figures
+        behind the code").
     fit_intercept : bool, default=True
         Adds 1 to the kernel: a regularized bias, as the linear PegasosSVC's.
     class_weight : dict, 'balanced' or None, default=None
@@ -677,19 +675,18 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
         """Train from scratch; arguments as in :meth:`PegasosSVC.fit`."""
         with restore_on_error(self):
             self.__dict__.pop("backend_", None)
-            backend = self._fit_backend()
+            backend, xp = self._fit_namespace()
             with nvtx.annotate("kernel_pegasos.prepare", color="blue"):  # checks, the copy to the backend, gamma
                 X, y = check_X_y(self, X, y, reset=True)
                 classes = self._classes_for_fit(y)
                 targets, weights = self._targets_and_weights(y, sample_weight, classes)
-                xp = get_namespace(backend)
                 self._check_device_memory(X, classes.size, backend)
-                X_dev = to_backend(X, backend)
+                X_dev = to_backend(X, xp)
                 gamma = resolve_gamma(self.gamma, X_dev)
-                kernel = {"kernel": self.kernel, "gamma": gamma, "degree": self.degree, "coef0": self.coef0}
+                kernel = KernelSpec(self.kernel, gamma, self.degree, self.coef0)
                 # in X's dtype, centred for rbf (float32 distances keep their digits far from the origin)
-                X_dev, _ = kernel_training_copy(X_dev, kernel_dtype=X.dtype.name, parameter=None, **kernel)
-                check_kernel_range(X_dev, **kernel, gamma_setting=self.gamma)
+                X_dev, _ = kernel_training_copy(X_dev, kernel_dtype=X.dtype.name, parameter=None, **kernel.keywords)
+                check_kernel_range(X_dev, **kernel.keywords, gamma_setting=self.gamma)
             lam = _regularization(self.lam, self.C, X.shape[0])
             problem = KernelPegasosProblem(
                 X=X_dev,
@@ -697,10 +694,7 @@ class KernelPegasosSVC(KernelModelMixin, GPUClassifierMixin):
                 sample_weight=xp.asarray(weights),
                 lam=lam,
                 batch_size=int(self.batch_size),  # True is 1, as scikit-learn takes it
-                kernel=self.kernel,
-                gamma=gamma,
-                degree=self.degree,
-                coef0=self.coef0,
+                kernel=kernel,
                 fit_intercept=self.fit_intercept,
                 seed=seed_from_random_state(self.random_state),
             )

@@ -43,7 +43,7 @@ __host__ __device__ inline long long gpusvm_random_index(
 // ---------------------------------------------------------------------------------
 // Step `offset` of a block of steps reads its values at row position[0] + offset of a
 // schedule of `columns` values a step, which the host computes before the steps run
-// (gpusvm/_step_blocks.py): the block's launches are the same every time it runs.
+// (gpusvm/_device/step_blocks.py): the block's launches are the same every time it runs.
 // ---------------------------------------------------------------------------------
 __device__ inline const double* gpusvm_schedule_row(const double* schedule, int columns,
                                                     const long long* position, int offset) {

@@ -13,7 +13,7 @@
 // Kernel values come from the resident kernel matrix or from the drawn rows' inner
 // products (kernel_values.cuh). The step t and the scale 1 / (lam (t - 1) k) are read
 // from the schedule at the block's position, so a block of steps is the same launches
-// every time (gpusvm/_step_blocks.py).
+// every time (gpusvm/_device/step_blocks.py).
 #include "common.cuh"
 #include "kernel_values.cuh"
 

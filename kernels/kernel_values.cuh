@@ -12,7 +12,7 @@
 #define GPUSVM_KERNEL_POLY 2
 
 // K from an inner product and the two squared norms (rbf), in `real` as the NumPy path
-// computes it (gpusvm/kernel_functions.py, scikit-learn's conventions).
+// computes it (gpusvm/kernel_functions/, scikit-learn's conventions).
 template <typename real>
 struct KernelFunction {
     int kind;

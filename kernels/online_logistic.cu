@@ -22,7 +22,7 @@
 
 // A batch's values, a row of the schedule that the host computes before the batches run
 // (gpusvm/solvers/online_logistic/_cuda.py, online_schedule); batch `offset` of a block
-// of batches reads row position[0] + offset (gpusvm/_step_blocks.py).
+// of batches reads row position[0] + offset (gpusvm/_device/step_blocks.py).
 #define ONLINE_EXAMPLES 0    // examples seen before the batch (RDA's t)
 #define ONLINE_LEVEL 1       // FOBOS/TG: penalties applied up to the batch start
 #define ONLINE_NEXT_LEVEL 2  // ... and up to its end

@@ -10,7 +10,7 @@
 
 // A step's values, a row of the schedule that the host computes before the steps run
 // (gpusvm/solvers/pegasos/__init__.py, pegasos_schedule); step `offset` of a block of
-// steps reads row position[0] + offset (gpusvm/_step_blocks.py).
+// steps reads row position[0] + offset (gpusvm/_device/step_blocks.py).
 #define PEGASOS_STEP 0             // t, counted over the model's life
 #define PEGASOS_ETA_OVER_K 1       // 1 / (lambda t k)
 #define PEGASOS_STEP_SCALE 2       // 1 - 1/t (1 at t = 1)

@@ -20,9 +20,9 @@
 // pair is skipped by every launch. Kernel values come from a resident kernel matrix
 // (computed once, in X's dtype), from a cache of its rows, or are computed from inner
 // products of the drawn rows with every row (X's dtype): kernel_values.cuh. The step
-// number and size are read from the schedule at the block's position (_step_blocks.py),
-// so that a block of steps is the same launches every time. Responses, coefficients and
-// sums are double.
+// number and size are read from the schedule at the block's position
+// (gpusvm/_device/step_blocks.py), so that a block of steps is the same launches every
+// time. Responses, coefficients and sums are double.
 #include "common.cuh"
 #include "kernel_values.cuh"
 #include "sbp_level.cuh"
@@ -40,8 +40,9 @@
 // read once into shared memory, before their kernel values: the reads of those values
 // then wait on nothing but the shared memory, and go out together (a read of a drawn row's
 // position, then of its row, before each kernel value kept every one waiting on two
-// global reads in turn: a step's norm took ~19 us and its update ~33 us at 1e5 rows on
-// an H200, of ~5 us of bandwidth). A larger batch reads them from global memory as before.
+// global reads in turn: latency, several times the step's bandwidth floor; the figures are
+// in docs/benchmarks.md, "Figures behind the code"). A larger batch reads them from global
+// memory as before.
 #define SBP_STAGED_ROWS 256
 
 // The row of X (and of the kernel matrix) at each position of each problem: training

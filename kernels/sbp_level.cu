@@ -6,8 +6,8 @@
 // basins (positives, negatives), without it in one. With u_K the sum over the basins of
 // each one's K-th smallest response and U_K the sum of those K smallest, the water
 // covers the k* lowest of each basin, k* = max { K : K u_K - U_K <= volume }, and the
-// level is (volume + U_k*) / k* (halved with the bias); water_level.py has the proof
-// and the sort-based oracle this must equal.
+// level is (volume + U_k*) / k* (halved with the bias); gpusvm/water_level/__init__.py has
+// the proof and the sort-based oracle this must equal.
 //
 // The level moves little from one step to the next, so each basin keeps a window of
 // values [lo, hi) around its last k*-th response. A search is rounds of two launches:
@@ -25,10 +25,10 @@
 // a bucket's values: the round after gathers the window of those buckets (or, where they
 // are still too many, buckets of them). Only when the last round has not settled it does
 // the solve find k* by a bisection over ranks, each rank a radix select by the one block
-// (slow: 20 ms at 1e5 rows on an H200). Before the histograms, the windows were moved by
-// their width after a miss, and 32% to 58% of the levels of 10 one-vs-rest problems of
-// 1e5 rows, 6% to 38% of a binary one's, ended in the bisection (their rank order moves
-// more than the windows' 2 x 256 ranks a step; bench/results/sbp_launches*). The rounds
+// (slow: one block's passes over every response). Before the histograms, the windows were
+// moved by their width after a miss, and a large share of the levels ended in the
+// bisection (their rank order moves more than the windows' 2 x 256 ranks a step; the
+// figures: docs/user_guide/gpu_internals.md, from bench/sbp_launches.py). The rounds
 // are a fixed count of launches whatever the number of problems, with no host
 // synchronisation; the state of each problem lives in device memory (SBPLevelState).
 #include "common.cuh"
@@ -156,8 +156,9 @@ struct LevelAnswer {
     int found;                // 0: not found; 1: by the windows; 2: by the bisection
 };
 
-// Level, bias and edges from k* and U_k* (water_level.py: find_gamma_and_bias_sorted and
-// _bias_and_edges; without the bias, the covered rows are those <= max(level, lowest)).
+// Level, bias and edges from k* and U_k* (gpusvm/water_level/__init__.py:
+// find_gamma_and_bias_sorted and _bias_and_edges; without the bias, the covered rows are
+// those <= max(level, lowest)).
 __device__ inline void level_write(SBPLevelState* state, const LevelAnswer& a, double volume, int two_basins) {
     const double total = (volume + a.covered_sum) / (double)a.covered;
     state->covered = a.covered;
@@ -332,13 +333,13 @@ __device__ inline void level_select(const double* c, const double* y, long long 
         __syncthreads();
         const int fixed = 64 - shift - LEVEL_RADIX_BITS;  // bits chosen so far
         // The first passes put nearly every response in one bucket, and 512 threads
-        // adding to one shared counter in turn were most of the bisection's time (an
-        // H200, 2026-11-27, 1e5 rows, 10 problems: the solve 54.5 ms a step). Each thread
-        // now adds its run of values that fall in one bucket as one count and one sum:
-        // about one atomic a thread a pass where they all share a bucket, one a value
-        // where they are spread (as before, without the contention). Adding a warp's
-        // lanes as one by ballots measured 20.0 ms there (bench/results/sbp_launches*),
-        // and made the CPU emulation of these passes many times slower.
+        // adding to one shared counter in turn were most of the bisection's time. Each
+        // thread now adds its run of values that fall in one bucket as one count and one
+        // sum: about one atomic a thread a pass where they all share a bucket, one a value
+        // where they are spread (as before, without the contention). Adding a warp's lanes
+        // as one by ballots, the answer before this one, made the CPU emulation of these
+        // passes many times slower (the device times before it and with it: docs/benchmarks.md,
+        // "Figures behind the code").
         int run_slot = -1;  // b * buckets + bucket of the run being summed
         unsigned int run_count = 0u;
         double run_sum = 0.0;

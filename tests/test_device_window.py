@@ -102,13 +102,10 @@ def test_thundersvm_build_sets_the_device_target_through_nvcc_flags(tmp_path):
 
 
 def test_no_svc_reads_the_newest_cpu_record_of_the_same_problem(tmp_path, monkeypatch):
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import sbp_kernel
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    monkeypatch.setattr(sbp_kernel, "RESULTS", tmp_path)
-    setting = sbp_kernel.SETTINGS["mnist10"][0]
+    from bench import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    setting = common.PAPER_SETTINGS["mnist10"][0]
 
     def record(name, date, n_train, test_error, **changes):
         experiment = {
@@ -125,9 +122,9 @@ def test_no_svc_reads_the_newest_cpu_record_of_the_same_problem(tmp_path, monkey
     record("sbp_kernel_mnist10-cpu-amd-epyc-quick.json", "2026-11-26", 60000, 0.5)  # a smoke run: never read
     record("sbp_kernel_mnist10-nvidia-h100.json", "2026-11-26", 60000, 0.5)  # not a CPU record
     record("sbp_kernel_svc_other-cpu-amd-epyc.json", "2026-11-26", 60000, 0.5, C=10.0)  # another problem
-    found = sbp_kernel.recorded_svc("mnist10", setting, 60000)
+    found = common.recorded_svc("mnist10", setting, 60000)
     assert found["test_error"] == 0.01 and found["recorded_in"] == "sbp_kernel_mnist10-cpu-amd-epyc.json"
-    assert sbp_kernel.recorded_svc("mnist10", setting, 2000) is None
+    assert common.recorded_svc("mnist10", setting, 2000) is None
 
 
 def junit_report(path, outcomes):

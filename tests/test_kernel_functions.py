@@ -8,7 +8,7 @@ from sklearn.svm import SVC
 
 from gpusvm._backend import to_numpy
 from gpusvm._validation import to_backend
-from gpusvm.kernel_functions import kernel_block, resolve_gamma, squared_row_norms
+from gpusvm.kernel_functions import KernelSpec, kernel_block, resolve_gamma, squared_row_norms
 
 from .conftest import needs_device
 
@@ -134,7 +134,7 @@ def test_device_matrix_rows_of_a_csr_x_are_dense_products_where_it_is_dense_enou
         return products(A, B)
 
     monkeypatch.setattr(kernel_functions, "inner_products", recorded)
-    compute_rows = matrix_rows_function(X_dev, squared_row_norms(X_dev), "rbf", 0.5, 0.0, 3)
+    compute_rows = matrix_rows_function(X_dev, squared_row_norms(X_dev), KernelSpec("rbf", 0.5))
     for rows in (np.arange(10, 30), np.array([49, 0, 7])):
         got = to_numpy(compute_rows(cupy.asarray(rows)))
         np.testing.assert_allclose(got, rbf_kernel(X[rows].toarray(), X.toarray(), gamma=0.5), rtol=1e-5, atol=1e-6)

@@ -21,7 +21,9 @@ CuPy is imported only in ``_device/`` and the CUDA modules (``_cuda.py``, ``*_cu
 besides the few array conversions listed in ``ARRAY_CONVERSIONS``; the CPU suite never runs
 the lazy CUDA imports, so every import of a gpusvm module, in the package, the tests, the
 benchmarks and ci/, is resolved here by reading the sources; every CUDA module's first
-docstring line names the ``.cu`` file it launches.
+docstring line names the ``.cu`` file it launches. The benchmarks are a package whose scripts
+run as ``python -m bench.<script>``, never edit ``sys.path``, and share ``bench.datasets``,
+``bench.common`` and ``bench.peers``, never importing one another.
 """
 
 import ast
@@ -319,6 +321,48 @@ def test_every_import_of_a_gpusvm_module_resolves():
     assert not unresolved, "\n".join(unresolved)
 
 
+BENCH = ROOT / "bench"
+# What the benchmark scripts share; every other module of bench/ is a script.
+BENCH_SHARED = {"bench.datasets": "the data", "bench.common": "the shared helpers", "bench.peers": "the peers"}
+
+
+def test_the_benchmarks_are_a_package_whose_scripts_share_only_its_shared_modules():
+    """``python -m bench.<script>`` from the root, as scikit-learn's asv_benchmarks: no module
+    of bench/ edits ``sys.path`` (nor a source it runs in a child process), none silences E402,
+    and a module imports bench's shared modules only, never a script; every module but
+    the shared ones is a script (it has a ``__main__`` block)."""
+    assert (BENCH / "__init__.py").is_file()
+    modules = {f"bench.{path.stem}": path for path in sorted(BENCH.glob("*.py")) if path.name != "__init__.py"}
+    assert set(BENCH_SHARED) <= set(modules)
+    stems = {name.split(".")[1] for name in modules}
+    wrong = []
+    for name, path in modules.items():
+        where = path.relative_to(ROOT)
+        tree = parsed(path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys":
+                wrong.append(f"{where}:{node.lineno}: sys.path")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "sys.path" in node.value:
+                wrong.append(f"{where}:{node.lineno}: sys.path in a source it runs")
+        if "noqa: E402" in path.read_text():
+            wrong.append(f"{where}: noqa: E402")
+        for target, names, node, _ in imports(tree, name):
+            if target == "bench":  # from bench import common
+                targets = [f"bench.{alias}" for alias in names]
+            elif target and target.split(".")[0].lstrip("_") in stems:  # bench/ on sys.path: `from sbp_step import`
+                targets = [f"bench.{target}"]
+            else:
+                targets = [target] if target and target.startswith("bench.") else []
+            wrong += [f"{where}:{node.lineno}: imports {other}" for other in targets if other not in BENCH_SHARED]
+        is_script = any(
+            isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
+            for node in tree.body
+        )
+        if not is_script and name not in BENCH_SHARED:
+            wrong.append(f"{where}: neither a script nor one of {sorted(BENCH_SHARED)}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_cuda_loader_is_named_as_such_outside_the_device_runtime():
     """ "kernel" means an SVM kernel everywhere above ``_device/``: the loader's names say CUDA."""
     old = {"get_kernel", "get_module", "kernel_dir"}
@@ -376,7 +420,7 @@ def test_the_cuda_modules_are_where_the_layout_puts_them():
         "gpusvm.solvers.kernel_pegasos._cuda",
         "gpusvm.solvers.online_logistic._cuda",
         "gpusvm.solvers.sbp._cuda",
-        "gpusvm.solvers.sbp._pairs_cuda",
+        "gpusvm.solvers.sbp.pairs._cuda",
     }
 
 
@@ -399,8 +443,44 @@ def test_each_solver_chooses_its_backend_in_make_steps_alone(solver):
                     isinstance(c, ast.Constant) and c.value in ("cupy", "numpy") for c in node.comparators
                 ):
                     pytest.fail(f"{name}, line {node.lineno}: compares a backend name")
-    assert choosers <= {"make_steps", "make_pair_steps", "pairs_step_together"}, choosers
+    assert choosers <= {"make_steps", "make_pair_steps", "pairs_step_together", "plan_pairs"}, choosers
     assert "make_steps" in choosers
+
+
+def test_no_module_but_the_backend_switch_compares_a_backend_name():
+    """The backend is decided once a fit (``GPUClassifierMixin._fit_namespace``) and passed
+    down as its array module; a stored name (a model's ``backend_``) is asked through
+    ``_backend.is_device_backend``. No module besides ``_backend`` compares a name."""
+    comparisons = []
+    for name, tree in TREES.items():
+        if name == "gpusvm._backend":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and any(
+                isinstance(operand, ast.Constant) and operand.value in ("cupy", "numpy")
+                for operand in [node.left, *node.comparators]
+            ):
+                comparisons.append(f"{name}, line {node.lineno}")
+    assert not comparisons, comparisons
+
+
+# Where an estimator's module may ask for an array module by a backend's name: the fit's one
+# decision (the base mixin's), and gpusvm.dask's tasks, each on a worker that resolves its own.
+NAMESPACE_CALLS = {"gpusvm._estimator.base": 2, "gpusvm.dask._pegasos": 1, "gpusvm.dask._online": 1}
+
+
+def test_estimators_ask_for_the_array_module_once_a_fit():
+    calls = {}
+    for name, tree in TREES.items():
+        if name.startswith(("gpusvm.solvers", "gpusvm.kernel_functions", "gpusvm.water_level", "gpusvm._device")):
+            continue
+        count = sum(
+            isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "get_namespace"
+            for node in ast.walk(tree)
+        )
+        if count and name not in ("gpusvm._backend", "gpusvm.datasets"):
+            calls[name] = count
+    assert calls == NAMESPACE_CALLS
 
 
 def monkeypatched_module_globals():

@@ -445,7 +445,7 @@ def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse, monkeypatch
     from gpusvm._backend import get_namespace
     from gpusvm._random import random_index_block
     from gpusvm._validation import to_backend
-    from gpusvm.solvers.pegasos import PegasosProblem, PegasosState, pegasos_stepper
+    from gpusvm.solvers.pegasos import PegasosProblem, PegasosState, make_steps
 
     X, y = random_problem(rng, n=150, d=7, n_classes=3, density=0.5 if sparse else 1.0)
     X = sp.csr_matrix(X) if sparse else X
@@ -475,15 +475,15 @@ def test_steps_on_given_rows_match_drawn_steps(backend, rng, sparse, monkeypatch
 
     start = PegasosState.zeros(3, X.shape[1] + 1, np.float64, xp)
     start.step = first - 1
-    drawn = stepped(pegasos_stepper(problem(np.arange(X.shape[0])), start.copy(), backend))
+    drawn = stepped(make_steps(problem(np.arange(X.shape[0])), xp, state=start.copy()))
     gathered_rows = random_index_block(seed, first, n_steps, batch, X.shape[0]).ravel()
-    given = stepped(pegasos_stepper(problem(gathered_rows), start.copy(), backend, given_from=first))
+    given = stepped(make_steps(problem(gathered_rows), xp, state=start.copy(), given_from=first))
     if backend == "numpy":
         np.testing.assert_array_equal(given, drawn)
         return
     np.testing.assert_allclose(given, drawn, rtol=1e-12, atol=1e-14)  # float64 atomics add in any order
     monkeypatch.setattr(step_blocks, "fused_steps_default", lambda batch_size=None: True)
-    given_fused = stepped(pegasos_stepper(problem(gathered_rows), start.copy(), backend, given_from=first))
+    given_fused = stepped(make_steps(problem(gathered_rows), xp, state=start.copy(), given_from=first))
     np.testing.assert_allclose(given_fused, drawn, rtol=1e-11, atol=1e-12 * np.abs(drawn).max())  # sums reordered
 
 

@@ -162,9 +162,9 @@ def test_a_failed_streamed_fit_closes_its_bar(name, data, capsys):
     [
         (PegasosSVC(max_iter=2), "gpusvm.solvers.pegasos", "primal_objective"),
         (FTRLClassifier(max_iter=2), "gpusvm.solvers.online_logistic", "shuffled_order"),
-        (KernelPegasosSVC(max_iter=2), "gpusvm.solvers.kernel_pegasos._numpy", "HostSteps.run"),
+        (KernelPegasosSVC(max_iter=2), "gpusvm.solvers.kernel_pegasos._numpy", "NumpyKernelPegasosSteps.run"),
         (SBPClassifier(max_iter=2, multi_class="ovr"), "gpusvm.solvers.sbp._run", "run_step_block"),
-        (SBPClassifier(max_iter=2, multi_class="ovo"), "gpusvm.solvers.sbp._pairs", "run_pair_block"),
+        (SBPClassifier(max_iter=2, multi_class="ovo"), "gpusvm.solvers.sbp.pairs._run", "run_pair_block"),
     ],
     ids=["PegasosSVC", "FTRLClassifier", "KernelPegasosSVC", "SBPClassifier-ovr", "SBPClassifier-ovo"],
 )

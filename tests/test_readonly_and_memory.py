@@ -32,7 +32,7 @@ from gpusvm import (
     TruncatedGradientClassifier,
 )
 from gpusvm.solvers import row_cache
-from gpusvm.solvers.sbp import _pairs
+from gpusvm.solvers.sbp.pairs import _numpy as _pairs
 
 from .conftest import needs_numba
 
@@ -56,7 +56,7 @@ with warnings.catch_warnings(record=True) as caught:
     scores = cross_val_score(SBPClassifier(max_iter=2, random_state=0), X, y, cv=2)
 print(json.dumps({
     "package": gpusvm.__file__,
-    "compiled": "gpusvm.solvers.sbp._pairs_numba" in sys.modules,
+    "compiled": "gpusvm.solvers.sbp.pairs._numba" in sys.modules,
     "scores": [score, *scores.tolist()],
     "warnings": [str(w.message) for w in caught if "Numba" in str(w.message)],
 }))
@@ -236,9 +236,9 @@ def test_two_one_vs_one_fits_overlapping_in_threads_restore_blas(two_blas_thread
     """Two one-vs-one fits in two threads, the second entering the steps while the first
     steps and leaving after it: BLAS has its two threads again afterwards (it was left on
     one for the rest of the process)."""
-    import gpusvm.sbp
+    from gpusvm.solvers.sbp.pairs import _plan as pairs_plan
 
-    monkeypatch.setattr(gpusvm.sbp, "use_compiled_steps", lambda work: False)  # no Numba compile
+    monkeypatch.setattr(pairs_plan, "use_compiled_steps", lambda work: False)  # no Numba compile
     first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
     host_threads = _pairs.NumpyPairSteps.host_threads
 

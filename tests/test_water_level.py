@@ -110,7 +110,7 @@ drifts = st.lists(st.floats(-0.5, 0.5), min_size=1, max_size=6)
 def test_tracker_follows_a_changing_sequence(c, volume, drift, seed):
     """The tracker's candidates-only answers equal the oracle's at every step of a sequence
     of responses that move (a little or a lot) between calls."""
-    from gpusvm.water_level import LevelTracker
+    from gpusvm.solvers.sbp._levels import LevelTracker
 
     rng = np.random.default_rng(seed)
     tracker = LevelTracker(volume)
@@ -122,7 +122,7 @@ def test_tracker_follows_a_changing_sequence(c, volume, drift, seed):
 @settings(max_examples=200, deadline=None)
 @given(data=labelled, volume=volumes, drift=drifts, seed=st.integers(0, 2**16))
 def test_tracker_with_bias_follows_a_changing_sequence(data, volume, drift, seed):
-    from gpusvm.water_level import LevelTracker
+    from gpusvm.solvers.sbp._levels import LevelTracker
 
     c, y = data
     if not ((y == 1).any() and (y == -1).any()):
@@ -142,13 +142,14 @@ def test_tracker_uses_its_candidates_on_small_drifts(with_bias, monkeypatch):
     """With many responses and small moves, the tracker answers from its candidates
     (the partition search runs only at the start) and stays exact."""
     import gpusvm.water_level as wl
+    from gpusvm.solvers.sbp._levels import LevelTracker
 
     searches = []
     original = wl._covered_rank
     monkeypatch.setattr(wl, "_covered_rank", lambda *a: searches.append(1) or original(*a))
     rng = np.random.default_rng(0)
     c, y = rng.normal(size=3000), rng.choice([-1, 1], size=3000)
-    tracker = wl.LevelTracker(volume=30.0)
+    tracker = LevelTracker(volume=30.0)
     for _ in range(50):
         c = c + 0.01 * rng.standard_normal(c.size)
         if with_bias:
@@ -206,7 +207,7 @@ def test_gpu_radix_select_on_spread_and_clustered_values(n):
 def test_tracker_covers_the_rows_the_oracle_covers(data, volume, drift, seed, with_bias):
     """covered() gives the level, the bias and exactly the rows at or under the level
     (what SBP draws from) at every step of a changing sequence, with a per-call volume."""
-    from gpusvm.water_level import LevelTracker
+    from gpusvm.solvers.sbp._levels import LevelTracker
 
     c, y = data
     if with_bias and not ((y == 1).any() and (y == -1).any()):
@@ -241,6 +242,7 @@ def test_tracker_searches_only_a_window_of_candidates(monkeypatch):
     """On many responses moving a little (and a class shifting as a whole, which the bias
     absorbs), the tracker neither searches all responses nor sorts its candidates."""
     import gpusvm.water_level as wl
+    from gpusvm.solvers.sbp._levels import LevelTracker
 
     searches, sorted_sizes = [], []
     original_search, original_sort = wl._covered_rank, np.sort
@@ -250,7 +252,7 @@ def test_tracker_searches_only_a_window_of_candidates(monkeypatch):
     )
     rng = np.random.default_rng(1)
     c, y = rng.normal(size=20_000), rng.choice([-1, 1], size=20_000)
-    tracker = wl.LevelTracker(volume=2000.0)
+    tracker = LevelTracker(volume=2000.0)
     levels = []
     for _ in range(40):
         c = c + 0.002 * rng.standard_normal(c.size) + 0.05 * (y == 1)
@@ -268,7 +270,7 @@ def test_equal_responses_at_the_edge_are_covered_together(seed):
     none, and the same rows whatever order the level's sums ran in (a cluster adds them
     in another order than one node). The first seeds split ties before the edges were
     read off the order statistics."""
-    from gpusvm.water_level import LevelTracker, covered_among_lowest
+    from gpusvm.solvers.sbp._levels import LevelTracker, covered_among_lowest
 
     rng = np.random.default_rng(seed)
     n = 300
@@ -294,7 +296,7 @@ def test_levels_of_rows_agree_with_the_oracle_row_by_row(seed, with_bias, intege
     """Many problems of different sizes in one array (padding and holdout entries in no
     class): each row's level, bias and covered rows are those of the tracker on that
     row's responses alone; a small window is doubled until it holds the covered count."""
-    from gpusvm.water_level import LevelTracker, class_offsets, levels_of_rows
+    from gpusvm.solvers.sbp._levels import LevelTracker, class_offsets, levels_of_rows
 
     rng = np.random.default_rng(seed)
     n_problems, width = int(rng.integers(1, 8)), int(rng.integers(2, 40))

@@ -1,6 +1,6 @@
 """Find, assemble and compile the CUDA sources in ``kernels/``, and fetch their CUDA kernels.
 
-Each ``kernels/NAME.cu`` is compiled once per device and kept (``cupy.memoize``).
+Each of ``kernels/*.cu`` is compiled once per device and kept (``cupy.memoize``).
 Template kernels (``template <typename real> __global__ void f(...)``) are instantiated
 for float and double through NVRTC name expressions; ``extern "C"`` kernels are looked
 up by their plain name.  Local headers (``#include "common.cuh"``) are inlined between

@@ -15,11 +15,11 @@ Modes
     wherever CuPy cannot capture a graph).
 ``'graph'``
     Each block length's launches are captured once on a side stream as a CUDA graph
-    and replayed with one ``Graph.launch`` per block: the default since the first GPU
-    window on an H200 (2026-11-27), whose device tests passed with graphs as without
-    and where a pass of a million rows took 2.8 times less time at batch 64 (PegasosSVC:
-    0.133 s against 0.377 s), 2.4 times less at 256, 1.5 at 1,024 and the same at
-    16,384 (``bench/results/roofline-nvidia-h200.md``).
+    and replayed with one ``Graph.launch`` per block: the default, since a step's
+    launches then cost no Python and no launch latency each, which dominate a step at
+    small and medium batches; at the largest batches a step's work hides both, and the
+    modes take the same time (the measurements: ``docs/user_guide/gpu_internals.md``,
+    "How the defaults were chosen").
 ``'replay'``
     Each block length's launches are recorded once and replayed with their arguments
     as recorded: what a graph does, in Python, so that the CPU emulation of CUDA
@@ -29,10 +29,10 @@ Fused steps
 -----------
 Orthogonal to the mode: a stepper with a kernel that runs a whole block of steps in one
 launch (``pegasos_fused_steps``) issues that one launch per block instead of its launches
-per step. By default at batches up to ``FUSED_DEFAULT_MAX_BATCH`` (64), where the H200
-window measured it faster than graphs (a million rows in 0.107 s against 0.133 s at
-batch 64; slower at 256, 0.063 s against 0.040 s); ``GPUSVM_FUSED_STEPS=1`` takes it at
-any batch the kernel fits, ``=0`` never.
+per step. By default at batches up to ``FUSED_DEFAULT_MAX_BATCH`` (64), where one thread
+block's steps beat a graph's launches; at larger batches one thread block is too little
+of the device, and graphs win (the same page of the docs). ``GPUSVM_FUSED_STEPS=1`` takes
+it at any batch the kernel fits, ``=0`` never.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ GRAPH_ENV_VARIABLE = "GPUSVM_CUDA_GRAPHS"
 FUSED_ENV_VARIABLE = "GPUSVM_FUSED_STEPS"
 MODES = ("direct", "graph", "replay")
 BLOCK_STEPS = 128  # steps per block: a few hundred graph nodes, captured in milliseconds
-FUSED_DEFAULT_MAX_BATCH = 64  # fused steps by default up to this batch (measured: see above)
+FUSED_DEFAULT_MAX_BATCH = 64  # fused steps by default up to this batch (see above)
 
 
 def _switch(variable):

@@ -16,19 +16,16 @@ shares one ``nu`` over its problems.
 
 The pilot is bounded (:func:`fit_pilot`): LIBSVM's SMO has no time limit, and on
 features whose kernel values are badly conditioned (a degree-3 polynomial of features
-near 1e4) it ran for minutes where SBP with a ``nu`` set by hand took a second. It stops
-after :func:`pilot_max_iter` iterations, above what ordinary pilots take (up to 2,000
-rows of make_classification, digits and breast cancer, C from 1 to 1,000: rbf and
-polynomial pilots up to 1.1 * 10^5 iterations; a linear kernel on raw digits at C = 1,
-1.5 * 10^6 of its 1.8 * 10^6, and at C = 100 more than 3 * 10^6, a pilot that ends warned
-of), and within ``max_seconds`` when it is given: SVC cannot be
-stopped on a clock, so it is fitted with a cap that grows fourfold from try to try, each
-try sized by the last one's time per iteration to the time left (the first iterations
-cost the most: they fill the kernel cache), and stops where the next try would not fit.
-A pilot that did not converge is the last try's: LIBSVM's dual iterate is feasible, so
-its ``nu`` is a model's, whose margin errors and norm the converged one refines (on raw
-digits, linear kernel: 1.48 after 10^4 iterations, 0.108 after 10^5, 0.098 converged);
-:class:`Pilot` says so, and the estimator warns.
+near 1e4) it can run for far longer than the SBP fit it serves. It stops after
+:func:`pilot_max_iter` iterations, above what ordinary pilots take (the counts measured:
+``docs/benchmarks.md``, "Figures behind the code"; a pilot past the cap ends warned of),
+and within ``max_seconds`` when it is given: SVC cannot be stopped on a clock, so it is
+fitted with a cap that grows fourfold from try to try, each try sized by the last one's
+time per iteration to the time left (the first iterations cost the most: they fill the
+kernel cache), and stops where the next try would not fit. A pilot that did not converge
+is the last try's: LIBSVM's dual iterate is feasible, so its ``nu`` is a model's, whose
+margin errors and norm the converged one refines (it can still be far from the converged
+``nu``); :class:`Pilot` says so, and the estimator warns.
 """
 
 from __future__ import annotations
@@ -239,8 +236,8 @@ def _binary_nu(svc, X, signs, params):
 def _one_vs_one_nus(svc, X, labels, params):
     """The ``nu`` of each pair's problem in a fitted SVC (class positions as labels),
     in SVC's pair order; a pair's first class is its positive one. Every pair's scores
-    and norm come from two products (letter's 325 pairs one by one took a tenth of a
-    second)."""
+    and norm come from two products, not two a pair: the pairs of many classes (letter's
+    325) one by one would add a product's overhead each."""
     classes = svc.classes_
     if classes.size == 2:
         return [_binary_nu(svc, X, np.where(labels == classes[1], 1.0, -1.0), params)]

@@ -10,7 +10,16 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
-from .._backend import BACKENDS, cupy_device_count, get_namespace, is_cupy_array, resolve_backend, to_numpy
+from .._backend import (
+    BACKENDS,
+    cupy_device_count,
+    get_namespace,
+    is_cupy_array,
+    is_device_backend,
+    namespace_of,
+    resolve_backend,
+    to_numpy,
+)
 from .._validation import (
     check_classes,
     check_is_fitted,
@@ -121,6 +130,13 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         """The resolved backend for this fit (``backend_`` once a model exists)."""
         return getattr(self, "backend_", None) or resolve_backend(self.backend)
 
+    def _fit_namespace(self, *, each_call=False):
+        """The resolved backend's name for this fit, and its array module: decided once a
+        fit, and passed down from there. ``each_call``: from the ``backend`` setting at
+        every call, not ``backend_`` (a model whose state moves where each call trains)."""
+        backend = resolve_backend(self.backend) if each_call else self._fit_backend()
+        return backend, get_namespace(backend)
+
     def _targets_and_weights(self, y, sample_weight, classes, class_weight=_OWN):
         """One-vs-rest targets in {-1, +1} and per-sample weights (times class weights:
         the estimator's ``class_weight``, or the one given)."""
@@ -163,9 +179,9 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
     def _predict_namespace(self, X):
         """Where to compute predictions: the input's device, else the training backend."""
         if is_cupy_array(X):
-            return get_namespace("cupy")
-        if self.backend_ == "cupy" and cupy_device_count() > 0:
-            return get_namespace("cupy")
+            return namespace_of(X)
+        if is_device_backend(self.backend_) and cupy_device_count() > 0:
+            return get_namespace(self.backend_)
         return np
 
     def _prediction_input(self, X):
@@ -174,7 +190,7 @@ class GPUClassifierMixin(ClassifierMixin, BaseEstimator):
         if not _ROWS_CHECKED.get():
             X = check_X(self, X, reset=False)
         xp = self._predict_namespace(X)
-        return xp, to_backend(X, "cupy" if xp is not np else "numpy"), X
+        return xp, to_backend(X, xp), X
 
     def predict(self, X):
         """Class labels for the rows of X.

@@ -4,16 +4,16 @@ either an accurate model or a word that it is not, and why.
 
 Raw features (breast cancer's up to 4,254, wine's up to 1,680) make the steps of Pegasos
 and of the online learners far too large for their scale: Pegasos' objective ends above
-that of the zero weights (wine: a third of the training rows right, against LinearSVC's
-91%), and the online learners' loss above that of a constant (breast cancer: every row
-given one class). Scaled, the same fits settle.
+that of the zero weights, and the online learners' loss above that of a constant (on raw
+breast cancer, every row given one class). Scaled, the same fits settle (the figures:
+``docs/benchmarks.md``, "Figures behind the code").
 
 SBP's model is a separator of the training rows once its water level is above 0: with
 ``nu > 0`` the optimum's level is at least ``nu`` (the zero predictor's), so a level at or
 below 0 is a fit that has not gone far enough; with ``nu = 0`` (no slack) it is also
-where the classes do not separate. Features far from 0 slow SBP down (on features near
-100 a linear kernel's level was still -0.4 to -1 after an epoch: test accuracy 0.35 to
-0.39 against SVC's 0.9). ``nu='auto'``'s pilot SVC warns when it stopped on its caps
+where the classes do not separate. Features far from 0 slow SBP down: its step size
+follows the largest norm, so with a linear kernel on such features the level can still
+be below 0 after an epoch. ``nu='auto'``'s pilot SVC warns when it stopped on its caps
 before converging, or read ``nu`` off too few rows.
 """
 
@@ -40,10 +40,9 @@ def warn_if_worse_than_zero_weights(estimator, curve, zero_objective, X, *, stac
     ``CLEARLY_WORSE`` times ``zero_objective``, that of the zero weights (every hinge 1:
     the classes' count times the mean sample weight): the model returned is worse than
     none. The advice names ``max_iter`` when the fit ran all of its epochs. ``X`` (or
-    None) gives the largest feature value to quote.
-
-    Measured on PegasosSVC(): raw breast cancer, wine and digits end at 5.0 (best 3.7), 456
-    (best 9.6) and 99 (best 20) against 1, 3 and 10; scaled, and on Adult, far below."""
+    None) gives the largest feature value to quote. Unscaled features put PegasosSVC()
+    far above the threshold, scaled ones far below it (the figures: ``docs/benchmarks.md``,
+    "Figures behind the code")."""
     if not curve or not curve[-1] > CLEARLY_WORSE * zero_objective:
         return
     scale = "" if X is None else f" (the largest |x| here is {largest_absolute_value(X):.3g})"
@@ -170,19 +169,19 @@ def warn_if_level_not_positive(estimator, levels, epochs, problems, *, X=None, s
 
 # the squared norm of the rows' mean over their mean squared distance from it above which
 # a linear or poly SBP fit warns: 0 for standardized features, about 0.5 on MNIST's pixels
-# and Adult's binary features; 25 for features near 5 with unit spread, where
-# bench/kernel_precision.py's linear SBP fits already ended up to 0.05 below SVC's accuracy
+# and Adult's binary features; 25 for features near 5 with unit spread, where linear SBP
+# fits already end below SVC's accuracy (bench/kernel_precision.py; docs/benchmarks.md,
+# "Figures behind the code")
 FAR_FROM_CENTRE = 10.0
 
 
 def warn_if_far_from_centre(estimator, statistics, *, stacklevel):
     """A UserWarning when the rows of a linear or poly kernel SBP fit sit far from their
     mean compared with their spread (``statistics``: the rows'
-    :class:`~gpusvm.kernel_functions.RowStatistics`). These kernels change under
-    translation, so the rows cannot be centred for the fit; SBP's step size follows the
-    largest norm (``1 / sqrt(max K(x, x))``), so on such rows the level grows slowly and
-    the model can stay far from SVC's at ``max_iter`` (features near 100 with unit spread,
-    linear kernel: 0.60 test accuracy against SVC's 0.71, with no other sign)."""
+    :class:`~gpusvm.kernel_functions._precision.RowStatistics`). These kernels change
+    under translation, so the rows cannot be centred for the fit; SBP's step size follows
+    the largest norm (``1 / sqrt(max K(x, x))``), so on such rows the level grows slowly
+    and the model can stay far from SVC's at ``max_iter``, with no other sign."""
     ratio = statistics.offset / statistics.spread if statistics.spread > 0 else 0.0
     if estimator.kernel == "rbf" or not ratio > FAR_FROM_CENTRE:
         return

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
 
-from .._backend import check_device_memory, issparse
+from .._backend import check_device_memory, is_device_backend, issparse
 from .._instrumentation import nvtx_range
 from .._validation import to_backend
 from ..kernel_functions import compute_layout, kernel_block, kernel_copy, prediction_centre, squared_row_norms
@@ -32,7 +31,7 @@ class KernelModelMixin:
     def _check_device_memory(self, X, n_classes, backend, batch_size=None):
         """On the cupy backend, refuse early a fit that cannot fit in device memory
         (``batch_size``: the fit's, None for ``self.batch_size``)."""
-        if backend == "cupy":
+        if is_device_backend(backend):
             batch_size = self.batch_size if batch_size is None else batch_size
             needed = device_bytes_to_fit(X, 1 if n_classes == 2 else n_classes, batch_size)
             check_device_memory(needed, f"{type(self).__name__} on {X.shape[0]} rows x {X.shape[1]} features")
@@ -50,8 +49,7 @@ class KernelModelMixin:
         ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
         xp, X_dev, X = self._prediction_input(X)
-        name = "cupy" if xp is not np else "numpy"
-        support_vectors = compute_layout(to_backend(self.support_vectors_, name))
+        support_vectors = compute_layout(to_backend(self.support_vectors_, xp))
         if not issparse(support_vectors):  # dense support vectors: dense blocks of X too, for BLAS
             X_dev = compute_layout(X_dev)
         # rbf on dense rows: both sides centred on the vectors' mean, so that rows far from

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._backend import check_device_memory, is_cupy_array, issparse
+from .._backend import check_device_memory, is_cupy_array, is_device_backend, issparse
 from .._instrumentation import nvtx_range
 from .base import scores_like_input
 
@@ -28,7 +28,7 @@ class LinearModelMixin:
     def _check_device_memory(self, X, n_outputs, backend):
         """On the cupy backend, refuse early a host X that cannot be copied to the device,
         naming ``fit_chunks``, which streams it instead."""
-        if backend == "cupy" and not is_cupy_array(X):
+        if is_device_backend(backend) and not is_cupy_array(X):
             check_device_memory(
                 device_bytes_of(X, n_outputs),
                 f"{type(self).__name__} on {X.shape[0]} rows x {X.shape[1]} features",

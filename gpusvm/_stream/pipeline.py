@@ -11,8 +11,8 @@ steps and come back for the next one at once.
 
 On the numpy backend the chunks are made ready in the caller's thread, in turn: both
 scikit-learn's svmlight parser and the NumPy steps hold Python's GIL most of the time,
-and a worker thread measured slower (FTRL from a 205 MiB svmlight file: 14-22 s with
-the worker against 14-15 s without, on 2 cores).
+so a worker thread adds its switches and saves nothing (measured slower:
+``docs/user_guide/larger_than_memory.md`` has the figures).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import sklearn
 
-from .._backend import is_cupy_array, issparse
+from .._backend import is_cupy_array, is_device_backend, issparse
 from .._validation import canonical_csr, check_int32_indexable, to_backend
 
 
@@ -124,7 +124,7 @@ def ready_chunks(items, prepare, backend):
         a chunk must not be used once the next one has been asked for.  Its steps may
         still be running then; the next copy into its slot waits for them.
     """
-    if backend != "cupy":  # one thread: reading and NumPy's steps both hold the GIL (see above)
+    if not is_device_backend(backend):  # one thread: reading and NumPy's steps both hold the GIL (see above)
         yield (prepare(item, number) for number, item in enumerate(items))
         return
     from .._device.staging import DeviceStaging

@@ -633,8 +633,8 @@ class NpzChunks:
 
 
 # A compressed member's decompression is checkpointed every this many of its bytes, so that
-# a read from any offset decompresses at most this much before it (about 2 ms); a checkpoint
-# keeps zlib's state and window, 39 KiB (4% of the bytes it spans).
+# a read from any offset decompresses at most this much before it; a checkpoint keeps
+# zlib's state and window, 39 KiB (4% of the bytes it spans).
 _CHECKPOINT_BYTES = 1 << 20
 _READ_BYTES = 1 << 18  # the most of a member's stored bytes read from the file at a time
 _SPARSE_MEMBERS = ("data.npy", "indices.npy", "indptr.npy", "shape.npy", "format.npy")

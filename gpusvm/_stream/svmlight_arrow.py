@@ -1,14 +1,15 @@
 """Plain svmlight lines parsed through Apache Arrow's CSV reader, or not at all.
 
 scikit-learn's reader (:func:`sklearn.datasets.load_svmlight_file`) splits each line in
-Python and converts each number with ``float``: about 25 MB/s, which bounds streamed
-training from a file (``gpusvm.data_files.SvmlightChunks``) far below what the solvers
-take.  Most files hold one simple grammar, the one :func:`sklearn.datasets.dump_svmlight_file`
-writes; for a block of such lines this module finds the structure with NumPy (where the
-lines, fields and colons are) and converts the numbers with Arrow's CSV reader, which
-parses decimals exactly as Python's ``float`` does (correctly rounded;
-``tests/test_svmlight_arrow.py`` checks acceptance and values token by token).  Both
-release the GIL, so the block's pieces are parsed on threads.
+Python and converts each number with ``float``, which bounds streamed training from a
+file (``gpusvm.data_files.SvmlightChunks``) far below what the solvers take (the
+benchmark report's ``bench/svmlight_reading.py`` has the rates).  Most files hold one
+simple grammar, the one :func:`sklearn.datasets.dump_svmlight_file` writes; for a block
+of such lines this module finds the structure with NumPy (where the lines, fields and
+colons are) and converts the numbers with Arrow's CSV reader, which parses decimals
+exactly as Python's ``float`` does (correctly rounded; ``tests/test_svmlight_arrow.py``
+checks acceptance and values token by token).  Both release the GIL, so the block's
+pieces are parsed on threads.
 
 The grammar, per line (lines end with ``\\n``; the last may not)::
 
@@ -56,7 +57,7 @@ _CLASSES = _byte_classes()
 # the empty lines that runs of separators leave).
 _ONE_NUMBER_A_LINE = bytes.maketrans(b" \t\r:", b"\n\n\n\n")
 _LARGEST_INDEX = 2**31 - 1  # scikit-learn's reader holds an index in a C int
-_PIECE_BYTES = 1 << 20  # 1 MiB: as fast as larger pieces here (2 cores), half the working memory of 4 MiB
+_PIECE_BYTES = 1 << 20  # 1 MiB: larger pieces parse no faster, and take more working memory
 _THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 

@@ -29,7 +29,7 @@ from .._estimator.convergence import warn_if_no_better_than_a_constant
 from .._instrumentation import progress_bar
 from .._validation import check_is_fitted, class_positions, to_backend
 from .._random import seed_from_random_state
-from ..solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, online_stepper, shuffled_order
+from ..solvers.online_logistic import OnlineProblem, OnlineRule, OnlineState, make_steps, shuffled_order
 from ._cluster import block_rows, run_epoch_with_resumes, step_through_blocks
 from ._estimator import DaskEstimatorMixin
 from ._shards import OrderedRows, assemble_block
@@ -61,10 +61,9 @@ def steps_on_gathered_rows(carried, settings, selector, *gathered):
     the epoch so far)."""
     state, loss_sum = carried
     X, y, _ = assemble_block(gathered)
-    backend = resolve_backend(settings.backend)
-    xp = get_namespace(backend)
+    xp = get_namespace(resolve_backend(settings.backend))  # this worker's, once a task
     problem = OnlineProblem(
-        X=to_backend(X, backend),
+        X=to_backend(X, xp),
         labels=xp.asarray(class_positions(y, settings.classes), dtype=np.int32),
         n_classes=settings.classes.shape[0],
         rule=settings.rule,
@@ -72,7 +71,7 @@ def steps_on_gathered_rows(carried, settings, selector, *gathered):
         fit_intercept=settings.fit_intercept,
         seed=settings.seed,
     )
-    stepper = online_stepper(problem, state.copy().to(xp), xp)  # a task must not change its input
+    stepper = make_steps(problem, xp, state=state.copy().to(xp))  # a task must not change its input
     stepper.start_epoch(None, loss_so_far=loss_sum)  # one running sum, added in the single-node order
     stepper.run_batches(range(0, X.shape[0], settings.batch_size))
     return stepper.state, stepper.epoch_loss_sum()

@@ -17,10 +17,9 @@ averaged once per epoch.
     shards' class proportions differ.
 
 Why blocks of steps rather than one combine of subgradients per step: a Pegasos step
-does microseconds of work, and a round between workers costs milliseconds (an actor
-call 1.4 to 4.6 ms, a task 7 to 19 ms on the machine of ``bench/dask_scaling.py``), so
-one round per step would be hundreds of times slower than one per block of a thousand
-steps, for the same rows moved (a step's combined subgradient has as many entries as its
+does microseconds of work, and a round between workers costs milliseconds
+(``docs/user_guide/dask.md``, "Measured"), so one round per step would cost far more than
+one per block of a thousand steps, for the same rows moved (a step's combined subgradient has as many entries as its
 rows have nonzeros).
 
 References
@@ -54,7 +53,7 @@ from ..solvers.pegasos import (
     NoImprovementStop,
     PegasosProblem,
     PegasosState,
-    pegasos_stepper,
+    make_steps,
     steps_per_epoch,
     weighted_hinge_sum,
 )
@@ -85,10 +84,10 @@ class PegasosSettings:
     backend: str
 
     def problem(self, X, y, sample_weight, seed=None):
-        """The single-node problem over these rows (labels and raw weights on the host)."""
-        backend = resolve_backend(self.backend)
-        xp = get_namespace(backend)
-        X = to_backend(X, backend)
+        """The single-node problem over these rows (labels and raw weights on the host), on
+        this worker's backend, and that backend's array module (resolved once a task)."""
+        xp = get_namespace(resolve_backend(self.backend))
+        X = to_backend(X, xp)
         weights = sample_weight
         if self.class_weight is not None:
             weights = weights * compute_sample_weight(self.class_weight, y)
@@ -104,7 +103,7 @@ class PegasosSettings:
             weight_by_step=self.weight_by_step,
             seed=self.seed if seed is None else seed,
             mean_weight=self.mean_weight,
-        ), backend
+        ), xp
 
 
 # Tasks (run on the workers).
@@ -114,18 +113,17 @@ def steps_on_gathered_rows(state, settings, selector, *gathered):
     """The steps of one block (a :class:`DrawnRows`) on the rows its shards sent, in draw
     order (runs on the stepping worker); the state stays on that worker's backend."""
     X, y, weights = assemble_block(gathered)
-    problem, backend = settings.problem(X, y, weights)
+    problem, xp = settings.problem(X, y, weights)
     # a copy: a task must not change its input (dask may run it again, threads share it)
-    state = state.copy().to(get_namespace(backend))
-    stepper = pegasos_stepper(problem, state, backend, given_from=selector.first_step)
+    stepper = make_steps(problem, xp, state=state.copy().to(xp), given_from=selector.first_step)
     stepper.run_steps(X.shape[0] // settings.batch_size)
     return stepper.state
 
 
 def local_epoch(shard, state, settings, worker_seed):
     """mode="average": one epoch of steps drawn from this shard's rows alone."""
-    problem, backend = settings.problem(shard.X, shard.y, shard.sample_weight, seed=worker_seed)
-    stepper = pegasos_stepper(problem, state.copy().to(get_namespace(backend)), backend)
+    problem, xp = settings.problem(shard.X, shard.y, shard.sample_weight, seed=worker_seed)
+    stepper = make_steps(problem, xp, state=state.copy().to(xp))
     stepper.run_steps(steps_per_epoch(shard.n_rows, settings.batch_size))
     return stepper.state.to(np)
 

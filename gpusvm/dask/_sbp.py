@@ -21,8 +21,8 @@ all of them. So the responses stay where their rows are (one dask actor per work
    adds the kernel rows' combination to its responses and answers with the direction at
    the drawn rows it holds (for ``||w||^2``) and its next lowest responses.
 
-A step is one round between the client and the workers (actor calls: 1.3 to 5.4 ms on
-the machine of ``bench/dask_scaling.py``), plus a round for new rows: worth it where a
+A step is one round between the client and the workers (milliseconds:
+``docs/user_guide/dask.md``, "Measured"), plus a round for new rows: worth it where a
 step's ``B n`` kernel evaluations dominate, that is at the sizes that need a cluster.
 The client holds ``O(support vectors)`` rows and the coefficients, never X.
 
@@ -36,12 +36,10 @@ cache's sparse product on both sides (``KernelRowCache.combine``), added in the
 order of the drawn keys whatever the threads; the kernel values themselves come from
 BLAS products of different shapes on the client's node and on each worker, which may
 round differently. When two responses lie within that rounding at a class's edge, the
-covered set can differ, and from there the runs are two SBP runs of equal standing.
-Seen once, before the sums moved into the cache (they were a BLAS product then, whose
-sums OpenBLAS split over its threads): on Adult, at step 584 of 916, one response
-2.4e-16 above three equal ones at the edge. A worker that
-leaves mid-fit ends the fit with an error naming it: the responses it held are lost, and
-recomputing them costs as much as fitting again.
+covered set can differ, and from there the runs are two SBP runs of equal standing
+(seen once on Adult, before the sums moved into the cache: ``docs/user_guide/dask.md``).
+A worker that leaves mid-fit ends the fit with an error naming it: the responses it held
+are lost, and recomputing them costs as much as fitting again.
 """
 
 from __future__ import annotations
@@ -64,7 +62,7 @@ from ..solvers.sbp import (
     run_sbp,
     step_size_for,
 )
-from ..water_level import covered_among_lowest, lowest_needed
+from ..solvers.sbp._levels import covered_among_lowest, lowest_needed
 from ._cluster import worker_loss_guard
 from ._estimator import DaskEstimatorMixin
 from ._sbp_shard import Pending, RowStore, SBPShardState, ShardSettings, StepMessage
@@ -451,7 +449,6 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
         """``(centre, dtype)`` of the workers' kernel copies, as the single-node fit's
         :func:`~gpusvm.kernel_functions.kernel_training_copy` picks them for all the rows."""
         moments = RowMoments.total(call_all(actors, "row_moments"))
-        kernel = {"kernel": self.kernel, "gamma": gamma, "degree": self.degree, "coef0": self.coef0}
         centre = moments.column_means() if self.kernel == "rbf" and not moments.sparse else None
         if self.kernel_dtype == "float64":
             return centre, np.dtype(np.float64)
@@ -460,7 +457,7 @@ class SBPClassifier(DaskEstimatorMixin, sbp.SBPClassifier):
             parts = call_all(actors, "centred_moments", moments.column_means())
             about_mean = (sum(part[0] for part in parts), max(part[1] for part in parts))
         statistics = statistics_of(moments, about_mean, centre is not None)
-        return centre, float32_or_float64(statistics, self.kernel_dtype, **kernel)
+        return centre, float32_or_float64(statistics, self.kernel_dtype, **self._kernel(gamma).keywords)
 
     def _cluster_nu(self, actors, train_labels, classes, gamma, seed):
         """``nu`` as set, or for ``nu='auto'`` read off the pilot SVC of the single-node

@@ -18,9 +18,10 @@ import dataclasses
 
 import numpy as np
 
-from .._backend import namespace_of, to_numpy
+from .._backend import is_device_backend, namespace_of, to_numpy
 from .._validation import one_vs_rest_targets, to_backend
 from ..kernel_functions import (
+    KernelSpec,
     RowMoments,
     centred_moments,
     check_kernel_range,
@@ -29,7 +30,7 @@ from ..kernel_functions import (
     squared_row_norms,
 )
 from ..solvers.row_cache import KernelRowCache, cache_bytes
-from ..solvers.sbp import largest_self_kernel, predicted_classes
+from ..solvers.sbp import predicted_classes
 from ._shards import stack_rows
 
 # A row store merges its blocks into one when it holds more than this many.
@@ -151,7 +152,7 @@ class SBPShardState:
         self.signs = xp.asarray(signs)
         self.R, self.R_sum = xp.zeros((k, X.shape[0])), xp.zeros((k, X.shape[0]))
         self.store = RowStore()
-        self.cache, self.gamma, self.sq_norms, self.centre = None, None, None, None
+        self.cache, self.kernel, self.sq_norms, self.centre = None, None, None, None
 
     # --- before the steps ---------------------------------------------------------------
 
@@ -183,16 +184,14 @@ class SBPShardState:
         s = self.settings
         self.centre = None if centre is None else self.xp.asarray(centre)
         self.X = kernel_copy(self.given_X, self.centre, dtype)
-        check_kernel_range(
-            self.X, kernel=s.kernel, gamma=gamma, degree=s.degree, coef0=s.coef0, dtype_parameter="kernel_dtype"
-        )
-        self.gamma = gamma
+        self.kernel = KernelSpec(s.kernel, gamma, s.degree, s.coef0)
+        check_kernel_range(self.X, **self.kernel.keywords, dtype_parameter="kernel_dtype")
         self.sq_norms = squared_row_norms(self.X)
-        if self.backend == "numpy":  # on a device, rows are computed each step (no device cache here yet)
+        if not is_device_backend(self.backend):  # on a device, rows are computed each step (no device cache here yet)
             row_bytes = self.X.shape[0] * self.X.dtype.itemsize
             budget = cache_bytes(s.cache_size, s.n_train * row_bytes)
             self.cache = KernelRowCache(self._compute_rows, s.n_train, self.X.shape[0], self.X.dtype, budget)
-        return largest_self_kernel(to_numpy(self.sq_norms[: self.n_train]), s.kernel, gamma, s.degree, s.coef0)
+        return self.kernel.largest_self_value(to_numpy(self.sq_norms[: self.n_train]))
 
     # --- the steps -----------------------------------------------------------------------
 
@@ -242,7 +241,7 @@ class SBPShardState:
         if not owned.any():
             return keys[:0], None
         at = positions[owned]
-        rows = self.given_X[at if self.xp is np else self.xp.asarray(at)]
+        rows = self.given_X[self.xp.asarray(at)]
         return keys[owned], to_backend(rows, "numpy")
 
     # --- helpers -------------------------------------------------------------------------
@@ -268,14 +267,10 @@ class SBPShardState:
     def _compute_rows(self, keys):
         """``K(x_key, X here)`` for each key, from the stored X rows, in X's dtype."""
         rows = kernel_copy(self.store.rows(keys), self.centre, self.X.dtype)  # as the rows here
-        s = self.settings
         return kernel_block(
             rows,
             self.X,
-            kernel=s.kernel,
-            gamma=self.gamma,
-            degree=s.degree,
-            coef0=s.coef0,
+            **self.kernel.keywords,
             X_sq_norms=squared_row_norms(rows),
             Y_sq_norms=self.sq_norms,
         )
@@ -306,11 +301,7 @@ class SBPShardState:
         for p, columns_of_classes in enumerate(self.class_columns):
             per_class = []
             for columns in columns_of_classes:
-                values = (
-                    responses[p, : self.n_train]
-                    if columns is None
-                    else responses[p, columns if self.xp is np else self.xp.asarray(columns)]
-                )
+                values = responses[p, : self.n_train] if columns is None else responses[p, self.xp.asarray(columns)]
                 if transform is not None:
                     values = transform(values, p)
                 per_class.append(self._lowest_of(values, columns, int(counts[p])))

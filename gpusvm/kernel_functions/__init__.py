@@ -13,6 +13,7 @@ follow scikit-learn's SVC:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 
@@ -34,6 +35,51 @@ from ._precision import (
 
 KERNELS = ("linear", "rbf", "poly")
 KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2}
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSpec:
+    """An SVM kernel and its parameters, ``gamma`` resolved: the one description of a
+    kernel that travels from the estimators through the solvers' problems to the CUDA
+    launch arguments.
+
+    Parameters
+    ----------
+    name : {'linear', 'rbf', 'poly'}
+    gamma : float
+        Resolved (see :func:`resolve_gamma`).
+    degree : int
+    coef0 : float
+        As scikit-learn's SVC has them.
+    """
+
+    name: str
+    gamma: float
+    degree: int = 3
+    coef0: float = 0.0
+
+    @property
+    def keywords(self):
+        """The parameters as :func:`kernel_block` and the estimators name them."""
+        return {"kernel": self.name, "gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
+
+    @property
+    def code(self):
+        """The kernel's number in the CUDA sources (``KERNEL_CODES``)."""
+        return KERNEL_CODES[self.name]
+
+    def rows(self, X, rows, sq_norms):
+        """:func:`kernel_rows` of this kernel."""
+        return kernel_rows(X, rows, sq_norms, **self.keywords)
+
+    def largest_self_value(self, sq_norms):
+        """``max_i K(x_i, x_i)`` from rows' squared norms (0 for no rows)."""
+        norms = sq_norms.astype("float64")
+        if self.name == "rbf" or norms.shape[0] == 0:
+            return 1.0 if norms.shape[0] else 0.0
+        if self.name == "poly":
+            return float(((self.gamma * norms + self.coef0) ** self.degree).max())
+        return float(norms.max())
 
 
 def resolve_gamma(gamma, X):
@@ -72,8 +118,7 @@ _VARIANCE_BLOCK = 1 << 20  # values of X made float64 at a time
 
 def _dense_variance(X):
     """A dense X's variance, summed in float64 without a float64 copy of all of X
-    (CuPy's ``var(dtype=float64)`` of float32 values rounds their deviations in float32,
-    an H200 run found: 2e-9 apart from the exact variance)."""
+    (CuPy's ``var(dtype=float64)`` of float32 values rounds their deviations in float32)."""
     if X.dtype == np.float64 or X.size == 0:
         return float(X.var()) if X.size else math.nan
     rows = max(1, _VARIANCE_BLOCK // max(1, X.shape[1]))
@@ -256,7 +301,7 @@ def kernel_block(X, Y, *, kernel, gamma, degree=3, coef0=0.0, X_sq_norms=None, Y
     if namespace_of(dots) is not np:
         from ._cuda import kernel_from_dots_cuda
 
-        return kernel_from_dots_cuda(dots, X_sq_norms, Y_sq_norms, KERNEL_CODES[kernel], gamma, coef0, degree)
+        return kernel_from_dots_cuda(dots, X_sq_norms, Y_sq_norms, KernelSpec(kernel, gamma, degree, coef0))
     if kernel == "rbf":  # in place: a block is often the largest array in use
         sq_dist = np.multiply(dots, -2, out=dots if dots.flags.writeable and dots.flags.owndata else None)
         sq_dist += X_sq_norms[:, None]
@@ -289,6 +334,7 @@ __all__ = [
     "FLOAT32_KERNEL_TOLERANCE",
     "KERNELS",
     "KERNEL_CODES",
+    "KernelSpec",
     "RowMoments",
     "centred_moments",
     "check_kernel_range",

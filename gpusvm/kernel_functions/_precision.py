@@ -38,10 +38,10 @@ from .._backend import issparse, namespace_of, to_numpy
 # The largest relative error of float32 kernel values (the bounds above) that 'auto'
 # accepts, and that 'float32' accepts without a warning. Read off bench/kernel_precision.py
 # (SBP on a standardized set shifted step by step, float32 against float64 at the same
-# steps; bench/results/kernel_precision-*.md): linear and poly models agreed to 0.004 up
-# to bounds of 3.8e-6, and parted by up to 0.04 at 4e-6 to 1.3e-5 and 0.14 beyond (of
-# either sign: on rows far from their mean SBP's slow convergence sways both); rbf's rows
-# are centred, which keeps their bound near 1.6e-6 at any shift.
+# steps): each tolerance lies between the bounds at which the float32 and float64 models
+# agreed and those at which they parted (of either sign: on rows far from their mean SBP's
+# slow convergence sways both); rbf's rows are centred, which keeps their bound far below
+# its tolerance at any shift (the figures: bench/results/kernel_precision-*.md).
 FLOAT32_KERNEL_TOLERANCE = {"rbf": 1e-4, "poly": 1e-5, "linear": 3e-6}
 _FLOAT32 = np.finfo(np.float32)
 _BLOCK_VALUES = 1 << 20  # values of X made float64 at a time

@@ -22,7 +22,7 @@ import nvtx
 
 from .. import _backend
 from .._device.cuda_modules import get_cuda_kernel, row_view_arguments
-from ..kernel_functions import KERNEL_CODES, compute_layout, inner_products, kernel_rows
+from ..kernel_functions import compute_layout, inner_products
 from .row_cache import KernelRowCache
 
 _DENSE_ROW_THREADS = 256
@@ -71,16 +71,16 @@ def resident_kernel_matrix(compute_rows, n_rows, n_columns, dtype, budget):
     return matrix
 
 
-def matrix_rows_function(X, sq_norms, kernel, gamma, coef0, degree):
+def matrix_rows_function(X, sq_norms, spec):
     """``compute_rows(rows)``: the kernel rows ``K(X[rows], X)`` (device indices), in X's
     dtype, as the resident matrix and the row cache compute them: their products on
     :func:`~gpusvm.kernel_functions.compute_layout` of X, a dense copy of a CSR X that is
     dense and small enough, made at the first call and kept as long as the function.
 
-    On an H200 Adult's matrix (32,561 rows of 123 columns, 11% dense) took 0.112 s by
-    cuSPARSE products of the CSR rows, two thirds of the SBP fit, and 0.021 s on the
-    dense copy (``bench/results/sbp_fit_phases-nvidia-h200.md``). A step never reads X
-    when the matrix is resident, so the copy lives only while the matrix is filled.
+    cuSPARSE's products of CSR rows are several times slower than dense GEMMs at these
+    densities (the figures: ``docs/user_guide/gpu_internals.md``, "Profiling"). A step
+    never reads X when the matrix is resident, so the copy lives only while the matrix is
+    filled.
     """
 
     @functools.cache
@@ -88,7 +88,7 @@ def matrix_rows_function(X, sq_norms, kernel, gamma, coef0, degree):
         return compute_layout(X)
 
     def compute_rows(rows):
-        return kernel_rows(products_X(), rows, sq_norms, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
+        return spec.rows(products_X(), rows, sq_norms)
 
     return compute_rows
 
@@ -96,7 +96,7 @@ def matrix_rows_function(X, sq_norms, kernel, gamma, coef0, degree):
 SOURCES = {"products": 0, "matrix": 1, "cache": 2}  # KERNEL_VALUES_FROM_* in kernel_values.cuh
 
 
-def kernel_value_arguments(source, kind, sq_norms, kernel, gamma, coef0, degree, store_rows=None):
+def kernel_value_arguments(source, kind, sq_norms, spec, store_rows=None):
     """The launch arguments of ``KERNEL_VALUE_PARAMETERS`` (``kernels/kernel_values.cuh``).
 
     Parameters
@@ -109,8 +109,8 @@ def kernel_value_arguments(source, kind, sq_norms, kernel, gamma, coef0, degree,
         Which of those ``source`` is.
     sq_norms : cupy.ndarray
         X's squared row norms, X's dtype (rbf, from products).
-    kernel, gamma, coef0, degree
-        The kernel, as :func:`gpusvm.kernel_functions.kernel_block` takes it.
+    spec : KernelSpec
+        The kernel (:class:`gpusvm.kernel_functions.KernelSpec`).
     store_rows : cupy.ndarray of int64, optional
         For a cache: the store row of each drawn slot.
     """
@@ -125,10 +125,10 @@ def kernel_value_arguments(source, kind, sq_norms, kernel, gamma, coef0, degree,
         np.int32(SOURCES[kind]),
         store_rows,
         sq_norms,
-        np.int32(KERNEL_CODES[kernel]),
-        np.float64(gamma),
-        np.float64(coef0),
-        np.int32(degree),
+        np.int32(spec.code),
+        np.float64(spec.gamma),
+        np.float64(spec.coef0),
+        np.int32(spec.degree),
     )
 
 
@@ -225,9 +225,10 @@ class StepKernelValues:
         Every row: the kernel matrix's columns.
     n_rows : int
         Rows of the kernel matrix (the first rows of X: the training rows).
-    kernel : tuple
-        ``(sq_norms, kernel, gamma, coef0, degree)``, as :func:`kernel_value_arguments`
-        takes them.
+    sq_norms : cupy.ndarray
+        X's squared row norms, in X's dtype.
+    spec : KernelSpec
+        The kernel.
     budget : int
         Bytes of device memory (:func:`kernel_cache_bytes`).
     slots : int
@@ -243,13 +244,13 @@ class StepKernelValues:
         The launch arguments of ``KERNEL_VALUE_PARAMETERS``.
     """
 
-    def __init__(self, X, n_rows, kernel, budget, slots):
+    def __init__(self, X, n_rows, sq_norms, spec, budget, slots):
         n_columns, dtype = X.shape[0], X.dtype
         self.source = kernel_values_source(n_rows, n_columns, dtype, budget, slots)
         self.matrix = self.row_cache = self.products = None
         store_rows = None
         if self.source != "products":
-            compute_rows = matrix_rows_function(X, *kernel)
+            compute_rows = matrix_rows_function(X, sq_norms, spec)
         if self.source == "matrix":
             self.matrix = values = resident_kernel_matrix(compute_rows, n_rows, n_columns, dtype, budget)
         elif self.source == "cache":
@@ -258,7 +259,7 @@ class StepKernelValues:
         else:
             self.products = DrawnRowProducts(X, slots)
             values = self.products.dots
-        self.arguments = kernel_value_arguments(values, self.source, *kernel, store_rows=store_rows)
+        self.arguments = kernel_value_arguments(values, self.source, sq_norms, spec, store_rows=store_rows)
 
 
 class DrawnRowProducts:

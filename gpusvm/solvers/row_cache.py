@@ -217,8 +217,8 @@ class KernelRowCache:
     def _fill_block(self, indices, slots):
         """Compute the rows of ``indices`` (at most ``product_rows``) into
         ``store[slots]`` (a subclass may compute them its own way). A block computed apart
-        and then copied: on this project's 2-core machine that measured faster than
-        computing in place in the store."""
+        and then copied, which measured faster than computing in place in the store
+        (``docs/benchmarks.md``, "Figures behind the code")."""
         self.store[slots] = self.compute_rows(indices)
 
     def _not_kept(self, candidates, asked, count):

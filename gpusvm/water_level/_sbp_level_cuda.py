@@ -11,8 +11,9 @@ the window of those; the last solve falls back to an exact bisection over ranks 
 no window has settled it.  Two launches a round (three or four rounds) whatever the
 number of problems, no host synchronisation; the answers (level,
 bias and each basin's edge: the covered rows are the responses at or under it) stay in
-device memory for the steps that use them.  Exact against ``water_level.py``'s
-sort-based oracle up to the rounding of the sums.
+device memory for the steps that use them.  Exact against
+:func:`~gpusvm.water_level.find_gamma_and_bias_sorted`, the sort-based oracle in
+``gpusvm/water_level/__init__.py``, up to the rounding of the sums.
 """
 
 from __future__ import annotations

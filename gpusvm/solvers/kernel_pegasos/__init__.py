@@ -1,5 +1,5 @@
 """Kernelized mini-batch Pegasos, one-vs-rest, on NumPy or CuPy (a step of each:
-``_numpy.HostSteps``, ``_cuda.DeviceSteps``; :func:`make_steps` picks one).
+``_numpy.NumpyKernelPegasosSteps``, ``_cuda.CupyKernelPegasosSteps``; :func:`make_steps` picks one).
 
 The model never forms ``w``: it keeps per class the weighted counts ``alpha[c, j]``,
 the number of times example ``j`` was drawn while violating the margin (times its
@@ -47,13 +47,13 @@ from ..._backend import on_device
 from ..._instrumentation import nvtx_range, progress_bar
 from ...kernel_functions import squared_row_norms
 from ..row_cache import cache_bytes
-from ._numpy import HostSteps
+from ._numpy import NumpyKernelPegasosSteps
 from ._problem import DRAW_BLOCK_STEPS, SCHEDULE_STEPS, KernelPegasosProblem, dual_coefficients, step_schedule
 
 __all__ = [
     "DRAW_BLOCK_STEPS",
     "SCHEDULE_STEPS",
-    "HostSteps",
+    "NumpyKernelPegasosSteps",
     "KernelPegasosProblem",
     "dual_coefficients",
     "make_steps",
@@ -65,15 +65,17 @@ __all__ = [
 @nvtx_range("kernel_pegasos.stepper", "yellow")  # the kernel matrix and the state
 def make_steps(problem, xp, *, sq_norms, n_steps, kernel_cache="auto", cache_size="auto"):
     """The steps of ``problem`` on the array module ``xp``, which own the state they
-    update: :class:`HostSteps` (the reference, which reads ``cache_size``) or
-    ``_cuda.DeviceSteps`` (which reads ``kernel_cache``); the one place where the backend
+    update: :class:`NumpyKernelPegasosSteps` (the reference, which reads ``cache_size``) or
+    ``_cuda.CupyKernelPegasosSteps`` (which reads ``kernel_cache``); the one place where the backend
     is chosen."""
     if on_device(xp):
-        from ._cuda import DeviceSteps
+        from ._cuda import CupyKernelPegasosSteps
 
-        return DeviceSteps(problem, sq_norms, kernel_cache)
+        return CupyKernelPegasosSteps(problem, sq_norms, kernel_cache)
     n = problem.X.shape[0]
-    return HostSteps(problem, sq_norms, n_steps, cache_bytes(cache_size, n * n * problem.X.dtype.itemsize))
+    return NumpyKernelPegasosSteps(
+        problem, sq_norms, n_steps, cache_bytes(cache_size, n * n * problem.X.dtype.itemsize)
+    )
 
 
 def run_kernel_pegasos(problem, *, n_epochs, xp, verbose=0, kernel_cache="auto", cache_size="auto"):

@@ -31,8 +31,8 @@ from .._kernel_values_cuda import (
 _THREADS = 256
 
 
-class DeviceSteps:
-    """Kernel Pegasos' steps on a CUDA device; the model ``HostSteps`` gives, up to rounding.
+class CupyKernelPegasosSteps:
+    """Kernel Pegasos' steps on a CUDA device; the model ``NumpyKernelPegasosSteps`` gives, up to rounding.
 
     Owns the state the steps update: ``responses``, ``counts`` and ``stamps``, each of
     shape (n_classes, n_samples).
@@ -44,7 +44,7 @@ class DeviceSteps:
         X's squared row norms.
     kernel_cache : 'auto', float or int
         Device memory for the whole kernel matrix
-        (:func:`~gpusvm._kernel_values_cuda.kernel_cache_bytes`).
+        (:func:`~gpusvm.solvers._kernel_values_cuda.kernel_cache_bytes`).
     mode : {'direct', 'graph', 'replay'} or None
         How blocks of steps are issued (:class:`~gpusvm._device.step_blocks.StepBlocks`); None:
         the default. 'graph' runs direct without the resident matrix.
@@ -62,15 +62,13 @@ class DeviceSteps:
         self.targets = cupy.ascontiguousarray(problem.targets, dtype=np.float64)
         self.sample_weight = cupy.ascontiguousarray(problem.sample_weight, dtype=np.float64)
         sq_norms = cupy.ascontiguousarray(sq_norms, dtype=X.dtype)
-        compute_rows = matrix_rows_function(X, sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree)
+        compute_rows = matrix_rows_function(X, sq_norms, problem.kernel)
         self.matrix = resident_kernel_matrix(compute_rows, n, n, X.dtype, kernel_cache_bytes(kernel_cache))
         self.products = None if self.matrix is not None else DrawnRowProducts(X, batch)
         source, self.kernel_values_source = (
             (self.matrix, "matrix") if self.products is None else (self.products.dots, "products")
         )
-        self.kernel_values = kernel_value_arguments(
-            source, self.kernel_values_source, sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree
-        )
+        self.kernel_values = kernel_value_arguments(source, self.kernel_values_source, sq_norms, problem.kernel)
         self.violations = get_cuda_kernel("kernel_pegasos.cu", "kernel_pegasos_violations")
         self.update = get_cuda_kernel("kernel_pegasos.cu", "kernel_pegasos_update", X.dtype)
         # cuBLAS / cuSPARSE products and their allocations are not captured

@@ -11,11 +11,11 @@ from ..row_cache import KernelRowCache
 from ._problem import DRAW_BLOCK_STEPS
 
 
-class HostSteps:
+class NumpyKernelPegasosSteps:
     """Steps on the host: draws taken ``DRAW_BLOCK_STEPS`` steps at once, and only the
     violators' kernel rows read, from a cache of ``cache_bytes`` (the violators are the
-    support vectors, drawn again epoch after epoch: on KEEL satimage ten epochs of batch
-    8 asked for 16,765 rows, 2,780 of them distinct).
+    support vectors, drawn again epoch after epoch, so most rows asked for are kept
+    already: the counts are in ``docs/user_guide/choosing_a_solver.md``).
 
     Owns the state the steps update: ``responses``, ``counts`` and ``stamps``, each of
     shape (n_classes, n_samples).
@@ -59,7 +59,7 @@ class HostSteps:
             with nvtx.annotate("kernel_pegasos.kernel_rows", color="orange"):
                 block = problem.with_intercept(self._drawn_kernel_rows(rows))
             # Only the classes that some row violates move: with many classes a row
-            # violates a few (KEEL letter's 26: about 1 a step at batch 1, 6 at batch 8),
+            # violates a few (KEEL letter's counts: docs/user_guide/choosing_a_solver.md),
             # and the others would add 0.
             moved = violating.any(axis=0)
             if moved.all():

@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from ...kernel_functions import kernel_rows
+from ...kernel_functions import KernelSpec
 
 # Steps whose examples the host draws at once (the same draws as step by step; on the
 # GPU each step draws its own, in its first launch).
@@ -24,18 +24,13 @@ class KernelPegasosProblem:
     sample_weight: object  # (n_samples,), float64
     lam: float
     batch_size: int
-    kernel: str
-    gamma: float
-    degree: int
-    coef0: float
+    kernel: KernelSpec
     fit_intercept: bool
     seed: int
 
     def kernel_values(self, rows, sq_norms):
         """``K(X[rows], X)`` in X's dtype."""
-        return kernel_rows(
-            self.X, rows, sq_norms, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0
-        )
+        return self.kernel.rows(self.X, rows, sq_norms)
 
     def with_intercept(self, values):
         """Kernel values as the step adds them: float64, +1 with an intercept. ``values``

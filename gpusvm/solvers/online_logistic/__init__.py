@@ -77,14 +77,13 @@ __all__ = [
     "OnlineState",
     "logistic_loss",
     "make_steps",
-    "online_stepper",
     "run_online",
     "shuffled_order",
     "soft_threshold",
 ]
 
 
-def make_steps(problem, state, xp):
+def make_steps(problem, xp, *, state):
     """The steps of ``problem`` over ``state`` (modified in place) on the array module
     ``xp``: :class:`NumpyOnlineSteps` (the reference) or ``_cuda.CupyOnlineSteps``, the
     one place where the backend is chosen."""
@@ -93,9 +92,6 @@ def make_steps(problem, state, xp):
 
         return CupyOnlineSteps(problem, state)
     return NumpyOnlineSteps(problem, state)
-
-
-online_stepper = make_steps  # the name that linear_model and gpusvm.dask call it by
 
 
 def run_online(problem, state, *, n_epochs, shuffle, xp, verbose=0):
@@ -108,7 +104,7 @@ def run_online(problem, state, *, n_epochs, shuffle, xp, verbose=0):
         Each epoch's progressive loss: the mean over examples and one-vs-rest models of
         the logistic loss of each prediction made before the example's update.
     """
-    stepper = make_steps(problem, state.copy(), xp)
+    stepper = make_steps(problem, xp, state=state.copy())
     n_samples, losses = problem.n_samples, []
     starts = range(0, n_samples, problem.batch_size)
     # the bar is closed however the loop ends

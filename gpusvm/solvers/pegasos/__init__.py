@@ -42,7 +42,7 @@ import math
 import numpy as np
 import nvtx
 
-from ..._backend import get_namespace, on_device, to_numpy
+from ..._backend import on_device, to_numpy
 from ..._instrumentation import progress_bar
 
 from ._numpy import BatchBlocks, GivenBatches, NumpyPegasosSteps, csr_batch
@@ -76,7 +76,6 @@ __all__ = [  # the problem, state and NumPy steps live in _problem and _numpy; t
     "fits_fused_steps",
     "make_steps",
     "pegasos_schedule",
-    "pegasos_stepper",
     "primal_objective",
     "run_pegasos",
     "steps_per_epoch",
@@ -148,10 +147,9 @@ class ProgressiveObjective:
 # The stopping rule looks back over at least this many steps as well as n_iter_no_change
 # epochs. On a few hundred rows an epoch is a few steps of batch 64, the early iterates
 # follow their last draws (the step 1 / (lam t) is large), and five epochs without a gain
-# ended fits at a chance point: 400 Adult rows stopped at epoch 7 with the objective at
-# 1.57 (0.306 with this patience, at epoch 223; 0.301 the best of 1,000 epochs), 400 rows
-# of three blobs at 0.84 (0.0097; 0.0042). From a few thousand rows up five epochs are
-# more steps than this, and nothing changes (Adult: 81 epochs, 0.4007, as before).
+# ended fits at a chance point, far above the objective this patience reaches
+# (docs/user_guide/choosing_a_solver.md, PegasosSVC). From a few thousand rows up five
+# epochs are more steps than this, and nothing changes.
 PATIENCE_STEPS = 1_000
 
 
@@ -178,7 +176,7 @@ class NoImprovementStop:
         return self.stale >= self.n_iter_no_change and waited
 
 
-def make_steps(problem, state, xp, given_from=None):
+def make_steps(problem, xp, *, state, given_from=None):
     """The steps of ``problem`` over ``state`` (modified in place) on the array module
     ``xp``: :class:`NumpyPegasosSteps` (the reference) or ``_cuda.CupyPegasosSteps``, the
     one place where the backend is chosen; see :class:`NumpyPegasosSteps` for ``given_from``."""
@@ -189,12 +187,7 @@ def make_steps(problem, state, xp, given_from=None):
     return NumpyPegasosSteps(problem, state, given_from)
 
 
-def pegasos_stepper(problem, state, backend, given_from=None):
-    """:func:`make_steps` on the array module of a resolved ``backend`` name."""
-    return make_steps(problem, state, get_namespace(backend), given_from)
-
-
-def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, verbose=0):
+def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, xp, verbose=0):
     """Run up to ``n_epochs`` epochs of Pegasos steps from ``state`` (not modified).
 
     After each epoch the exact primal objective (:func:`primal_objective`, summed over
@@ -208,7 +201,7 @@ def run_pegasos(problem, state, *, n_epochs, tol, n_iter_no_change, backend, ver
     epochs_run : int
     objectives : list of float
     """
-    stepper = pegasos_stepper(problem, state.copy(), backend)
+    stepper = make_steps(problem, xp, state=state.copy())
     n_steps = steps_per_epoch(problem.n_samples, problem.batch_size)
     averaged = problem.average_start is not None
     stop, objectives = NoImprovementStop(tol, n_iter_no_change), []

@@ -28,17 +28,15 @@ Cheap bookkeeping, so a step costs one combined kernel row plus O(n):
   places per step); the responses change everywhere anyway, and their sum ``R_sum`` is
   added up directly.
 
-One-vs-one models step the binary problems of every pair of classes together
-(``_pairs.py`` on the host, compiled by Numba in ``_pairs_compiled.py`` and
-``_pairs_numba.py`` where it is installed, ``_pairs_cuda.py`` on a device).
+One-vs-one models step the binary problems of every pair of classes together: the
+subpackage :mod:`gpusvm.solvers.sbp.pairs`, with its plan, steps and kernels.
 
 This folder: the problem, the result, the stopping rules and what all steps share
 (``_problem.py``), the NumPy steps, the reference (``_numpy.py``), the CUDA steps
 (``_cuda.py``: ``kernels/sbp.cu``, with the levels of ``kernels/sbp_level.cu`` from
-``gpusvm/water_level/_sbp_level_cuda.py``), the driver (``_run.py``), the pairs
-(``_pairs.py``, ``_pairs_compiled.py`` with ``_pairs_numba.py``, ``_pairs_cuda.py``),
-and here :func:`make_steps` and :func:`make_pair_steps`, the one place where the backend
-is chosen.
+``gpusvm/water_level/_sbp_level_cuda.py``), the host's level tracking (``_levels.py``), the
+driver (``_run.py``), the pairs (``pairs/``), and here :func:`make_steps`, the one place
+where the backend is chosen.
 
 References
 ----------
@@ -51,17 +49,6 @@ from __future__ import annotations
 from ..._backend import on_device
 from ..._instrumentation import nvtx_range
 from ._numpy import NumpySBPSteps
-from ._pairs import (
-    FIRST_WINDOW,
-    MIN_CHECKPOINT_STEPS,
-    ClassBlockCache,
-    NumpyPairSteps,
-    PairStack,
-    pair_checkpoint_steps,
-    run_pair_block,
-    run_pair_stack,
-)
-from ._pairs_compiled import use_compiled_steps
 from ._problem import (
     CHECKPOINTS_PER_EPOCH,
     PREFETCH_MAX_COVERED,
@@ -74,7 +61,6 @@ from ._problem import (
     checkpoint_interval,
     checkpoint_patience,
     holdout_error,
-    largest_self_kernel,
     positive_level,
     predicted_classes,
     step_size_for,
@@ -83,16 +69,11 @@ from ._run import checkpoint, history_record, run_sbp, run_step_block, separates
 
 __all__ = [
     "CHECKPOINTS_PER_EPOCH",
-    "FIRST_WINDOW",
-    "MIN_CHECKPOINT_STEPS",
     "PREFETCH_MAX_COVERED",
     "RENORMALIZE_BELOW",
     "STEP_PHASES",
-    "ClassBlockCache",
     "LocalModel",
-    "NumpyPairSteps",
     "NumpySBPSteps",
-    "PairStack",
     "SBPProblem",
     "SBPResult",
     "StoppingRules",
@@ -101,21 +82,14 @@ __all__ = [
     "checkpoint_patience",
     "history_record",
     "holdout_error",
-    "largest_self_kernel",
-    "make_pair_steps",
     "make_steps",
-    "pair_checkpoint_steps",
-    "pairs_step_together",
     "positive_level",
     "predicted_classes",
-    "run_pair_block",
-    "run_pair_stack",
     "run_sbp",
     "run_step_block",
     "separates",
     "step_schedule",
     "step_size_for",
-    "use_compiled_steps",
 ]
 
 
@@ -129,33 +103,3 @@ def make_steps(problem, xp, *, kernel_cache, cache_bytes):
 
         return CupySBPSteps(problem, kernel_cache=kernel_cache)
     return NumpySBPSteps(problem, cache_bytes=cache_bytes)
-
-
-@nvtx_range("sbp.stepper", "yellow")
-def make_pair_steps(stack, xp, *, kernel_cache, cache_bytes, compiled):
-    """The steps of the one-vs-one pairs of ``stack``, stepping together, on the array
-    module ``xp``: on the host ``_pairs_compiled.CompiledPairSteps`` when ``compiled``
-    (:func:`~gpusvm.solvers.sbp._pairs_compiled.use_compiled_steps` decides it), else
-    :class:`NumpyPairSteps` (the reference, the same model bit for bit); on a device
-    ``_pairs_cuda.CupyPairSteps``."""
-    if on_device(xp):
-        from ._pairs_cuda import CupyPairSteps
-
-        return CupyPairSteps(stack, kernel_cache=kernel_cache)
-    if compiled:
-        from ._pairs_compiled import CompiledPairSteps
-
-        return CompiledPairSteps(stack, cache_bytes=cache_bytes)
-    return NumpyPairSteps(stack, cache_bytes=cache_bytes)
-
-
-def pairs_step_together(xp, n_train, n_rows, dtype, kernel_cache, slots):
-    """Whether one-vs-one pairs step together on the array module ``xp``: always on the
-    host; on a device, when ``kernel_cache`` holds the kernel matrix of the ``n_train``
-    training rows by all ``n_rows`` rows, or a cache of twice the ``slots`` rows that
-    all pairs draw in a step (``_pairs_cuda.pair_kernel_values``)."""
-    if not on_device(xp):
-        return True
-    from ._pairs_cuda import pair_kernel_values
-
-    return pair_kernel_values(n_train, n_rows, dtype, kernel_cache, slots) is not None

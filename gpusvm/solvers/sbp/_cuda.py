@@ -3,7 +3,7 @@
 The same algorithm as ``NumpySBPSteps`` (see ``_numpy.py``), with the state kept plainly
 (no shared scale: the projection is part of the fused update, which touches every
 response anyway) and every array on the device.  Every launch covers all problems
-(one-vs-rest classes here, one-vs-one pairs in ``_pairs_cuda.py``) at once, so a
+(one-vs-rest classes here, one-vs-one pairs in ``pairs/_cuda.py``) at once, so a
 step is a fixed number of launches whatever their number: the level search (four,
 ``water_level/_sbp_level_cuda.py``), the draw of the covered rows (one launch, a block a
 problem, up to ``ONE_BLOCK_DRAW_ROWS`` rows; else a count per tile, then the draw), then
@@ -18,7 +18,7 @@ Kernel values come from, in order of preference:
   by matrix products; a step then reads its ``B`` rows per problem and nothing else, and
   no value comes back to the host;
 * else a row cache in ``kernel_cache`` when it holds twice a step's rows
-  (:class:`~gpusvm._kernel_values_cuda.DeviceRowCache`, the host cache's semantics): the
+  (:class:`~gpusvm.solvers._kernel_values_cuda.DeviceRowCache`, the host cache's semantics): the
   host reads each step's drawn rows (a synchronisation), computes the missing ones with
   the lowest covered rows of every problem (the next draws) by one product (several,
   of a bounded size, when more rows miss than one holds), and the step reads its rows
@@ -264,7 +264,8 @@ class CupySBPSteps(DeviceSBPLaunches, LocalModel):
         values = StepKernelValues(
             self.X,
             n,
-            (self.sq_norms, problem.kernel, problem.gamma, problem.coef0, problem.degree),
+            self.sq_norms,
+            problem.kernel,
             kernel_cache_bytes(kernel_cache),
             k * batch,
         )

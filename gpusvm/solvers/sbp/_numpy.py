@@ -8,7 +8,7 @@ import numpy as np
 from ..._instrumentation import PhaseClock
 from ..._random import random_positions
 from ...kernel_functions import squared_row_norms
-from ...water_level import LevelTracker
+from ._levels import LevelTracker
 from ..row_cache import KernelRowCache
 from ._problem import PREFETCH_MAX_COVERED, RENORMALIZE_BELOW, STEP_PHASES, HostCacheCounts, LocalModel
 

@@ -27,7 +27,7 @@ def run_sbp(problem, steps, rules, *, checkpoint_every=None, average=True, verbo
     that checkpoints evaluate and that is returned.
     ``checkpoint_every`` (None: :func:`checkpoint_interval`) sets
     other steps between checkpoints, as a one-vs-one pair's
-    (:func:`~gpusvm.solvers.sbp._pairs.pair_checkpoint_steps`); the stopping rules then
+    (:func:`~gpusvm.solvers.sbp.pairs.pair_checkpoint_steps`); the stopping rules then
     look back over the same span of steps (:func:`checkpoint_patience`). The ``tol``
     rule waits until every problem's model separates (:func:`separates`).  Returns an
     :class:`SBPResult`.
@@ -85,7 +85,8 @@ def separates(level):
     level is at or below 0 is not yet a separator of its training rows (with ``nu > 0``
     the optimum's level is at least ``nu``, the zero predictor's), so a small gain of
     its level is no sign that it has settled. The ``tol`` rule waits for it: on features
-    near 100, linear kernel, it stopped after about an epoch at a level of -0.4 to -1."""
+    far from 0 it stopped otherwise after about an epoch, below 0 (``docs/benchmarks.md``,
+    "Figures behind the code")."""
     return bool(np.all(np.asarray(level) > 0))
 
 

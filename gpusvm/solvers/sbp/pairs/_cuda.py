@@ -1,13 +1,13 @@
 """One-vs-one SBP on the GPU: every pair of classes in each launch of ``kernels/sbp.cu``.
 
-The host's :class:`~gpusvm.solvers.sbp._pairs.NumpyPairSteps` on a device, through the
+The host's :class:`~gpusvm.solvers.sbp.pairs._numpy.NumpyPairSteps` on a device, through the
 launches of :class:`~gpusvm.solvers.sbp._cuda.DeviceSBPLaunches`: pair ``p`` is row p of
 the ``(P, W)`` state arrays, its training columns its first class's training rows then
 its second's, its holdout columns likewise, then padding up to the widest pair, which no
 launch reads. Its kernel values are read through a table of its columns' rows of X from
 the kernel matrix of every training row of the fit by every row: resident on the device
 when it fits in ``kernel_cache``, else a row cache of it there
-(:class:`~gpusvm._kernel_values_cuda.DeviceRowCache`, whose host bookkeeping reads
+(:class:`~gpusvm.solvers._kernel_values_cuda.DeviceRowCache`, whose host bookkeeping reads
 every step's drawn rows). A cached row serves every pair that draws it, so a row drawn
 by several pairs of its class is computed once. Its step size, stream and volume are its
 row of the problem table; a pair that has stopped is marked inactive there, and every
@@ -15,7 +15,7 @@ launch skips it. So a step of all the pairs is the same few launches as a step o
 (KEEL letter: 325 pairs), and with the resident matrix blocks of steps between
 checkpoints can run as CUDA graphs.
 
-:func:`~gpusvm.solvers.sbp._pairs.run_pair_stack` drives it as it drives the host's: each
+:func:`~gpusvm.solvers.sbp.pairs.run_pair_stack` drives it as it drives the host's: each
 pair keeps its own schedule and stopping rules, so the models are the host's up to
 rounding; the pairs checkpoint at multiples of a common cadence, so that blocks of steps
 are long and a checkpoint is one search of every pair's level and one copy to the host.
@@ -27,10 +27,10 @@ import cupy
 import numpy as np
 import nvtx
 
-from ...kernel_functions import squared_row_norms
-from ...water_level._sbp_level_cuda import ACTIVE_WORD, problem_table
-from .._kernel_values_cuda import StepKernelValues, kernel_cache_bytes, kernel_values_source
-from ._cuda import DeviceSBPLaunches
+from ....kernel_functions import squared_row_norms
+from ....water_level._sbp_level_cuda import ACTIVE_WORD, problem_table
+from ..._kernel_values_cuda import StepKernelValues, kernel_cache_bytes, kernel_values_source
+from .._cuda import DeviceSBPLaunches
 
 
 def pair_kernel_values(n_train, n_rows, dtype, kernel_cache, slots):
@@ -44,7 +44,7 @@ def pair_kernel_values(n_train, n_rows, dtype, kernel_cache, slots):
 
 
 class CupyPairSteps(DeviceSBPLaunches):
-    """SBP steps of every pair of a :class:`~gpusvm.solvers.sbp._pairs.PairStack` on a
+    """SBP steps of every pair of a :class:`~gpusvm.solvers.sbp.pairs.PairStack` on a
     CUDA device; the host's ``NumpyPairSteps`` up to rounding.
 
     Parameters
@@ -89,7 +89,8 @@ class CupyPairSteps(DeviceSBPLaunches):
         values = StepKernelValues(
             stack.X,
             n_fit_train,
-            (sq_norms, stack.kernel, stack.gamma, stack.coef0, stack.degree),
+            sq_norms,
+            stack.kernel,
             budget,
             n_pairs * batch,
         )

@@ -1,60 +1,21 @@
-"""One-vs-one SBP on the host: the binary problems of every pair of classes, stepped together.
-
-A one-vs-one model has one binary SBP problem per pair of classes, each on its pair's
-rows (KEEL letter: 325 pairs of about 1,200 rows). Stepped one pair after another, a step
-costs some fifty NumPy calls on arrays of a thousand values, so the calls, not the
-arithmetic, bound the fit (0.5 ms a step on letter). Here each pair's state is a row of a
-``(P, W)`` array (its first class's rows, its second's, then padding up to the widest
-pair), and one step of every pair costs the same few calls:
-
-* the water levels of all rows at once (:func:`~gpusvm.water_level.levels_of_rows`);
-* the draws of every pair's own stream at once
-  (:func:`~gpusvm._random.stream_bits_block`, a block of steps at once);
-* kernel rows cut by class (:class:`ClassBlockCache`): the part of row g over its own
-  class's rows is computed once for all the pairs of that class, which about halves the
-  kernel evaluations; one sparse product of the pairs' weights with the cached blocks,
-  read where they lie;
-* the updates of :class:`~gpusvm.solvers.sbp.NumpySBPSteps`, row-wise.
-
-Pair ``p`` is the binary SBP of :mod:`gpusvm.solvers.sbp` on its rows with its own
-stream and stopping rules, up to rounding, except that it checkpoints at its multiple of
-a cadence common to the pairs (:func:`pair_checkpoint_steps`), so that every pair
-checkpoints at the same steps and the steps between run as long blocks
-(``tests/test_sbp.py`` fits each pair alone at that cadence, and trains the pairs one
-after another at it, as on a device whose kernel matrix does not fit).
-:func:`run_pair_stack` also drives the device's twin,
-:class:`~gpusvm.solvers.sbp._pairs_cuda.CupyPairSteps`, in blocks of steps.
-"""
+"""One-vs-one SBP's steps on the host, in NumPy: the reference (the package's
+:mod:`gpusvm.solvers.sbp.pairs` says how the pairs step together)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import os
 import threading
-import time
 
 import numpy as np
-import nvtx
 
-from ..._instrumentation import PhaseClock, progress_bar
-from ..._random import positions_below, stream_bits_block
-from ...kernel_functions import kernel_block, squared_row_norms
-from ...water_level import class_offsets, class_ranks, levels_of_rows, lowest_needed
-from ..row_cache import KernelRowCache, weighted_row_sums
-from ._problem import (
-    RENORMALIZE_BELOW,
-    HostCacheCounts,
-    STEP_PHASES,
-    SBPResult,
-    checkpoint_interval,
-    checkpoint_patience,
-    largest_self_kernel,
-    positive_level,
-    step_size_for,
-)
-from ._run import history_record, row_cache_use, step_schedule
+from ...._instrumentation import PhaseClock
+from ...._random import positions_below, stream_bits_block
+from ....kernel_functions import kernel_block, squared_row_norms
+from ...row_cache import KernelRowCache, weighted_row_sums
+from .._levels import class_offsets, class_ranks, levels_of_rows, lowest_needed
+from .._problem import RENORMALIZE_BELOW, STEP_PHASES, HostCacheCounts, positive_level
 
 # Ranks of each class sorted first by the level search before anything is known.
 FIRST_WINDOW = 64
@@ -63,89 +24,6 @@ FIRST_WINDOW = 64
 THREADED_FILL_MIN = 2**24
 # Steps whose random bits are drawn together (a call's overhead shared by its steps).
 BITS_BLOCK_STEPS = 16
-# Steps between the checkpoints of pairs stepping together, at least: a checkpoint waits
-# for the device and copies to the host, so these are the shortest blocks of steps.
-MIN_CHECKPOINT_STEPS = 8
-
-
-@dataclasses.dataclass(frozen=True)
-class PairStack:
-    """The binary problems of several pairs of classes, on the host.
-
-    Pair ``p = (a, b)`` has the rows of classes a and b: its columns are class a's
-    block (its training rows, then its holdout rows), class b's block, then padding up
-    to the width of the widest pair. A class's rows are ``class_rows[c]``, its training
-    rows first; pair p's first class, a, is its positive one.
-    """
-
-    X: object  # (n_rows, n_features), dense or CSR: every row of the fit
-    class_rows: tuple  # per class: int64 array of rows of X, training rows first
-    class_train: np.ndarray  # (n_classes,) training rows of each class
-    pairs: np.ndarray  # (P, 2) the classes of each pair
-    seeds: np.ndarray  # (P,) uint64: each pair's stream
-    nu: float
-    batch_size: int
-    kernel: str
-    gamma: float
-    degree: int
-    coef0: float
-    fit_intercept: bool
-
-    @property
-    def n_pairs(self):
-        return self.pairs.shape[0]
-
-    @property
-    def block_widths(self):
-        """(P, 2): the rows of each pair's two classes."""
-        return np.array([rows.size for rows in self.class_rows])[self.pairs]
-
-    @property
-    def width(self):
-        return int(self.block_widths.sum(axis=1).max())
-
-    @property
-    def n_train(self):
-        """(P,) training rows of each pair."""
-        return self.class_train[self.pairs].sum(axis=1)
-
-    @property
-    def n_rows(self):
-        """(P,) training and holdout rows of each pair."""
-        return self.block_widths.sum(axis=1)
-
-    def training_rows(self, pair):
-        """The rows of X that pair ``pair`` trains on: its first class's training rows,
-        then its second's."""
-        a, b = self.pairs[pair]
-        return np.concatenate([self.class_rows[a][: self.class_train[a]], self.class_rows[b][: self.class_train[b]]])
-
-    def holdout_rows(self, pair):
-        """Pair ``pair``'s holdout rows of X, its first class's, then its second's."""
-        a, b = self.pairs[pair]
-        return np.concatenate([self.class_rows[a][self.class_train[a] :], self.class_rows[b][self.class_train[b] :]])
-
-    def first_step_sizes(self, sq_norms):
-        """(P,) each pair's ``eta_0 = 1 / sqrt(max_i K(x_i, x_i))`` over its training rows,
-        from X's squared row norms (a host array)."""
-        return np.array(
-            [
-                step_size_for(
-                    largest_self_kernel(
-                        sq_norms[self.training_rows(p)], self.kernel, self.gamma, self.degree, self.coef0
-                    )
-                )
-                for p in range(self.n_pairs)
-            ]
-        )
-
-    def columns(self):
-        """(P, W) the row of X in each column of each pair (-1: padding)."""
-        columns = np.full((self.n_pairs, self.width), -1, dtype=np.int64)
-        for p, (a, b) in enumerate(self.pairs):
-            rows = np.concatenate([self.class_rows[a], self.class_rows[b]])
-            columns[p, : rows.size] = rows
-        return columns
 
 
 class ClassBlockCache(KernelRowCache):
@@ -208,10 +86,7 @@ class ClassBlockCache(KernelRowCache):
                 block = kernel_block(
                     stack.X[drawn],
                     self.class_X[c],
-                    kernel=stack.kernel,
-                    gamma=stack.gamma,
-                    degree=stack.degree,
-                    coef0=stack.coef0,
+                    **stack.kernel.keywords,
                     X_sq_norms=self.sq_norms[drawn],
                     Y_sq_norms=self.class_sq_norms[c],
                 )
@@ -461,7 +336,7 @@ class _Draws:
     multiplicity: np.ndarray
 
 
-_BLAS_CONTROLLERS = {}  # process id -> its threadpoolctl controller (found once: about a millisecond)
+_BLAS_CONTROLLERS = {}  # process id -> its threadpoolctl controller (found once: it inspects the loaded libraries)
 
 
 def _blas_controller():
@@ -559,163 +434,11 @@ def _one_blas_thread(cache):
     the process's fits), and ``cache.blas_threads`` set to the threads BLAS had before, for
     its large fills. A fill is mostly a few drawn rows by one class (often two rows by a
     thousand), a product too small to share out, and BLAS's threads, which wait for work
-    spinning, then take the cores from the step's own work and from other processes (on a
-    2-core machine shared with other work, the fills then cost many times their arithmetic)."""
+    spinning, then take the cores from the step's own work and from other processes (where
+    few cores are shared with other work, the fills then cost many times their arithmetic)."""
     with _blas_thread_limit().one_thread() as threads:
         cache.blas_threads = threads
         try:
             yield
         finally:
             cache.blas_threads = None
-
-
-def pair_checkpoint_steps(n_train, batch_size):
-    """Each pair's steps between checkpoints: multiples of one cadence common to the pairs.
-
-    A pair on its own checkpoints ten times an epoch
-    (:func:`~gpusvm.solvers.sbp.checkpoint_interval`). Stepping together, the pairs
-    checkpoint at the multiples of a common cadence, the smallest pair's own, but at
-    least ``MIN_CHECKPOINT_STEPS``, so that the steps between checkpoints run as long
-    blocks. A pair checkpoints at the first multiple of it at or above its own interval:
-    at most ten times an epoch, and about five or more when its own interval is at least
-    the common one; pairs of shorter epochs checkpoint less often, and their stopping
-    rules look back over the same span of steps
-    (:func:`~gpusvm.solvers.sbp.checkpoint_patience`).
-
-    Parameters
-    ----------
-    n_train : ndarray of shape (n_pairs,)
-        Training rows of each pair.
-    batch_size : int
-
-    Returns
-    -------
-    ndarray of shape (n_pairs,)
-        Steps between the pair's checkpoints.
-    """
-    own = checkpoint_interval(np.maximum(1, -(-np.asarray(n_train) // batch_size)))
-    common = max(int(own.min()), MIN_CHECKPOINT_STEPS)
-    return common * -(-own // common)
-
-
-def run_pair_stack(stack, steps, rules, *, checkpoint_every=None, kernel_evals=None, average=True, verbose=0):
-    """Run the pairs' SBP steps together, each pair until one of its stopping rules fires.
-
-    Each pair keeps the schedule of :func:`~gpusvm.solvers.sbp.run_sbp` on its own rows
-    with ``checkpoint_every[p]`` steps between checkpoints (None:
-    :func:`pair_checkpoint_steps` of the stack's pairs): its epochs, its holdout's early
-    stopping, and ``kernel_evals[p]``, its budget of kernel evaluations (None: none); a
-    pair stops at its last step exactly. ``rules.time_budget`` is the whole stack's:
-    when it runs out, every pair still stepping checkpoints and stops. Steps that take a
-    schedule (the device's ``run_steps``) run in blocks of up to their ``block_steps`` up
-    to the next step at which some pair checkpoints or stops; the clock is read between
-    blocks (on the host, after every step). A checkpoint evaluates the pairs due in one
-    call to ``steps.evaluate``; the history records are made at the end.
-
-    Returns
-    -------
-    list of :class:`~gpusvm.solvers.sbp.SBPResult`, one per pair, in the stack's order;
-    each history record has the pair's own steps and kernel evaluations, the class blocks
-    the whole stack has computed, and the seconds since the stack started.
-    """
-    batch, n_pairs = stack.batch_size, stack.n_pairs
-    steps_per_epoch = np.maximum(1, -(-stack.n_train // batch))
-    if checkpoint_every is None:
-        checkpoint_every = pair_checkpoint_steps(stack.n_train, batch)
-    checkpoint_every = np.asarray(checkpoint_every, dtype=np.int64)
-    patience = checkpoint_patience(rules.n_iter_no_change, checkpoint_interval(steps_per_epoch), checkpoint_every)
-    evals_per_step = batch * stack.n_rows
-    max_steps = rules.max_epochs * steps_per_epoch
-    if kernel_evals is not None:
-        max_steps = np.minimum(max_steps, np.maximum(1, np.asarray(kernel_evals) // evals_per_step))
-    level, bias = np.zeros(n_pairs), np.zeros(n_pairs)
-    best_error, since_best = np.full(n_pairs, np.inf), np.zeros(n_pairs, dtype=np.int64)
-    objectives = _PairRecords(n_pairs)  # each pair's objectives so far, for the tol rule
-    checkpoints = []  # (step, due pairs, their levels, their errors, the stack's record)
-    active = np.arange(n_pairs)
-    started = time.perf_counter()
-
-    def elapsed():
-        if hasattr(steps, "synchronize"):
-            steps.synchronize()  # a device's launches are asynchronous: count the work queued so far
-        return time.perf_counter() - started
-
-    with progress_bar(int(max_steps.max()), "SBP pairs", verbose) as bar:  # closed however the loop ends
-        block_steps = getattr(steps, "block_steps", 1)  # steps issued together; the clock is read between
-        t = 0
-        with getattr(steps, "host_threads", contextlib.nullcontext)():
-            while active.size:
-                every = checkpoint_every[active]
-                next_due = int(np.minimum(t + every - t % every, max_steps[active]).min())
-                count = min(block_steps, next_due - t)
-                run_pair_block(steps, t + 1, count, active)
-                t += count
-                bar.update(count)
-                out_of_time = rules.time_budget is not None and elapsed() >= rules.time_budget
-                due = active[(t % checkpoint_every[active] == 0) | (t >= max_steps[active]) | out_of_time]
-                if due.size == 0:
-                    continue
-                with nvtx.annotate("sbp.checkpoint", color="cyan"):
-                    level[due], bias[due], errors = steps.evaluate(average, due)
-                # the stack's part of the due pairs' records; their own values are filled in at the end
-                checkpoints.append((t, due, level[due], errors, history_record(steps, t, 0, elapsed(), 0.0, None)))
-                objectives.append(due, level[due])
-                held_out = ~np.isnan(errors)
-                improved = held_out & (errors < best_error[due])
-                best_error[due[improved]] = errors[improved]
-                since_best[due] = np.where(improved, 0, since_best[due] + held_out)
-                back = patience[due]
-                stop = (t >= max_steps[due]) | out_of_time | (since_best[due] >= back)
-                if rules.tol is not None:
-                    looked = ~held_out & (objectives.counts[due] > back)
-                    before = objectives.values[due, np.where(looked, objectives.counts[due] - 1 - back, 0)]
-                    stop |= looked & (level[due] > 0) & rules.gained_too_little(before, level[due], 1 / steps.eta0[due])
-                active = np.setdiff1d(active, due[stop])
-    histories = [[] for _ in range(n_pairs)]
-    cache_use = row_cache_use(steps)  # the stack's, shared by its pairs
-    for t, due, levels, errors, record in checkpoints:
-        for p, objective, error in zip(due.tolist(), levels.tolist(), errors.tolist(), strict=True):
-            histories[p].append(
-                {
-                    **record,
-                    "kernel_evals": int(evals_per_step[p]) * t,
-                    "objective": objective,
-                    "holdout_error": None if math.isnan(error) else error,
-                    "phase_seconds": None if record["phase_seconds"] is None else dict(record["phase_seconds"]),
-                }
-            )
-    return [
-        SBPResult(
-            alpha=steps.coefficients(average, p),
-            level=level[p : p + 1],
-            bias=bias[p : p + 1],
-            n_steps=int(steps.n_steps[p]),
-            history=histories[p],
-            row_cache=cache_use,
-        )
-        for p in range(n_pairs)
-    ]
-
-
-class _PairRecords:
-    """Values appended per pair at checkpoints: ``values[p, :counts[p]]``, oldest first."""
-
-    def __init__(self, n_pairs):
-        self.values, self.counts = np.zeros((n_pairs, 16)), np.zeros(n_pairs, dtype=np.int64)
-
-    def append(self, pairs, values):
-        if self.counts[pairs].max() == self.values.shape[1]:
-            self.values = np.concatenate([self.values, np.zeros_like(self.values)], axis=1)
-        self.values[pairs, self.counts[pairs]] = values
-        self.counts[pairs] += 1
-
-
-def run_pair_block(steps, first, count, active):
-    """Steps ``first .. first + count - 1`` of the ``active`` pairs: one schedule of
-    ``(t, 1 / sqrt(t))`` rows when ``steps`` takes one (``run_steps``, the device's; each
-    pair scales it by its ``eta0``), else one ``step`` after another."""
-    if hasattr(steps, "run_steps"):
-        steps.run_steps(step_schedule(first, count, 1.0), active)
-        return
-    for t in range(first, first + count):
-        steps.step(t, steps.eta0[active] / math.sqrt(t), active)

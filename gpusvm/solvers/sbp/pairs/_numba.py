@@ -1,8 +1,8 @@
-"""The Numba functions of :class:`~gpusvm.solvers.sbp._pairs_compiled.CompiledPairSteps`
+"""The Numba functions of :class:`~gpusvm.solvers.sbp.pairs._compiled.CompiledPairSteps`
 (imported only where Numba is; compiled once, then read from Numba's cache).
 
 Each function loops over the active pairs ``active[lo:hi]`` and repeats, pair by pair,
-what :class:`~gpusvm.solvers.sbp._pairs.NumpyPairSteps` does row-wise, operation for
+what :class:`~gpusvm.solvers.sbp.pairs._numpy.NumpyPairSteps` does row-wise, operation for
 operation, so that the models agree bit for bit. A pair's columns are its first class's
 block (training columns ``0 .. train_first``, then its holdout), its second class's block
 from ``first_width`` (training columns first), then padding.

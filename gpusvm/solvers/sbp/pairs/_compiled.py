@@ -1,27 +1,27 @@
-"""One-vs-one SBP steps on the host, compiled: :class:`~gpusvm.solvers.sbp._pairs.NumpyPairSteps`'s
-step as three calls to Numba functions (``_pairs_numba.py``).
+"""One-vs-one SBP steps on the host, compiled: :class:`~gpusvm.solvers.sbp.pairs._numpy.NumpyPairSteps`'s
+step as three calls to Numba functions (``_numba.py``).
 
-On small multiclass data a step of the NumPy pairs costs about 3 ms (KEEL penbased: 45
-pairs of about 1,700 columns), most of it the overhead of some sixty NumPy calls and the
-partitions and copies they make of whole ``(P, W)`` arrays; the arithmetic is a small part.
+On small multiclass data a step of the NumPy pairs is mostly the overhead of some sixty
+NumPy calls and the partitions and copies they make of whole ``(P, W)`` arrays; the
+arithmetic is a small part.
 Here a step is three loops over the pairs in compiled code: each pair's water level from
 the lowest few dozen responses of its classes (a gather under a cut kept from the last
 step, then a short sort), its draws, and its direction and update in one pass over its
 columns. The kernel blocks are still looked up, and computed by BLAS, in
-:class:`~gpusvm.solvers.sbp._pairs.ClassBlockCache` between the draws and the update.
-The steps run on one thread: on the 2-core machine measured, handing half of penbased's
-update (about 0.3 ms a step) to a second thread cost about as much as it saved, and half of
-a wide step's (6 pairs of 37,000 columns, 1.4 ms) saved 11%, the update being bound by
-reading the drawn blocks.
+:class:`~gpusvm.solvers.sbp.pairs._numpy.ClassBlockCache` between the draws and the update.
+The steps run on one thread: the update is bound by reading the drawn blocks, and a second
+thread saved little or nothing (the figures: ``docs/benchmarks.md``, "Figures behind the
+code").
 
 Every operation is the NumPy step's, in the same order and precision, so both give the same
-model bit for bit (``tests/test_sbp.py``); the NumPy step stays the reference.
+model bit for bit (``tests/test_sbp_solver.py``); the NumPy step stays the reference.
 
-Costs outside the steps (``bench/sbp_first_fit.py``): the first use in a process imports
-Numba and loads the compiled functions from Numba's cache (about half a second on the
-machine measured); the first use after an install compiles them into that cache (about 5 s),
-and so does every process's first use where Numba can keep no cache, or cannot read it
-(``_pairs_numba._compiled``: compiled in memory, with a warning, never a failed fit).
+Costs outside the steps (``bench/sbp_first_fit.py``; the figures: ``docs/benchmarks.md``,
+"Figures behind the code"): the first use in a process imports Numba and loads the compiled
+functions from Numba's cache (a fraction of a second); the first use after an install
+compiles them into that cache (seconds), and so does every process's first use where Numba
+can keep no cache, or cannot read it (``_numba._compiled``: compiled in memory, with a
+warning, never a failed fit).
 Those would make a one-off small fit, which takes a few tenths of a second on the NumPy
 steps, several times slower, so :func:`use_compiled_steps` decides, fit by fit: a
 process's fits run on the NumPy steps until their work adds up to about what the first
@@ -39,19 +39,18 @@ import sys
 
 import numpy as np
 
-from ._pairs import NumpyPairSteps
-from ._problem import RENORMALIZE_BELOW
+from ._numpy import NumpyPairSteps
+from .._problem import RENORMALIZE_BELOW
 
 # The environment switch: unset, the rule of use_compiled_steps; "0" the NumPy steps; "1"
 # the compiled steps (where Numba imports).
 SWITCH = "GPUSVM_COMPILED_STEPS"
 # Unset, a process's one-vs-one fits on the host run on the NumPy steps until their work, in
-# pair columns stepped (sbp._host_pair_work), would reach this: at about 26 ns a column, about
-# 0.8 s of NumPy steps, the time where the compiled steps' first use in a process (0.5 s),
-# then their own steps (a third to a half of the NumPy ones'), begin to gain (KEEL penbased,
-# 1.5e7 columns: its first fit in a process 0.58 s on the NumPy steps, 0.82 s compiled).
+# pair columns stepped (_plan.host_pair_work), would reach this: the work at which the compiled
+# steps' first use in a process, then their faster steps, begin to gain (docs/benchmarks.md,
+# "Figures behind the code").
 COMPILED_FROM_COLUMNS = 30_000_000
-_COMPILED_MODULE = f"{__package__}._pairs_numba"
+_COMPILED_MODULE = f"{__package__}._numba"
 _numpy_columns = 0  # the work of this process's fits on the NumPy steps so far
 
 
@@ -90,7 +89,7 @@ def use_compiled_steps(columns):
 
     Compiled when ``GPUSVM_COMPILED_STEPS=1``, when the compiled steps have been used in
     this process already (their first use is paid), or when this fit's work and that of the
-    process's fits on the NumPy steps reach ``COMPILED_FROM_COLUMNS``; always where Numba
+    process's fits on the NumPy steps reach ``COMPILED_FROM_COLUMNS``; never where Numba
     does not import. Numba is not imported for a fit on the NumPy steps."""
     global _numpy_columns
     switch = compiled_steps_switch()
@@ -103,14 +102,14 @@ def use_compiled_steps(columns):
 
 
 class CompiledPairSteps(NumpyPairSteps):
-    """:class:`~gpusvm.solvers.sbp._pairs.NumpyPairSteps` with each step's level, draws,
+    """:class:`~gpusvm.solvers.sbp.pairs._numpy.NumpyPairSteps` with each step's level, draws,
     direction and update compiled; the same model bit for bit."""
 
     def __init__(self, stack, cache_bytes):
         super().__init__(stack, cache_bytes)
-        from . import _pairs_numba  # Numba compiles, or loads from its cache, on the first step
+        from . import _numba  # Numba compiles, or loads from its cache, on the first step
 
-        self.kernels = _pairs_numba
+        self.kernels = _numba
         n_pairs, batch = stack.n_pairs, stack.batch_size
         self.first_width, self.second_width = (np.ascontiguousarray(stack.block_widths[:, side]) for side in (0, 1))
         self.train_first, self.train_second = (stack.class_train[stack.pairs[:, side]] for side in (0, 1))
@@ -118,7 +117,7 @@ class CompiledPairSteps(NumpyPairSteps):
         # also writes the level and bias, which the steps do not read (the checkpoints' are _levels')
         self.levels, self.biases, self.edges = np.zeros(n_pairs), np.zeros(n_pairs), np.zeros((n_pairs, 2))
         self.counts = np.zeros(n_pairs, dtype=np.int64)  # each pair's covered count at its last step
-        self.cuts = np.full((n_pairs, 2), np.inf)  # its classes' gather cuts (_pairs_numba._sorted_lowest)
+        self.cuts = np.full((n_pairs, 2), np.inf)  # its classes' gather cuts (_numba._sorted_lowest)
         # the same at the last checkpoint (the averaged or last responses)
         self.checkpoint_counts = np.zeros(n_pairs, dtype=np.int64)
         self.checkpoint_cuts = np.full((n_pairs, 2), np.inf)
