@@ -41,7 +41,11 @@ QUESTIONS = [
     ),
     ("5. How cost grows with n and d", ["scaling", "sbp_scale"], None),
     ("6. Probabilities from the SVMs: Platt scaling against SVC(probability=True)", ["probability"], None),
-    ("7. Data larger than memory: streamed training", ["streaming", "svmlight_reading", "streamed_throughput"], None),
+    (
+        "7. Data larger than memory: streamed training",
+        ["streaming", "svmlight_reading", "streamed_throughput", "streamed_end_to_end"],
+        None,
+    ),
     ("8. On a dask cluster: gpusvm.dask against single-node, and data larger than a worker", ["dask_scaling"], None),
     (
         "The water level and the SBP step (SBP's inner loop; the step against its floor)",

@@ -19,10 +19,13 @@ since), or with ``--force``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from importlib import resources
 from pathlib import Path
@@ -265,6 +268,19 @@ def build_parser():
         help="read DATA (svmlight or .npz) N rows at a time, for a file larger than memory "
         "(linear and online solvers); shows each epoch's progress on standard error",
     )
+    cache = train.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache-file",
+        metavar="PATH",
+        help="with --chunk-rows and an svmlight DATA: keep the parsed chunks in PATH, so that every "
+        "epoch after the first, and later runs on the same file, read them instead of the text "
+        "(default: a temporary cache, removed at the end)",
+    )
+    cache.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="with --chunk-rows: parse the text of DATA every epoch (no chunk cache)",
+    )
     shown = train.add_mutually_exclusive_group()
     shown.add_argument(
         "-v", "--verbose", action="count", help="show a progress bar from the start (default: once a fit takes 5 s)"
@@ -376,6 +392,9 @@ def train_command(args, out):
     args.pending_output = ("the model", path)  # for the message of an interrupt before it is written
     if args.chunk_rows is not None:
         return _train_on_chunks(model, args, path, out)
+    if args.cache_file is not None or args.no_cache:
+        option = "--cache-file" if args.cache_file is not None else "--no-cache"
+        raise UsageError(f"{option} goes with --chunk-rows (a file read whole is parsed once).", "gpusvm train")
     X, y, how = read_data(args.data, args.format, n_features=args.n_features)
     if y is None:
         raise ValueError(f"{args.data} has no labels to train on.")
@@ -407,8 +426,6 @@ def _training_accuracy(model, X, y):
 
 def _train_on_chunks(model, args, path, out):
     """``train --chunk-rows N``: the streamed fit, one chunk of the file in memory at a time."""
-    from .model_io import save
-
     if args.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be at least 1, got {args.chunk_rows}.", "gpusvm train")
     if not hasattr(model, "fit_chunks"):
@@ -418,7 +435,37 @@ def _train_on_chunks(model, args, path, out):
             "(leave --chunk-rows out).",
             "gpusvm train",
         )
+    with _chunk_cache(args) as (cache_file, optional):
+        return _fit_streamed(model, args, path, out, cache_file, optional)
+
+
+@contextlib.contextmanager
+def _chunk_cache(args):
+    """``(path, optional)`` of ``train --chunk-rows``'s chunk cache: ``--cache-file``'s
+    path, none with ``--no-cache``, else a temporary one (optional: where the disk has no
+    room for it, a warning and the text parsed every epoch), removed on leaving."""
+    if args.no_cache:
+        yield None, False
+    elif args.cache_file is not None:
+        yield args.cache_file, False
+    else:
+        folder = tempfile.mkdtemp(prefix="gpusvm-chunks-")
+        try:
+            yield Path(folder) / "chunks.cache", True
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _fit_streamed(model, args, path, out, cache_file, optional):
+    from .model_io import save
+
     chunks = read_chunks(args.data, args.format, chunk_rows=args.chunk_rows, n_features=args.n_features)
+    if cache_file is not None and hasattr(chunks, "with_cache"):
+        chunks = chunks.with_cache(cache_file, optional=optional)
+    elif args.cache_file is not None:
+        raise UsageError(
+            f"--cache-file keeps an svmlight file's parsed chunks; {args.data} is not svmlight.", "gpusvm train"
+        )
     if chunks.n_rows == 0:  # (the scan that counts them is the one the fit needs first)
         raise DataFileError(f"{args.data} has no data rows to train on.")
     if model.verbose == "auto":  # a streamed fit can take long: a line an epoch, with its rows, rate and time left

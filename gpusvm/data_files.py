@@ -63,9 +63,10 @@ def data_format(path, fmt="auto"):
     return {".npz": "npz", ".csv": "csv"}.get(suffix, "svmlight")
 
 
-def read_chunks(path, fmt="auto", *, chunk_rows, n_features=None):
+def read_chunks(path, fmt="auto", *, chunk_rows, n_features=None, cache_file=None):
     """A re-iterable reader of ``(X, y)`` chunks of ``chunk_rows`` rows, for training on
-    a file larger than memory (:class:`SvmlightChunks` or :class:`NpzChunks`).
+    a file larger than memory (:class:`SvmlightChunks` or :class:`NpzChunks`); a text
+    file's parsed chunks kept in ``cache_file`` when given (see :class:`SvmlightChunks`).
 
     Raises
     ------
@@ -81,7 +82,7 @@ def read_chunks(path, fmt="auto", *, chunk_rows, n_features=None):
             f"{path}: {fmt} files are read whole; chunked reading takes {' or '.join(STREAMED_FORMATS)}."
         )
     if fmt == "svmlight":
-        return SvmlightChunks(path, chunk_rows, n_features=n_features)
+        return SvmlightChunks(path, chunk_rows, n_features=n_features, cache_file=cache_file)
     return NpzChunks(path, chunk_rows)
 
 

@@ -19,7 +19,14 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ._backend import namespace_of, to_numpy
 from ._stream.pipeline import prepared_chunk, ready_chunks
-from ._stream.chunks import ChunkSource, aligned_chunks, check_chunk_X_y, check_partial_fit_lengths, errors_named
+from ._stream.chunks import (
+    ChunkSource,
+    chunks_through_cache,
+    aligned_chunks,
+    check_chunk_X_y,
+    check_partial_fit_lengths,
+    errors_named,
+)
 from ._stream.label_order import LabelRuns
 from ._estimator.base import GPUClassifierMixin, restore_on_error
 from ._estimator.convergence import warn_if_no_better_than_a_constant
@@ -120,7 +127,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             self._train(X, y, classes=self._partial_fit_classes(classes), n_epochs=1, shuffle=False)
         return self
 
-    def fit_chunks(self, chunks, classes=None):
+    def fit_chunks(self, chunks, classes=None, *, cache_file="auto"):
         """Train from scratch on a stream of ``(X, y)`` chunks, ``max_iter`` passes.
 
         The chunks never need to sit in memory together: a list, a generator, or a file
@@ -154,8 +161,8 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
         the current one trains, then copied to the device from pinned host memory, on a
         stream of its own, while the current chunk's steps run (two device slots used in
         turn); nothing is read back from the device until the end.  On the numpy backend
-        the chunks are read in turn, in the caller's thread (the parser and the steps both
-        hold Python's GIL).
+        chunks of text are parsed in turn, in the caller's thread (the parser and the steps
+        both hold Python's GIL); chunks from the cache are read ahead on a worker thread.
 
         Parameters
         ----------
@@ -165,12 +172,24 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             the fit would need another pass.
         classes : array-like, default=None
             Every class of the stream; None reads them from the chunks first (one pass).
+        cache_file : 'auto', str, os.PathLike or None, default='auto'
+            Where a text reader's parsed chunks are kept for the passes after the first
+            (:class:`gpusvm.data_files.SvmlightChunks`' ``cache_file``): 'auto' makes a
+            temporary cache when the fit reads the file more than once, removed at the
+            end (where the disk has no room, a warning, and the text is parsed every
+            pass); a path keeps the cache there for later fits of the same file; None
+            parses the text every pass. The model is the same bit for bit. Ignored
+            for chunks that are not text (lists, generators, ``.npz`` files).
 
         Returns
         -------
         self
         """
         self._validate_params()
+        with chunks_through_cache(chunks, cache_file, self.max_iter + (classes is None)) as chunks:
+            return self._fit_chunks(chunks, classes)
+
+    def _fit_chunks(self, chunks, classes):
         source = ChunkSource(chunks)
         source.check_passes(
             ["finding the classes (or pass classes=...)"] * (classes is None)
@@ -199,7 +218,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             prepare = functools.partial(self._prepared_chunk, backend=backend, label_runs=label_runs)
             seed, n_models = seed_from_random_state(self.random_state), 1 if classes.shape[0] == 2 else classes.shape[0]
             state, stepper, chunk, losses, rows = None, None, None, [], 0
-            with ready_chunks(epochs, prepare, backend) as ready:
+            with ready_chunks(epochs, prepare, backend, host_read_ahead=source.reads_arrays()) as ready:
                 for chunk in ready:
                     if state is None:
                         state = OnlineState.zeros(n_models, chunk.X.shape[1], xp)
@@ -233,10 +252,10 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             if source.feature_names is not None:  # the chunks' DataFrame columns (arrays by now)
                 self.feature_names_in_ = source.feature_names
         if class_counts is not None:
-            warn_if_no_better_than_a_constant(self, self.loss_curve_[-1], class_counts, stacklevel=2)
+            warn_if_no_better_than_a_constant(self, self.loss_curve_[-1], class_counts, stacklevel=3)
         sorted_stream = label_runs.warning(type(self).__name__, f"stretches of {label_runs.window_rows} rows")
         if sorted_stream:
-            warnings.warn(sorted_stream, UserWarning, stacklevel=2)
+            warnings.warn(sorted_stream, UserWarning, stacklevel=3)
         return self
 
     def _checked_chunks(self, chunks, classes, checked):

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import to_numpy
 from ._stream.pipeline import prepared_chunk, ready_chunks
-from ._stream.chunks import ChunkSource, check_chunk_X_y, check_partial_fit_lengths, errors_named
+from ._stream.chunks import ChunkSource, chunks_through_cache, check_chunk_X_y, check_partial_fit_lengths, errors_named
 from ._stream.label_order import LabelRuns
 from ._estimator.base import GPUClassifierMixin, restore_on_error
 from ._estimator.convergence import warn_if_worse_than_zero_weights
@@ -234,7 +234,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             self._train(X, y, sample_weight, classes=self._partial_fit_classes(classes), n_epochs=1, tol=None)
         return self
 
-    def fit_chunks(self, chunks, classes=None):
+    def fit_chunks(self, chunks, classes=None, *, cache_file="auto"):
         """Train from scratch on a stream of ``(X, y)`` chunks, with at most two chunks in
         memory (on the device, with the cupy backend) at a time, until the progressive
         objective stops improving or ``max_iter`` epochs.
@@ -273,8 +273,9 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         the current one trains, then copied to the device from pinned host memory, on a
         stream of its own, while the current chunk's steps run (two device slots used in
         turn); the host reads the device once an epoch (the progressive objective's two
-        sums).  On the numpy backend the chunks are read in turn, in the caller's thread
-        (the parser and the steps both hold Python's GIL).
+        sums).  On the numpy backend chunks of text are parsed in turn, in the caller's
+        thread (the parser and the steps both hold Python's GIL); chunks from the cache
+        are read ahead on a worker thread.
 
         A chunk that cannot be trained on (a label missing for a row, a value that is
         not finite, a label outside ``classes``...) is named in the error by its number
@@ -289,6 +290,14 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             that would need more than one pass is refused before it is read.
         classes : array-like, default=None
             Every class of the stream; None reads them from the chunks first (one pass).
+        cache_file : 'auto', str, os.PathLike or None, default='auto'
+            Where a text reader's parsed chunks are kept for the passes after the first
+            (:class:`gpusvm.data_files.SvmlightChunks`' ``cache_file``): 'auto' makes a
+            temporary cache when the fit reads the file more than once, removed at the
+            end (where the disk has no room, a warning, and the text is parsed every
+            pass); a path keeps the cache there for later fits of the same file; None
+            parses the text every pass. The model is the same bit for bit. Ignored
+            for chunks that are not text (lists, generators, ``.npz`` files).
 
         Returns
         -------
@@ -296,6 +305,10 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
         """
         started = time.monotonic()  # a reader's scan of its file, below, counts in the wait for 'auto'
         self._validate_params()
+        with chunks_through_cache(chunks, cache_file, self.max_iter + (classes is None)) as chunks:
+            return self._fit_chunks(chunks, classes, started)
+
+    def _fit_chunks(self, chunks, classes, started):
         source = ChunkSource(chunks)
         balanced = isinstance(self.class_weight, str) and self.class_weight == "balanced"
         counting = [
@@ -341,7 +354,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             )
             state, chunk, progress, objectives = None, None, None, []
             stop = NoImprovementStop(self.tol, self.n_iter_no_change)
-            with ready_chunks(epochs, prepare, backend) as ready:
+            with ready_chunks(epochs, prepare, backend, host_read_ahead=source.reads_arrays()) as ready:
                 for chunk in ready:
                     if chunk.epoch > len(objectives):  # the first chunk of the next epoch: the last one is over
                         objectives.append(progress.value())
@@ -377,12 +390,12 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             if source.feature_names is not None:  # the chunks' DataFrame columns (arrays by now)
                 self.feature_names_in_ = source.feature_names
         # (the zero weights' objective with unit sample weights: the classes' count)
-        warn_if_worse_than_zero_weights(self, self.objective_curve_, self.coef_.shape[0], None, stacklevel=2)
+        warn_if_worse_than_zero_weights(self, self.objective_curve_, self.coef_.shape[0], None, stacklevel=3)
         sorted_stream = label_runs.warning(
             type(self).__name__, f"chunks, or runs of chunks of at least {label_runs.window_rows} rows,"
         )
         if sorted_stream:
-            warnings.warn(sorted_stream, UserWarning, stacklevel=2)
+            warnings.warn(sorted_stream, UserWarning, stacklevel=3)
         return self
 
     def _chunk_steps(self, chunk, targets, sample_weight, lam, seed, state, xp):

@@ -508,6 +508,31 @@ def test_streaming_benchmark_quick_records_memory_and_objectives():
         assert hows == {"in memory", "streamed"}
 
 
+def test_streamed_end_to_end_benchmark_quick_times_each_way_from_the_file():
+    payload = run_bench("streamed_end_to_end")
+    assert [row["pass"].split(":")[0] for row in payload["parse_passes"]] == ["SvmlightChunks"] * 4 + [
+        "gpusvm load_svmlight",
+        "scikit-learn load_svmlight_file",
+    ]
+    rows = payload["results"]
+    for learner in ("gpusvm FTRLClassifier", "gpusvm PegasosSVC"):
+        ways = {row["how"]: row for row in rows if row["learner"] == learner}
+        assert len(ways) == 3  # no cache, the chunk cache, in memory
+        assert ways["streamed, chunk cache"]["same_as_text"] is True  # the cache's passes: the text's arrays
+    # every peer is measured or reported missing with its reason, never dropped
+    assert any(row["learner"].startswith("Vowpal Wabbit") for row in rows)
+    assert any(row["learner"].startswith("river") for row in rows)
+    for row in rows:
+        if "missing" in row:
+            assert row["missing"]
+            continue
+        assert row["total_s"] > 0 and 0 < row["test_accuracy"] <= 1
+        if not row.get("first_pass_derived"):  # VW's cached first pass is a difference of two runs
+            assert row["first_rows_per_s"] == pytest.approx(
+                (1_000 if row["learner"].startswith("river") else 4_000) / row["first_pass_s"]
+            )
+
+
 def test_bench_readme_is_generated_from_the_recorded_results():
     from bench.make_report import QUESTIONS, build
 

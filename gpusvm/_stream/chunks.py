@@ -15,6 +15,9 @@ it by its number and, for a file reader, by the file and lines it came from.
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,6 +27,37 @@ from .._backend import is_cupy_array, issparse, namespace_of, to_numpy
 from .._validation import check_feature_scale, check_X_y
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@contextlib.contextmanager
+def chunks_through_cache(chunks, cache_file, n_passes):
+    """``chunks`` as a streamed fit reads them: a text reader (one with ``with_cache``: a
+    :class:`gpusvm.data_files.SvmlightChunks` without a cache of its own) that the fit reads
+    more than once goes through a chunk cache, so that its later passes read arrays, not text.
+
+    Parameters
+    ----------
+    chunks : iterable of (X, y)
+    cache_file : 'auto', str, os.PathLike or None
+        'auto': a cache in a folder of its own in the temporary folder when ``n_passes`` is
+        more than one, removed on leaving (optional: a warning where the disk has no room);
+        a path: the cache there, kept; None: no cache.
+    n_passes : int
+        The passes the fit makes over the chunks, at least.
+    """
+    if cache_file is None or not hasattr(chunks, "with_cache") or chunks.cache_file is not None:
+        yield chunks
+    elif isinstance(cache_file, str) and cache_file == "auto":
+        if n_passes < 2:
+            yield chunks
+            return
+        folder = tempfile.mkdtemp(prefix="gpusvm-chunks-")
+        try:
+            yield chunks.with_cache(Path(folder) / "chunks.cache", optional=True)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    else:
+        yield chunks.with_cache(cache_file)
 
 
 class ChunkSource:
@@ -72,6 +106,11 @@ class ChunkSource:
                 f"read once; this fit reads them {len(reasons)} times ({', '.join(dict.fromkeys(reasons))}). "
                 "Pass a list or a re-iterable reader (gpusvm.data_files.SvmlightChunks, NpzChunks)."
             )
+
+    def reads_arrays(self):
+        """Whether the chunks come as arrays from a file (a text reader's chunk cache), not
+        from text to parse: reading them mostly waits on the disk, outside Python's GIL."""
+        return getattr(self.chunks, "cache_file", None) is not None
 
     def knows_n_rows(self):
         """Whether the source tells its number of rows without a pass of ours."""

@@ -9,10 +9,12 @@ device still computes on the other slot, and the solver's stream waits for it on
 it needs the chunk.  Nothing here reads the device, so the solver can queue a chunk's
 steps and come back for the next one at once.
 
-On the numpy backend the chunks are made ready in the caller's thread, in turn: both
-scikit-learn's svmlight parser and the NumPy steps hold Python's GIL most of the time,
-so a worker thread adds its switches and saves nothing (measured slower:
-``docs/user_guide/larger_than_memory.md`` has the figures).
+On the numpy backend the chunks of text are made ready in the caller's thread, in turn:
+both the svmlight parsers and the NumPy steps hold Python's GIL most of the time, so a
+worker thread adds its switches and saves nothing (measured slower:
+``docs/user_guide/larger_than_memory.md`` has the figures). Chunks read back as arrays (a
+text file's chunk cache) are read ahead on a worker thread, as on cupy: reading them
+waits on the disk and checks CRC-32s outside the GIL.
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ def read_ahead(items, prepare):
 
 
 @contextlib.contextmanager
-def ready_chunks(items, prepare, backend):
+def ready_chunks(items, prepare, backend, *, host_read_ahead=False):
     """The chunks of ``items`` ready for a solver on ``backend``, as a context manager
     (leaving it stops the cupy backend's worker, also on an error).
 
@@ -116,6 +118,9 @@ def ready_chunks(items, prepare, backend):
         ``prepare(item, number) -> ReadyChunk`` on the host (see :func:`prepared_chunk`);
         on cupy it runs on a worker thread, one item ahead.
     backend : {'numpy', 'cupy'}
+    host_read_ahead : bool
+        On numpy, read and prepare the next item on a worker thread, as on cupy (for items
+        read as arrays, not parsed).
 
     Yields
     ------
@@ -124,8 +129,13 @@ def ready_chunks(items, prepare, backend):
         a chunk must not be used once the next one has been asked for.  Its steps may
         still be running then; the next copy into its slot waits for them.
     """
-    if not is_device_backend(backend):  # one thread: reading and NumPy's steps both hold the GIL (see above)
-        yield (prepare(item, number) for number, item in enumerate(items))
+    if not is_device_backend(backend):  # text: one thread, parsing and NumPy's steps both hold the GIL
+        if not host_read_ahead:
+            yield (prepare(item, number) for number, item in enumerate(items))
+            return
+        chunks = read_ahead(items, prepare)
+        with contextlib.closing(chunks):
+            yield chunks
         return
     from .._device.staging import DeviceStaging
 

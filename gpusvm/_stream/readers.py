@@ -26,6 +26,7 @@ import math
 import numbers
 import os
 import threading
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -34,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
+from .chunk_cache import CacheMismatch, CacheReader, CacheWriter, check_cache_path, source_facts
 from .svmlight_arrow import joined, parse_plain_block
 
 
@@ -156,10 +158,27 @@ class SvmlightChunks:
     parser : {'auto', 'scikit-learn'}, default='auto'
         'auto': plain chunks through pyarrow where it is installed; 'scikit-learn': every
         chunk by scikit-learn's reader.
+    cache_file : str or os.PathLike, optional
+        A binary cache of the parsed chunks (:mod:`gpusvm._stream.chunk_cache`): the first
+        full pass over the file (the scan, or a pass in order) writes it, and every later
+        read takes the chunk from it, bit for bit the arrays the parse gave, at the disk's
+        speed. A cache written earlier for the same file (its size and modification time)
+        and settings is read at once; one that does not match, or is damaged, is refused
+        with a warning and written again, never read as data. The cache stays after the
+        fit (the estimators' ``fit_chunks(..., cache_file=...)`` makes a temporary one by
+        default). An existing file that is not a gpusvm cache is never overwritten.
     """
 
     def __init__(
-        self, path, chunk_rows=100_000, *, n_features=None, zero_based="auto", dtype=np.float64, parser="auto"
+        self,
+        path,
+        chunk_rows=100_000,
+        *,
+        n_features=None,
+        zero_based="auto",
+        dtype=np.float64,
+        parser="auto",
+        cache_file=None,
     ):
         _check_chunk_rows(chunk_rows)
         if parser not in ("auto", "scikit-learn"):
@@ -172,16 +191,41 @@ class SvmlightChunks:
             raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}.")
         self.path, self.chunk_rows, self.dtype, self.parser = Path(path), int(chunk_rows), dtype, parser
         self._n_features, self._zero_based = n_features, zero_based
+        self._given_n_features, self._given_zero_based = n_features, zero_based
         self._offsets = None
         self._n_lines = None  # known once scanned
         self._chunk_lines = {}  # chunk number -> its lines, once read (the last chunk's may be fewer)
         self._fingerprint = FileFingerprint(self.path)
+        self.cache_file = None if cache_file is None else Path(cache_file)
+        if self.cache_file is not None:
+            check_cache_path(self.cache_file, self.path)
+        self._cache_reader = None  # the complete cache, once opened
+        self._cache_refused = False  # a cache found damaged this session: parse the text
+        self._cache_optional = False  # a cache the fit made by itself: no room for it is no error
+
+    def with_cache(self, cache_file, *, optional=False):
+        """A reader of the same file with the same settings through the chunk cache at
+        ``cache_file``; ``optional``: where the disk has no room for it, warn and parse
+        the text every pass instead of raising. It keeps this reader's fingerprint of the
+        file: a change since this reader first read it is refused as this reader would.
+        It scans the file again, writing the cache as it goes."""
+        reader = SvmlightChunks(
+            self.path,
+            self.chunk_rows,
+            n_features=self._given_n_features,
+            zero_based=self._given_zero_based,
+            dtype=self.dtype,
+            parser=self.parser,
+            cache_file=cache_file,
+        )
+        reader._cache_optional, reader._fingerprint = optional, self._fingerprint
+        return reader
 
     def _scan(self):
-        if self._offsets is not None:
+        if self._offsets is not None or self._adopt_cache():
             return
         offsets, n_rows, lowest, highest, n_lines = [], 0, None, -1, 0
-        with self._open() as handle:
+        with self._open() as handle, self._cache_writing() as cache:
             for number, (offset, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
                 offsets.append(offset)
                 first_line = 1 + number * self.chunk_rows
@@ -192,25 +236,120 @@ class SvmlightChunks:
                 )
                 check_finite_rows(X, y, self.path, block, first_line)
                 self._check_indices(X, block, first_line)
+                cache.add(number, X, y, offset + len(block))
                 n_rows += X.shape[0]
                 if X.nnz:
                     lowest = min(lowest if lowest is not None else X.indices.min(), X.indices.min())
                     highest = max(highest, X.indices.max())
-        self._fingerprint.ended(len(offsets))
-        if self._zero_based == "auto":  # (zero_based=False with index 0: refused above, at its line)
-            self._zero_based = bool(lowest == 0)
-        width = highest + 1 - (0 if self._zero_based else 1)
-        if self._n_features is None:
-            self._n_features = max(width, 0)
-        elif width > self._n_features:  # found once the index base is known: read again for the line
-            with open_svmlight(self.path) as handle:
-                for number, (_, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
-                    X, _ = _parse(
-                        block, self.path, 1, zero_based=True, n_columns=None, dtype=self.dtype, parser=self.parser
-                    )
-                    self._check_indices(X, block, 1 + number * self.chunk_rows)
-            raise ValueError(f"{self.path} has {width} features, more than n_features={self._n_features}.")
-        self._offsets, self._n_rows, self._n_lines = offsets, n_rows, n_lines
+            self._fingerprint.ended(len(offsets))
+            if self._zero_based == "auto":  # (zero_based=False with index 0: refused above, at its line)
+                self._zero_based = bool(lowest == 0)
+            width = highest + 1 - (0 if self._zero_based else 1)
+            if self._n_features is None:
+                self._n_features = max(width, 0)
+            elif width > self._n_features:  # found once the index base is known: read again for the line
+                with open_svmlight(self.path) as again:
+                    for number, (_, block) in enumerate(_line_blocks(again, self.chunk_rows)):
+                        X, _ = _parse(
+                            block, self.path, 1, zero_based=True, n_columns=None, dtype=self.dtype, parser=self.parser
+                        )
+                        self._check_indices(X, block, 1 + number * self.chunk_rows)
+                raise ValueError(f"{self.path} has {width} features, more than n_features={self._n_features}.")
+            self._offsets, self._n_rows, self._n_lines = offsets, n_rows, n_lines
+            cache.finish(self._summary())
+
+    # --- the chunk cache ---------------------------------------------------------------
+
+    def _facts(self):
+        """What the cache's header must say: the file as first opened, and the settings."""
+        self._fingerprint.opened()
+        settings = {
+            "chunk_rows": self.chunk_rows,
+            "dtype": np.dtype(self.dtype).str,
+            "parser": self.parser,
+            "n_features": self._given_n_features,
+            "zero_based": self._given_zero_based,
+        }
+        return source_facts(self.path, settings)
+
+    def _summary(self):
+        """What a scan learns of the file, kept in the cache's index."""
+        return {
+            "offsets": self._offsets,
+            "n_rows": self._n_rows,
+            "n_lines": self._n_lines,
+            "n_features": int(self._n_features),
+            "zero_based": bool(self._zero_based),
+            "chunk_lines": {str(number): lines for number, lines in self._chunk_lines.items()},
+        }
+
+    def _cache(self):
+        """The complete cache that matches this reader, opened once, or None."""
+        if self.cache_file is None or self._cache_refused:
+            return None
+        if self._cache_reader is None:
+            if not self.cache_file.exists():
+                return None
+            try:
+                self._cache_reader = CacheReader(self.cache_file, self._facts())
+            except CacheMismatch as why:
+                self._refuse_cache(why)
+                return None
+        return self._cache_reader
+
+    def _adopt_cache(self):
+        """Take what the scan would learn from a complete cache; whether there was one."""
+        cache = self._cache()
+        if cache is None:
+            return False
+        summary = cache.summary
+        self._offsets, self._n_rows, self._n_lines = summary["offsets"], summary["n_rows"], summary["n_lines"]
+        self._n_features, self._zero_based = summary["n_features"], summary["zero_based"]
+        self._chunk_lines = {int(number): lines for number, lines in summary["chunk_lines"].items()}
+        self._fingerprint.ended(len(self._offsets))
+        return True
+
+    def _refuse_cache(self, why):
+        """Stop reading a cache that does not match or is damaged: a warning, the file
+        removed (it is a cache: its first bytes say so), and the text parsed until a full
+        pass writes the cache again."""
+        warnings.warn(
+            f"The chunk cache {self.cache_file} is not used: {why}. The chunks are parsed from {self.path} "
+            "instead, and the cache is written again on the next full pass over the file.",
+            UserWarning,
+            stacklevel=4,
+        )
+        self._cache_reader, self._cache_refused = None, True
+        with contextlib.suppress(OSError):
+            self.cache_file.unlink()
+
+    def _cached_chunk(self, number):
+        """Chunk ``number`` from the cache, the arrays its parse gave; None without a
+        cache, or when its record is damaged (refused: the caller parses the text)."""
+        cache = self._cache()
+        if cache is None:
+            return None
+        self._fingerprint.opened()
+        try:
+            arrays = cache.arrays(number)
+        except CacheMismatch as why:
+            self._refuse_cache(why)
+            return None
+        return self._with_width(arrays["data"], arrays["indices"], arrays["indptr"]), arrays["y"]
+
+    @contextlib.contextmanager
+    def _cache_writing(self):
+        """A writer of the cache for a full pass in order: ``add`` each parsed chunk,
+        ``finish`` at the end; a pass that ends otherwise leaves no cache. A no-op without
+        ``cache_file`` or with a complete cache."""
+        if self.cache_file is None or self._cache() is not None:
+            yield _NoCache()
+            return
+        writer = _PassCache(self)
+        try:
+            yield writer
+        finally:
+            writer.close()
 
     def _open(self):
         """The file opened (see :func:`open_svmlight`), once it is checked unchanged since the first opening."""
@@ -261,6 +400,9 @@ class SvmlightChunks:
     def __getitem__(self, index):
         self._scan()
         number = range(len(self._offsets))[index]  # an IndexError past the end; negative from the end
+        cached = self._cached_chunk(number)
+        if cached is not None:
+            return cached
         with self._open() as handle:
             handle.seek(self._offsets[number])
             block = b"".join(itertools.islice(handle, self.chunk_rows))
@@ -270,25 +412,48 @@ class SvmlightChunks:
     def __iter__(self):
         if self._offsets is None and (self._n_features is None or self._zero_based == "auto"):
             self._scan()  # the width or the index base is not known yet
-        n_chunks = 0
-        with self._open() as handle:  # one sequential pass: no scan needed when width and base are given
-            for number, (_, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
+        elif self._offsets is None:
+            self._adopt_cache()
+        if self._cache() is not None:
+            for number in range(len(self._offsets)):
+                chunk = self._cached_chunk(number)
+                yield chunk if chunk is not None else self[number]  # a damaged record: the text's
+            return
+        offsets, n_rows, n_lines = [], 0, 0
+        with self._open() as handle, self._cache_writing() as cache:  # no scan needed when width and base are given
+            for number, (offset, block) in enumerate(_line_blocks(handle, self.chunk_rows)):
                 self._fingerprint.chunk(number, block, self._lines_of(number, block))
-                n_chunks += 1
-                yield self._chunk(block, 1 + number * self.chunk_rows)
-        self._fingerprint.ended(n_chunks)
+                offsets.append(offset)
+                n_lines += _line_count(block)
+                X, y = self._parsed(block, 1 + number * self.chunk_rows)
+                cache.add(number, X, y, offset + len(block))
+                n_rows += X.shape[0]
+                yield self._with_width(X.data, X.indices, X.indptr), y
+            self._fingerprint.ended(len(offsets))
+            if self._offsets is None:
+                self._offsets, self._n_rows, self._n_lines = offsets, n_rows, n_lines
+            cache.finish(self._summary())
 
     def _chunk(self, block, first_line):
-        shift = 0 if self._zero_based else 1
+        X, y = self._parsed(block, first_line)
+        return self._with_width(X.data, X.indices, X.indptr), y
+
+    def _parsed(self, block, first_line):
+        """A block's rows as parsed, checked (indices as they are in the file)."""
         X, y = _parse(
             block, self.path, first_line, zero_based=True, n_columns=None, dtype=self.dtype, parser=self.parser
         )
         check_finite_rows(X, y, self.path, block, first_line)
         self._check_indices(X, block, first_line)
-        X = sp.csr_matrix(
-            (X.data, X.indices - shift if shift else X.indices, X.indptr), shape=(X.shape[0], self._n_features)
-        )
         return X, y
+
+    def _with_width(self, data, indices, indptr):
+        """Parsed rows (a CSR matrix's arrays, indices as in the file) with the file's
+        index base and width."""
+        shift = 0 if self._zero_based else 1
+        return sp.csr_matrix(
+            (data, indices - shift if shift else indices, indptr), shape=(indptr.size - 1, self._n_features)
+        )
 
     def _check_indices(self, X, block, first_line):
         """Refuse index 0 when ``zero_based`` is False, and an index past ``n_features``
@@ -317,6 +482,72 @@ class SvmlightChunks:
 _COMPRESSIONS = {"gzip": (b"\x1f\x8b", gzip.open), "bzip2": (b"BZh", bz2.open), "xz": (b"\xfd7zXZ\x00", lzma.open)}
 # What a damaged or truncated compressed file raises while it is read.
 _DECOMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, lzma.LZMAError, zlib.error, OSError)
+
+
+class _NoCache:
+    """The cache writer of a reader without one: does nothing."""
+
+    def add(self, number, X, y, bytes_read):
+        pass
+
+    def finish(self, summary):
+        pass
+
+
+class _PassCache:
+    """The cache a reader writes in one full pass (:class:`CacheWriter`), sized from the
+    file: about the text's size (a value and an index take about the bytes their text
+    does), five times a compressed file's, re-estimated from the bytes read so far. Where
+    the disk has no room for a cache the fit made by itself, a warning, and no cache."""
+
+    def __init__(self, reader):
+        self.reader, self.writer, self.finished = reader, None, False
+        size = os.path.getsize(reader.path)
+        self.compressed = compression(reader.path) is not None
+        self.source_bytes = size
+        self._open(size * (5 if self.compressed else 1))
+
+    def _open(self, estimated):
+        try:
+            self.writer = CacheWriter(self.reader.cache_file, self.reader._facts(), estimated)
+        except OSError as error:
+            self._no_room(error)
+
+    def _no_room(self, error):
+        if self.writer is not None:
+            self.writer.abandon()
+            self.writer = None
+        if not self.reader._cache_optional:
+            raise error
+        warnings.warn(f"{error} The chunks are parsed from the text every pass.", UserWarning, stacklevel=5)
+        self.reader.cache_file = None
+
+    def add(self, number, X, y, bytes_read):
+        if self.writer is None:
+            return
+        try:
+            self.writer.add(number, {"data": X.data, "indices": X.indices, "indptr": X.indptr, "y": y})
+            if not self.compressed and bytes_read:
+                self.writer.expect(self.writer.handle.tell() * self.source_bytes / bytes_read)
+        except OSError as error:
+            self._no_room(error)
+
+    def finish(self, summary):
+        if self.writer is None:
+            return
+        try:
+            self.writer.finish(summary)
+        except OSError as error:
+            self._no_room(error)
+            return
+        self.writer, self.finished = None, True
+        self.reader._cache_reader, self.reader._cache_refused = None, False
+
+    def close(self):
+        """Remove the partial cache of a pass that did not finish."""
+        if self.writer is not None:
+            self.writer.abandon()
+            self.writer = None
 
 
 def compression(path):
