@@ -64,6 +64,15 @@ class EpochBars:
         self.desc, self.max_epochs, self.verbose = desc, max_epochs, verbose
         self.rows_per_epoch, self.bar, self.epoch, self.rows = rows_per_epoch, None, None, 0
         self.started = time.monotonic() if started is None else started  # the fit's start (time.monotonic)
+        self.epoch_started, self.read_seconds, self.wait_seconds = self.started, 0.0, 0.0
+
+    def reading(self, seconds):
+        """A chunk took ``seconds`` to read and make ready (on whichever thread)."""
+        self.read_seconds += seconds
+
+    def waiting(self, seconds):
+        """The fit waited ``seconds`` for a chunk."""
+        self.wait_seconds += seconds
 
     def __enter__(self):
         return self
@@ -83,6 +92,7 @@ class EpochBars:
         if epoch != self.epoch:
             self.close()
             self.epoch, self.rows = epoch, 0
+            self.epoch_started, self.read_seconds, self.wait_seconds = time.monotonic(), 0.0, 0.0
             self.bar = progress_bar(
                 self.rows_per_epoch,
                 desc,
@@ -94,8 +104,14 @@ class EpochBars:
         self.bar.update(rows)
 
     def end_epoch(self, **figures):
-        """The epoch is over: its figures (``objective=...``) on its line."""
+        """The epoch is over: its figures (``objective=...``) on its line, and the rates of
+        its reading (rows over the seconds its chunks took to read and make ready) and of
+        its steps (rows over the seconds it did not wait for chunks)."""
         if self.bar is not None:
+            steps_seconds = time.monotonic() - self.epoch_started - self.wait_seconds
+            for name, seconds in (("read", self.read_seconds), ("steps", steps_seconds)):
+                if self.rows and seconds > 0:
+                    figures[name] = f"{self.rows / seconds:,.0f} rows/s"
             self.bar.set_postfix(figures, refresh=False)
         self.close()
 

@@ -218,7 +218,7 @@ class _OnlineLogisticClassifier(LinearModelMixin, GPUClassifierMixin):
             prepare = functools.partial(self._prepared_chunk, backend=backend, label_runs=label_runs)
             seed, n_models = seed_from_random_state(self.random_state), 1 if classes.shape[0] == 2 else classes.shape[0]
             state, stepper, chunk, losses, rows = None, None, None, [], 0
-            with ready_chunks(epochs, prepare, backend, host_read_ahead=source.reads_arrays()) as ready:
+            with ready_chunks(epochs, prepare, backend, host_read_ahead=source.reads_arrays(), timing=bars) as ready:
                 for chunk in ready:
                     if state is None:
                         state = OnlineState.zeros(n_models, chunk.X.shape[1], xp)

@@ -354,7 +354,7 @@ class PegasosSVC(LinearModelMixin, GPUClassifierMixin):
             )
             state, chunk, progress, objectives = None, None, None, []
             stop = NoImprovementStop(self.tol, self.n_iter_no_change)
-            with ready_chunks(epochs, prepare, backend, host_read_ahead=source.reads_arrays()) as ready:
+            with ready_chunks(epochs, prepare, backend, host_read_ahead=source.reads_arrays(), timing=bars) as ready:
                 for chunk in ready:
                     if chunk.epoch > len(objectives):  # the first chunk of the next epoch: the last one is over
                         objectives.append(progress.value())

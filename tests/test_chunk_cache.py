@@ -218,14 +218,14 @@ def test_chunks_from_the_cache_are_read_ahead_on_a_worker_thread(svmlight_file, 
     threads = []
     read_ahead = pipeline.read_ahead
 
-    def recording(items, prepare):
+    def recording(items, prepare, timing=None):
         def prepare_here(item, number):
             import threading
 
             threads.append(threading.current_thread().name)
             return prepare(item, number)
 
-        return read_ahead(items, prepare_here)
+        return read_ahead(items, prepare_here, timing)
 
     monkeypatch.setattr(pipeline, "read_ahead", recording)
     cached = pegasos().fit_chunks(SvmlightChunks(svmlight_file, 400, cache_file=tmp_path / "c"))
@@ -234,3 +234,13 @@ def test_chunks_from_the_cache_are_read_ahead_on_a_worker_thread(svmlight_file, 
     plain = pegasos().fit_chunks(SvmlightChunks(svmlight_file, 400), cache_file=None)
     assert threads == []
     np.testing.assert_array_equal(cached.coef_, plain.coef_)
+
+
+def test_a_streamed_epochs_line_shows_the_rates_of_its_reading_and_of_its_steps(svmlight_file, tmp_path, capsys):
+    model = PegasosSVC(max_iter=2, tol=None, random_state=0, backend="numpy", verbose=1)
+    model.fit_chunks(SvmlightChunks(svmlight_file, 400, cache_file=tmp_path / "c"))
+    lines = [line for line in capsys.readouterr().err.replace("\r", "\n").splitlines() if "epoch 2/2" in line]
+    read, steps = (
+        float(lines[-1].split(f"{name}=")[1].split(" rows/s")[0].replace(",", "")) for name in ("read", "steps")
+    )
+    assert read > 0 and steps > 0 and "objective=" in lines[-1]

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -76,26 +78,43 @@ def prepared_chunk(X, rows, backend, epoch=0, **facts):
 _END = object()
 
 
-def read_ahead(items, prepare):
+class _NoTiming:
+    """The timing of a stream nobody reads: ``reading`` and ``waiting`` do nothing."""
+
+    def reading(self, seconds):
+        pass
+
+    def waiting(self, seconds):
+        pass
+
+
+def read_ahead(items, prepare, timing=None):
     """``prepare(item, number)`` for each item, in order, the next one computed on a
     worker thread while the caller works on the current one.
 
     An exception raised for an item comes out when the caller reaches that item.  The
     worker runs under the caller's scikit-learn configuration (``config_context`` is
     per thread).  Closing the generator waits for the item in progress, at most.
+    ``timing`` (as :func:`ready_chunks`') is told the seconds each item took the worker
+    and the seconds the caller waited for it.
     """
-    iterator, config = iter(items), sklearn.get_config()
+    iterator, config, timing = iter(items), sklearn.get_config(), timing or _NoTiming()
 
     def prepare_next(number):
+        started = time.perf_counter()
         with sklearn.config_context(**config):
             item = next(iterator, _END)
-            return _END if item is _END else prepare(item, number)
+            chunk = _END if item is _END else prepare(item, number)
+        timing.reading(time.perf_counter() - started)
+        return chunk
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpusvm-read-ahead") as worker:
         number, pending = 0, worker.submit(prepare_next, 0)
         try:
             while True:
+                started = time.perf_counter()
                 chunk = pending.result()
+                timing.waiting(time.perf_counter() - started)
                 if chunk is _END:
                     return
                 number += 1
@@ -105,8 +124,25 @@ def read_ahead(items, prepare):
             pending.cancel()
 
 
+def made_ready_in_turn(items, prepare, timing=None):
+    """``prepare(item, number)`` for each item, in order, in the caller's thread;
+    ``timing`` is told the seconds of each (reading the item and preparing it), which
+    the caller waits."""
+    iterator, timing = iter(items), timing or _NoTiming()
+    for number in itertools.count():
+        started = time.perf_counter()
+        item = next(iterator, _END)
+        if item is _END:
+            return
+        chunk = prepare(item, number)
+        seconds = time.perf_counter() - started
+        timing.reading(seconds)
+        timing.waiting(seconds)
+        yield chunk
+
+
 @contextlib.contextmanager
-def ready_chunks(items, prepare, backend, *, host_read_ahead=False):
+def ready_chunks(items, prepare, backend, *, host_read_ahead=False, timing=None):
     """The chunks of ``items`` ready for a solver on ``backend``, as a context manager
     (leaving it stops the cupy backend's worker, also on an error).
 
@@ -121,6 +157,10 @@ def ready_chunks(items, prepare, backend, *, host_read_ahead=False):
     host_read_ahead : bool
         On numpy, read and prepare the next item on a worker thread, as on cupy (for items
         read as arrays, not parsed).
+    timing : object, optional
+        Told, by ``timing.reading(seconds)``, the seconds each item took to read and make
+        ready (on whichever thread), and by ``timing.waiting(seconds)`` the seconds the
+        caller waited for it (for example :class:`gpusvm._instrumentation.EpochBars`).
 
     Yields
     ------
@@ -131,14 +171,14 @@ def ready_chunks(items, prepare, backend, *, host_read_ahead=False):
     """
     if not is_device_backend(backend):  # text: one thread, parsing and NumPy's steps both hold the GIL
         if not host_read_ahead:
-            yield (prepare(item, number) for number, item in enumerate(items))
+            yield made_ready_in_turn(items, prepare, timing)
             return
-        chunks = read_ahead(items, prepare)
+        chunks = read_ahead(items, prepare, timing)
         with contextlib.closing(chunks):
             yield chunks
         return
     from .._device.staging import DeviceStaging
 
-    chunks = read_ahead(items, prepare)
+    chunks = read_ahead(items, prepare, timing)
     with contextlib.closing(chunks):
         yield DeviceStaging().staged(chunks)

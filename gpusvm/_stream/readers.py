@@ -159,7 +159,7 @@ class SvmlightChunks:
         'auto': plain chunks through pyarrow where it is installed; 'scikit-learn': every
         chunk by scikit-learn's reader.
     cache_file : str or os.PathLike, optional
-        A binary cache of the parsed chunks (:mod:`gpusvm._stream.chunk_cache`): the first
+        A binary cache of the parsed chunks (``gpusvm/_stream/chunk_cache.py``): the first
         full pass over the file (the scan, or a pass in order) writes it, and every later
         read takes the chunk from it, bit for bit the arrays the parse gave, at the disk's
         speed. A cache written earlier for the same file (its size and modification time)
