@@ -21,6 +21,10 @@ import gpusvm.dask as gd  # noqa: E402
 
 from .conftest import needs_device  # noqa: E402
 
+# Slow as a whole (each starts or uses a dask cluster):
+# `python -m pytest -m "not slow"` leaves them out.
+pytestmark = pytest.mark.slow
+
 ONLINE = ["FTRLClassifier", "TruncatedGradientClassifier", "FOBOSClassifier", "RDAClassifier"]
 UNEVEN = (700, 0, 1100, 450, 750)  # row chunks, one of them empty
 

@@ -16,6 +16,10 @@ from gpusvm.datasets import load_adult, load_svmlight
 
 from .conftest import needs_device
 
+# Slow as a whole (each runs a benchmark script or the demo in a process of its own):
+# `python -m pytest -m "not slow"` leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# Slow as a whole (each runs the window's script under the CUDA emulator):
+# `python -m pytest -m "not slow"` leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 EMULATOR = ROOT.parent / "shared" / "tools" / "cuda-emu"
 STEPS = [
@@ -29,6 +33,7 @@ STEPS = [
     "headline-letter",
     "fit-phases",
     "headline-linear",
+    "streams",
     "rest",
 ]
 
@@ -165,8 +170,8 @@ def test_dry_run_of_chosen_steps_skips_the_others_and_says_why(tmp_path):
         **os.environ,
         "OUT": str(tmp_path / "out"),
         "WINDOW_PYTHON": sys.executable,
-        "WINDOW_BUDGET_S": "60",
-        "WINDOW_STEPS": "facts",
+        "WINDOW_BUDGET_S": "90",
+        "WINDOW_STEPS": "facts streams",
     }
     done = subprocess.run(
         [str(ROOT / "ci" / "device_window.sh"), "--dry-run"], env=env, capture_output=True, text=True, timeout=180
@@ -176,5 +181,8 @@ def test_dry_run_of_chosen_steps_skips_the_others_and_says_why(tmp_path):
     assert [s["step"] for s in steps] == STEPS
     by_name = {s["step"]: s for s in steps}
     assert by_name["setup"]["status"] == "ok" and by_name["facts"]["status"] != "skipped"
-    others = [s for s in steps if s["step"] not in ("setup", "facts")]
+    # the streams step's CuPy branch, at its dry run's size, ran under the emulator to its result file
+    assert by_name["streams"]["status"] == "ok", by_name["streams"]
+    assert "streamed_end_to_end-emulated.json" in by_name["streams"]["detail"]
+    others = [s for s in steps if s["step"] not in ("setup", "facts", "streams")]
     assert all(s["status"] == "skipped" and "not in WINDOW_STEPS" in s["detail"] for s in others)

@@ -387,6 +387,7 @@ def test_one_vs_one_pairs_stepping_together_equal_pairs_one_after_another(rng, f
     assert any(r["holdout_error"] is not None for r in together.history_)
 
 
+@pytest.mark.slow  # a fresh process
 @needs_numba
 def test_a_small_fit_in_a_fresh_process_runs_without_importing_numba(tmp_path):
     """The point of use_compiled_steps: a one-off small one-vs-one fit does not pay for

@@ -463,6 +463,7 @@ def test_read_ahead_keeps_the_order_and_raises_at_the_failing_item():
     assert got == [2, 4]
 
 
+@pytest.mark.slow  # files many chunks long
 def test_streamed_fit_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
     # Files of 4,000 and 64,000 rows x 10 nonzeros (0.5 and 7.7 MB as CSR), read 1,000 rows
     # (0.12 MB) at a time: the larger file's peak is within a few chunks of the smaller's,
