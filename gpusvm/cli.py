@@ -19,13 +19,10 @@ since), or with ``--force``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gzip
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from importlib import resources
 from pathlib import Path
@@ -35,6 +32,7 @@ import numpy as np
 from ._backend import BACKENDS, ENV_VARIABLE
 from ._output_files import SameFileError, check_output_path, has_mark, write_atomically, write_file
 from ._registry import SOLVERS
+from ._stream.chunks import chunks_through_cache
 from ._version import __version__
 from .data_files import FORMATS, DataFileError, data_format, read_chunks, read_data
 
@@ -435,37 +433,20 @@ def _train_on_chunks(model, args, path, out):
             "(leave --chunk-rows out).",
             "gpusvm train",
         )
-    with _chunk_cache(args) as (cache_file, optional):
-        return _fit_streamed(model, args, path, out, cache_file, optional)
-
-
-@contextlib.contextmanager
-def _chunk_cache(args):
-    """``(path, optional)`` of ``train --chunk-rows``'s chunk cache: ``--cache-file``'s
-    path, none with ``--no-cache``, else a temporary one (optional: where the disk has no
-    room for it, a warning and the text parsed every epoch), removed on leaving."""
-    if args.no_cache:
-        yield None, False
-    elif args.cache_file is not None:
-        yield args.cache_file, False
-    else:
-        folder = tempfile.mkdtemp(prefix="gpusvm-chunks-")
-        try:
-            yield Path(folder) / "chunks.cache", True
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _fit_streamed(model, args, path, out, cache_file, optional):
-    from .model_io import save
-
     chunks = read_chunks(args.data, args.format, chunk_rows=args.chunk_rows, n_features=args.n_features)
-    if cache_file is not None and hasattr(chunks, "with_cache"):
-        chunks = chunks.with_cache(cache_file, optional=optional)
-    elif args.cache_file is not None:
+    if args.cache_file is not None and not hasattr(chunks, "with_cache"):
         raise UsageError(
             f"--cache-file keeps an svmlight file's parsed chunks; {args.data} is not svmlight.", "gpusvm train"
         )
+    cache_file = None if args.no_cache else (args.cache_file or "auto")
+    # the scan that counts the rows, and every epoch: more than one pass
+    with chunks_through_cache(chunks, cache_file, n_passes=2) as chunks:
+        return _fit_streamed(model, args, path, out, chunks)
+
+
+def _fit_streamed(model, args, path, out, chunks):
+    from .model_io import save
+
     if chunks.n_rows == 0:  # (the scan that counts them is the one the fit needs first)
         raise DataFileError(f"{args.data} has no data rows to train on.")
     if model.verbose == "auto":  # a streamed fit can take long: a line an epoch, with its rows, rate and time left
